@@ -8,7 +8,7 @@ PORT ?= 5000
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/roft_test
 export FLASK_APP := wsgi.py
 
-.PHONY: run test test-sqlite test-postgres lint format setup setup-dev services chromium demo screenshots clean
+.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium demo screenshots clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ test-sqlite: setup-dev
 
 test-postgres: setup-dev services
 	TEST_DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q
+
+## The nightly-sized fuzzing run: 10^4 hypothesis cases on SQLite, then on PostgreSQL.
+fuzz-nightly: setup-dev services
+	ROFT_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_fuzz.py
+	TEST_DATABASE_URL=$(PG_TEST_URL) ROFT_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_fuzz.py
 
 lint: setup-dev
 	$(VENV)/bin/ruff check .

@@ -7,7 +7,10 @@ workers = int(os.environ.get("GUNICORN_WORKERS", min(2 * multiprocessing.cpu_cou
 worker_class = "sync"
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
-accesslog = "-"
+# The app writes one JSON access line per request (with its request id) to stderr, so gunicorn's
+# own access log is off unless GUNICORN_ACCESSLOG names a file ("-" for stdout).
+accesslog = os.environ.get("GUNICORN_ACCESSLOG") or None
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
 errorlog = "-"
 # Behind a reverse proxy, set FORWARDED_ALLOW_IPS to the proxy's address.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

@@ -16,6 +16,7 @@ from app.config import build_config
 from app.crowd.platforms import MTURK_FRAME_ANCESTORS as MTURK_ORIGINS
 from app.errors import ServiceError
 from app.extensions import cache, csrf, db, limiter, login_manager, migrate
+from app.logs import configure_logging
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,9 +86,17 @@ def create_app(overrides: dict | None = None) -> Flask:
     from app.cli import register_cli
 
     register_cli(app)
+    configure_logging(app)
     _register_error_pages(app)
     _register_security_headers(app)
     return app
+
+
+def _forget_failed_work() -> None:
+    """Roll back, and render the error page as for a visitor: loading the signed-in player (or
+    reading the one the rollback just expired) would query a failing database again."""
+    db.session.rollback()
+    g._login_user = login_manager.anonymous_user()
 
 
 def _register_error_pages(app: Flask) -> None:
@@ -128,7 +137,7 @@ def _register_error_pages(app: Flask) -> None:
 
     @app.errorhandler(OperationalError)
     def database_unavailable(error):
-        db.session.rollback()
+        _forget_failed_work()
         app.logger.warning("database unavailable: %s", error.orig)
         response = page(
             "Back in a moment",
@@ -140,6 +149,7 @@ def _register_error_pages(app: Flask) -> None:
 
     @app.errorhandler(500)
     def server_error(error):
+        _forget_failed_work()
         return page("Something went wrong", "Our fault, not yours. Please try again.", 500)
 
 
@@ -171,3 +181,23 @@ def _register_security_headers(app: Flask) -> None:
             # Round pages change with every reveal; never serve them from a cache.
             response.headers["Cache-Control"] = "no-store"
         return response
+
+    def cookie_attributes(response):
+        """Every cookie set or cleared is HttpOnly and SameSite (Flask-Login clears its remember
+        cookie without them)."""
+        cookies = response.headers.getlist("Set-Cookie")
+        hardened = []
+        for cookie in cookies:
+            attributes = {part.split("=")[0].strip().lower() for part in cookie.split(";")[1:]}
+            if "httponly" not in attributes:
+                cookie += "; HttpOnly"
+            if "samesite" not in attributes:
+                cookie += f"; SameSite={app.config.get('REMEMBER_COOKIE_SAMESITE') or 'Lax'}"
+            hardened.append(cookie)
+        if hardened != cookies:
+            response.headers.setlist("Set-Cookie", hardened)
+        return response
+
+    # After-request functions run last-registered first: at the head of the list, this one runs
+    # after all the others, Flask-Login's included.
+    app.after_request_funcs.setdefault(None, []).insert(0, cookie_attributes)

@@ -56,7 +56,7 @@ def build_config(instance_path: Path) -> dict:
         # so invalidating the leaderboard after an answer reaches every worker.
         "CACHE_TYPE": "RedisCache" if redis_url else "FileSystemCache",
         "CACHE_REDIS_URL": redis_url,
-        "CACHE_DIR": str(instance_path / "cache"),
+        "CACHE_DIR": os.environ.get("CACHE_DIR") or str(instance_path / "cache"),
         "CACHE_DEFAULT_TIMEOUT": 300,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
@@ -70,7 +70,13 @@ def build_config(instance_path: Path) -> dict:
         "LOGIN_RATE_LIMIT": os.environ.get("LOGIN_RATE_LIMIT", "10 per minute;50 per hour"),
         "SIGNUP_RATE_LIMIT": os.environ.get("SIGNUP_RATE_LIMIT", "5 per minute;30 per hour"),
         "GUEST_RATE_LIMIT": os.environ.get("GUEST_RATE_LIMIT", "20 per minute;200 per hour"),
+        # Site-wide cap on new guest accounts, all addresses together (bots rotating addresses);
+        # requests of signed-in players do not count.
+        "GUEST_GLOBAL_RATE_LIMIT": os.environ.get("GUEST_GLOBAL_RATE_LIMIT", "600 per minute"),
         "DEMO_DATA_PATH": os.environ.get("DEMO_DATA_PATH", "data/demo/examples.jsonl"),
         "PRODUCTION": production,
         "PROXY_FIX": os.environ.get("PROXY_FIX", "0") == "1",
+        # JSON log lines on stderr; LOG_REQUESTS=0 drops the per-request access line.
+        "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO").upper(),
+        "LOG_REQUESTS": os.environ.get("LOG_REQUESTS", "1") == "1",
     }

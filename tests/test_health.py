@@ -45,3 +45,41 @@ def test_proxy_fix_trusts_forwarded_headers_only_when_enabled(make_app):
         app = make_app(PROXY_FIX=enabled)
         app.add_url_rule("/where", "where", lambda: request.url)
         assert app.test_client().get("/where", headers=headers).get_data(as_text=True) == expected
+
+
+def test_signed_in_player_gets_the_503_page_too(make_app, app, tmp_path):
+    """Loading the player fails as well; the page must still render (as for a visitor)."""
+    from tests import factories
+    from tests.test_game_http import start
+
+    with app.app_context():
+        factories.example(boundary=3)
+    client = app.test_client()
+    start(client)
+    broken = make_app(SQLALCHEMY_DATABASE_URI="postgresql+psycopg://nobody@127.0.0.1:1/none")
+    broken_client = broken.test_client()
+    # Same secret key: the session cookie of the player is valid for the broken app.
+    for cookie in client._cookies.values():
+        broken_client.set_cookie(cookie.key, cookie.value)
+    page = broken_client.get("/")
+    assert page.status_code == 503
+    assert "cannot reach its database" in page.get_data(as_text=True)
+
+
+def test_unexpected_error_of_a_signed_in_player_gets_the_500_page(make_app, app):
+    from tests import factories
+    from tests.test_game_http import start
+
+    failing = make_app(TESTING=False)
+
+    @failing.get("/fails")
+    def fails():
+        raise RuntimeError("bug")
+
+    with failing.app_context():
+        factories.example(boundary=3)
+    client = failing.test_client()
+    start(client)
+    page = client.get("/fails")
+    assert page.status_code == 500
+    assert "Our fault, not yours" in page.get_data(as_text=True)

@@ -27,7 +27,9 @@ def _load(session_id: str) -> Player | None:
 
 def _safe_next(target: str | None) -> str:
     """Only follow a `next` that stays on this site."""
-    if target and target.startswith("/") and not target.startswith("//"):
+    # Browsers read "\" as "/" and drop tabs and newlines: "/\evil" or "/\t/evil" leave the site.
+    unsafe = any(char == "\\" or char < " " for char in target or "")
+    if target and target.startswith("/") and not target.startswith("//") and not unsafe:
         parts = urlsplit(target)
         if not parts.scheme and not parts.netloc:
             return target
@@ -137,7 +139,11 @@ def settings():
 
 @bp.get("/players/<username>")
 def public_profile(username: str):
-    player = db.session.query(Player).filter(Player.username == username).first()
+    player = (
+        db.session.query(Player).filter(Player.username == username).first()
+        if service.USERNAME_RE.match(username)
+        else None
+    )
     if player is None:
         abort(404)
     own = current_user.is_authenticated and current_user.id == player.id

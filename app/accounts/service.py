@@ -9,6 +9,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import BadRequest, Conflict
 from app.extensions import db
+from app.leaderboard import standings
 from app.models import Player
 from app.models.base import utcnow
 
@@ -78,13 +79,19 @@ def sign_up(
     except IntegrityError:
         db.session.rollback()
         raise Conflict("That username is taken; please choose another.") from None
+    if guest is not None:
+        # The guest's points now belong on the leaderboards.
+        standings.forget_boards_of(player.id)
     return player
 
 
 def find_by_username(username: str) -> Player | None:
     """The account with this username (case-insensitive), if any."""
+    username = (username or "").strip()
+    if not USERNAME_RE.match(username):
+        return None  # no account has it; a NUL byte would not even reach PostgreSQL
     return db.session.scalars(
-        select(Player).where(func.lower(Player.username) == (username or "").strip().lower())
+        select(Player).where(func.lower(Player.username) == username.lower())
     ).first()
 
 

@@ -53,6 +53,15 @@ def _check(name: str, value: str | None, platform: str, required: bool) -> str |
     return value
 
 
+def _mturk_host(address: str) -> str | None:
+    """The MTurk host of a turkSubmitTo address; None for any other or a malformed one."""
+    try:
+        parts = urlsplit(address)
+    except ValueError:  # "https://[" and other addresses that cannot be split
+        return None
+    return parts.hostname if parts.scheme == "https" and parts.hostname in MTURK_HOSTS else None
+
+
 def parse_entry(platform: str, args: Mapping[str, str]) -> Entry:
     worker_key, session_key, study_key = PARAMETERS[platform]
     if platform == "mturk" and args.get("assignmentId") == MTURK_PREVIEW:
@@ -63,12 +72,11 @@ def parse_entry(platform: str, args: Mapping[str, str]) -> Entry:
     study = _check(study_key, args.get(study_key), platform, required=False)
     submit_to = None
     if platform == "mturk":
-        submit_to = args.get("turkSubmitTo", "")
-        parts = urlsplit(submit_to)
-        if parts.scheme != "https" or parts.hostname not in MTURK_HOSTS:
+        host = _mturk_host(args.get("turkSubmitTo", ""))
+        if host is None:
             raise EntryError(
                 "This link does not come from Mechanical Turk (turkSubmitTo is missing or "
                 "unexpected). Please open the task from MTurk."
             )
-        submit_to = f"https://{parts.hostname}"
+        submit_to = f"https://{host}"
     return Entry(worker_id=worker, session=session, study=study, submit_to=submit_to)

@@ -9,6 +9,7 @@ from app.crowd import studies
 from app.crowd.platforms import EntryError, parse_entry
 from app.errors import BadRequest, Forbidden, ServiceError
 from app.extensions import db, limiter
+from app.game.rounds import MAX_ID
 from app.models import Participant, Round, Study
 
 bp = Blueprint("crowd", __name__, url_prefix="/study")
@@ -132,10 +133,9 @@ def resume(slug: str):
 def next_round(slug: str):
     study = load_study(slug)
     participant = bound_participant(study)
-    studies.finish_instructions(participant)
     previous_id = request.form.get("round_id", type=int)
     if previous_id:
-        previous = db.session.get(Round, previous_id)
+        previous = db.session.get(Round, previous_id) if 0 < previous_id <= MAX_ID else None
         if previous is None or previous.participant_id != participant.id:
             raise Forbidden("That round is not part of your session.")
         try:
@@ -152,6 +152,8 @@ def next_round(slug: str):
                 400,
             )
     made = studies.next_round(study, participant, extra=request.form.get("extra") == "1")
+    # Only now: a refused request (another's round, missing ratings) must change nothing.
+    studies.finish_instructions(participant)
     if made is None:
         return redirect(url_for("crowd.done", slug=slug))
     return redirect(url_for("game.show", round_id=made.id))

@@ -13,7 +13,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.crowd import codes, schedule
-from app.crowd.config import StudyConfig
+from app.crowd.config import SLUG_RE, StudyConfig
 from app.crowd.platforms import Entry
 from app.errors import BadRequest, Conflict, Forbidden, NotFound
 from app.extensions import db
@@ -49,7 +49,10 @@ def config_of(study: Study) -> StudyConfig:
 
 
 def get_study(slug: str) -> Study:
-    study = db.session.scalar(select(Study).where(Study.slug == slug))
+    # A slug no study can have (a NUL byte, 100k characters) is not looked up.
+    study = (
+        db.session.scalar(select(Study).where(Study.slug == slug)) if SLUG_RE.match(slug) else None
+    )
     if study is None:
         raise NotFound("There is no study at this address. Please check the link.")
     return study

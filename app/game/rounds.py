@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import joinedload
 
+from app.catalog.records import SLUG_RE
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
 from app.game import reasons as reason_catalogue
@@ -24,6 +26,8 @@ NORMAL = "normal"
 CHECK = "attention_check"
 PRACTICE = "practice"
 _START_ATTEMPTS = 5
+# Ids are 32-bit integers in PostgreSQL: a larger one exists nowhere and cannot be looked up.
+MAX_ID = 2**31 - 1
 
 
 class NoExamplesLeft(Conflict):
@@ -51,14 +55,60 @@ def open_round(player: Player) -> Round | None:
     ).first()
 
 
-def _pick_example(player: Player, category: Category | None) -> Example | None:
-    """An example the player has never had, preferring the least-annotated ones."""
-    already = select(Round.example_id).where(Round.player_id == player.id)
-    query = select(Example).where(Example.id.not_in(already), Example.kind == NORMAL)
+def category_by_slug(slug: str) -> Category | None:
+    """The category with this slug; None for a slug no category can have (no query is made)."""
+    if not SLUG_RE.match(slug):
+        return None
+    return db.session.scalar(select(Category).where(Category.slug == slug))
+
+
+def _unplayed(player: Player | None, category: Category | None):
+    """The examples the player (None: a new guest) has never had, in the category if given."""
+    query = select(Example).where(Example.kind == NORMAL)
+    if player is not None:
+        already = select(Round.example_id).where(Round.player_id == player.id)
+        query = query.where(Example.id.not_in(already))
     if category is not None:
         query = query.where(Example.category_id == category.id)
+    return query
+
+
+def _pick_example(player: Player, category: Category | None) -> Example | None:
+    """An example the player has never had, preferring the least-annotated ones."""
+    query = _unplayed(player, category)
     query = query.order_by(Example.annotation_count.asc(), func.random()).limit(1)
     return db.session.scalars(query).first()
+
+
+def _chosen_category(category_slug: str) -> Category | None:
+    """The category a player chose, None for "random"; NotFound for an unknown one."""
+    if category_slug == RANDOM:
+        return None
+    category = category_by_slug(category_slug)
+    if category is None:
+        raise NotFound(f"There is no category called “{category_slug}”.")
+    return category
+
+
+def _nothing_left(category: Category | None) -> NoExamplesLeft:
+    return NoExamplesLeft(
+        f"You have played every text in {category.name}. Thank you! Try another category."
+        if category
+        else "You have played every text we have. Thank you! New texts arrive regularly."
+    )
+
+
+def check_start(player: Player | None, category_slug: str) -> None:
+    """Raise what `start_round` would refuse with (NotFound, NoExamplesLeft), storing nothing.
+
+    Callers check first when they store something before the round (a new guest, a consent), so
+    a refused start leaves no trace. `player` None stands for a guest not created yet.
+    """
+    category = _chosen_category(category_slug)
+    if player is not None and open_round(player) is not None:
+        return
+    if not db.session.scalar(select(_unplayed(player, category).exists())):
+        raise _nothing_left(category)
 
 
 def start_round(player: Player, category_slug: str) -> Round:
@@ -67,23 +117,14 @@ def start_round(player: Player, category_slug: str) -> Round:
     Raises NotFound for an unknown category and NoExamplesLeft when the player has played every
     text there.
     """
-    category = None
-    if category_slug != RANDOM:
-        category = db.session.scalar(select(Category).where(Category.slug == category_slug))
-        if category is None:
-            raise NotFound(f"There is no category called “{category_slug}”.")
+    category = _chosen_category(category_slug)
     for _ in range(_START_ATTEMPTS):
         current = open_round(player)
         if current is not None:
             return current
         example = _pick_example(player, category)
         if example is None:
-            where = f"in {category.name}" if category else "here"
-            raise NoExamplesLeft(
-                f"You have played every text {where}. Thank you! Try another category."
-                if category
-                else "You have played every text we have. Thank you! New texts arrive regularly."
-            )
+            raise _nothing_left(category)
         new = create_round(player, example, category_slug)
         if new is not None:
             return new
@@ -125,9 +166,18 @@ def create_round(
     return new
 
 
+_WITH_EXAMPLE = (
+    joinedload(Round.example, innerjoin=True).joinedload(Example.category, innerjoin=True),
+    joinedload(Round.example, innerjoin=True).joinedload(Example.system, innerjoin=True),
+)
+
+
 def get_round(player: Player, round_id: int) -> Round:
     """The player's own round; someone else's round is reported as not found."""
-    found = db.session.get(Round, round_id)
+    # One query for the round, its text, category and system: every page and answer needs them.
+    found = (
+        db.session.get(Round, round_id, options=_WITH_EXAMPLE) if 0 < round_id <= MAX_ID else None
+    )
     if found is None or found.player_id != player.id:
         raise NotFound("That round does not exist.")
     return found
@@ -161,7 +211,6 @@ def reveal_next(player: Player, round_id: int, seen: int) -> Round:
     except IntegrityError:
         db.session.rollback()
         raise Conflict("This page was out of date; here is the round as it stands.") from None
-    db.session.refresh(current)
     return current
 
 
@@ -188,6 +237,8 @@ def parse_answer(choice: str, seen: str | int, reasons: list[str], explanation: 
     except ValueError as error:
         raise BadRequest(str(error).capitalize() + ".") from None
     text = (explanation or "").strip()
+    if "\x00" in text:
+        raise BadRequest("The explanation contains a NUL character; please remove it.")
     if len(text) > reason_catalogue.MAX_EXPLANATION_CHARS:
         raise BadRequest(
             f"Please keep the explanation under {reason_catalogue.MAX_EXPLANATION_CHARS} "
@@ -253,10 +304,10 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
         from app.crowd import studies  # the crowd service imports this module
 
         studies.record_answer(current.participant_id, current.kind, guess == n)
+    category_slug = example.category.slug
     db.session.commit()
     if scored:
-        standings.invalidate(example.category.slug)
-    db.session.refresh(current)
+        standings.invalidate(category_slug)
     return current
 
 

@@ -40,17 +40,33 @@ def home():
 
 
 @bp.post("/play")
+# A site-wide cap on new guests: one key for every address. Flask-Limiter checks limits of equal
+# window in the order they are listed here from the bottom and stops at the first breach, so a
+# request refused by its address's per-minute limit uses up none of the per-minute cap.
+@limiter.limit(
+    lambda: current_app.config["GUEST_GLOBAL_RATE_LIMIT"],
+    key_func=lambda: "all-guests",
+    exempt_when=_has_session,
+    methods=["POST"],
+)
 @limiter.limit(_guest_limit, exempt_when=_has_session, methods=["POST"])
 def start():
     category = request.form.get("category", rounds.RANDOM)
     consent = request.form.get("consent") == "yes"
+    if current_user.is_authenticated and current_user.kind == "crowd":
+        # Crowd workers play their study's rounds, not the public game.
+        return redirect(url_for("crowd.current"))
+    signed_in = current_user.is_authenticated
+    try:
+        if not signed_in or (consent and current_user.research_consent_at is None):
+            # Refuse an unknown or played-out category before a guest or a consent is stored.
+            rounds.check_start(current_user if signed_in else None, category)
+    except rounds.NoExamplesLeft as done:
+        return _render_home(done.message, 409)
     if not current_user.is_authenticated:
         guest = accounts.create_guest(consent)
         login_user(guest, remember=True)
         player = guest
-    elif current_user.kind == "crowd":
-        # Crowd workers play their study's rounds, not the public game.
-        return redirect(url_for("crowd.current"))
     else:
         player = current_user
         if consent and player.research_consent_at is None:
@@ -112,10 +128,10 @@ def reveal(round_id: int):
             rounds.get_round(current_user, round_id), 400, "The request was incomplete."
         )
     try:
-        round_ = rounds.reveal_next(current_user, round_id, seen)
+        rounds.reveal_next(current_user, round_id, seen)
     except rounds.Conflict as conflict:
         return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
-    return redirect(url_for("game.show", round_id=round_.id, _anchor="latest"))
+    return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
 
 
 @bp.post("/play/round/<int:round_id>/answer")

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, render_template
 from flask_login import current_user
-from sqlalchemy import select
 
-from app.extensions import db
-from app.game.rounds import categories_with_examples
+from app.game.rounds import categories_with_examples, category_by_slug
 from app.leaderboard import standings
-from app.models import Category
 
 bp = Blueprint("leaderboard", __name__)
 
@@ -19,7 +16,7 @@ bp = Blueprint("leaderboard", __name__)
 def board(slug: str | None):
     category = None
     if slug is not None:
-        category = db.session.scalar(select(Category).where(Category.slug == slug))
+        category = category_by_slug(slug)
         if category is None:
             abort(404)
     rows = standings.top(category)

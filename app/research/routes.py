@@ -14,7 +14,8 @@ bp = Blueprint("research", __name__, url_prefix="/research")
 @bp.before_request
 @login_required
 def researchers_only():
-    if not current_user.is_researcher:
+    # login_required lets OPTIONS through, so the visitor may still be anonymous here.
+    if not (current_user.is_authenticated and current_user.is_researcher):
         abort(403)
 
 

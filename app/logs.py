@@ -1,0 +1,94 @@
+"""Structured logs: one JSON object per line, each tied to the request that caused it.
+
+Every request gets an id, taken from a well-formed incoming `X-Request-ID` (set by a proxy or load
+balancer) or made here, and echoed in the response's `X-Request-ID` header. The access line of a
+request and everything logged while it runs carry that id, so one grep finds a request's story
+across workers and hosts. Paths are logged without their query string: study links carry worker
+ids there, and logs are not pseudonymised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+
+from flask import Flask, g, has_request_context, request
+from flask.logging import default_handler
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_WELL_FORMED_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def request_id_from(incoming: str | None) -> str:
+    """The caller's id when it is short and plain, else a fresh random one."""
+    if incoming and _WELL_FORMED_ID.fullmatch(incoming):
+        return incoming
+    return uuid.uuid4().hex
+
+
+class JsonFormatter(logging.Formatter):
+    """Render a record as one JSON object: time, level, logger, message and any `extra` fields."""
+
+    _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if has_request_context() and "request_id" in g:
+            entry["request_id"] = g.request_id
+        for key, value in vars(record).items():
+            if key not in self._STANDARD and not key.startswith("_"):
+                entry[key] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def configure_logging(app: Flask) -> None:
+    """Send the app's logs to stderr as JSON lines and log one access line per request."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    app.logger.removeHandler(default_handler)
+    for existing in list(app.logger.handlers):
+        if isinstance(existing.formatter, JsonFormatter):
+            app.logger.removeHandler(existing)
+    app.logger.addHandler(handler)
+    app.logger.setLevel(app.config.get("LOG_LEVEL", "INFO"))
+    app.logger.propagate = False
+    access = app.config.get("LOG_REQUESTS", True)
+
+    @app.before_request
+    def start_request() -> None:
+        g.request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
+        g.request_started = time.perf_counter()
+
+    @app.after_request
+    def finish_request(response):
+        request_id = g.get("request_id") or request_id_from(None)
+        response.headers[REQUEST_ID_HEADER] = request_id
+        if access and "request_started" in g:
+            # Only a player this request already loaded: logging must not query the database.
+            user = g.get("_login_user")
+            player = user.get_id() if user is not None and user.is_authenticated else None
+            app.logger.info(
+                "request",
+                extra={
+                    "method": request.method,
+                    "path": request.path,
+                    "endpoint": request.endpoint,
+                    "status": response.status_code,
+                    "duration_ms": round((time.perf_counter() - g.request_started) * 1000, 2),
+                    "remote": request.remote_addr,
+                    "player": player.split(":", 1)[0] if player else None,
+                },
+            )
+        return response
