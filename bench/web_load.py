@@ -1,7 +1,7 @@
 """Benchmark: full game rounds under load, against a baseline endpoint that writes one row.
 
     .venv/bin/python bench/web_load.py [--database sqlite|postgresql|both] [--players 16,64]
-                                       [--seconds 15] [--workers N]
+                                       [--seconds 15] [--think 0.5,1.5] [--workers N]
 
 For each database it creates a fresh schema with the migrations, loads the demo texts, seeds
 players, and starts the site under gunicorn exactly as `make run` does (gunicorn.conf.py, sync
@@ -13,7 +13,9 @@ concurrency:
 2. game: that many logged-in players play full rounds back to back, as a browser would: start a
    round, load the page, reveal sentences (POST, then the page), open the "why" form, answer with
    a reason and an explanation, and read the result;
-3. baseline again; the ratio uses the mean of both baseline runs.
+3. baseline again; the ratio uses the mean of both baseline runs;
+4. paced: the same players for twice as long, pausing a random `--think` time after each page as a
+   reader would, arriving spread over the first pause.
 
 It prints requests per second, p50/p99 latency per request and errors (any unexpected status or
 failed connection), then checks the database: every round a client finished is stored once, with
