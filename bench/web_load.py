@@ -379,6 +379,7 @@ async def run_database(
                 }
             )
             print_row(rows[-1])
+    print(f"  gunicorn log and database: {work}")
     print(f"  time inside the app ({kind}, all phases, from its access log):")
     print(app_time_by_endpoint(server.log_path))
     problems = check_database(app, finished_all, baseline_writes)
