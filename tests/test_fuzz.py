@@ -46,6 +46,7 @@ from werkzeug.routing import IntegerConverter, PathConverter, Rule, UnicodeConve
 
 from app import PROJECT_ROOT
 from app.accounts import service as accounts
+from app.accounts.survey import NAMES as SURVEY_NAMES
 from app.crowd import studies
 from app.extensions import db
 from app.game.reasons import REASONS
@@ -193,6 +194,7 @@ PLAUSIBLE = {
     ),
     "next": weighted((1, st.just("/profile")), (1, URLS)),
     "flag": st.just("1"),
+    **{name: st.sampled_from(["", "0", "1", "4", "5", "6"]) for name in SURVEY_NAMES},
 }
 # The fields each form of the site sends (read from the templates); "seen" and "round_id" are
 # filled from the round in play.
@@ -204,6 +206,7 @@ FORM_FIELDS = {
     "accounts.login": ("username", "password"),
     "accounts.logout": (),
     "accounts.settings": ("profile_public", "consent"),
+    "accounts.survey_page": SURVEY_NAMES,
     "crowd.join": ("consent", "screening", *ENTRY_KEYS),
     "crowd.next_round": ("round_id", "extra", "rating_fluency"),
 }

@@ -8,7 +8,7 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 from flask_login import current_user, login_required, login_user, logout_user
 
 from app.accounts import profile as profiles
-from app.accounts import service
+from app.accounts import service, survey
 from app.errors import ServiceError
 from app.extensions import db, limiter, login_manager
 from app.leaderboard import standings
@@ -135,6 +135,33 @@ def settings():
     service.set_consent(current_user, request.form.get("consent") == "yes")
     flash("Your settings are saved.")
     return redirect(url_for("accounts.profile"))
+
+
+@bp.route("/survey", methods=["GET", "POST"])
+def survey_page():
+    """The optional survey, for any player with a session (guests too)."""
+    if not current_user.is_authenticated:
+        return redirect(url_for("game.home"))
+    error = None
+    if request.method == "POST":
+        try:
+            answers = survey.parse_answers(request.form)
+        except ServiceError as refused:
+            error = refused
+        else:
+            service.save_survey(current_user, answers)
+            flash("Thank you! Your answers are saved; you can change them here at any time.")
+            return redirect(url_for("accounts.survey_page"))
+    stored = service.survey_of(current_user)
+    return (
+        render_template(
+            "accounts/survey.html",
+            questions=survey.QUESTIONS,
+            answers={name: getattr(stored, name) for name in survey.NAMES} if stored else {},
+            error=error.message if error else None,
+        ),
+        error.status if error else 200,
+    )
 
 
 @bp.get("/players/<username>")

@@ -7,10 +7,11 @@ import re
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from app.accounts import survey
 from app.errors import BadRequest, Conflict
 from app.extensions import db
 from app.leaderboard import standings
-from app.models import Player
+from app.models import Player, PlayerSurvey
 from app.models.base import utcnow
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_-]{3,32}$")
@@ -113,3 +114,19 @@ def set_consent(player: Player, consent: bool) -> None:
 def set_profile_public(player: Player, public: bool) -> None:
     player.profile_public = public
     db.session.commit()
+
+
+def survey_of(player: Player) -> PlayerSurvey | None:
+    """The player's survey answers, if they gave any."""
+    return db.session.get(PlayerSurvey, player.id)
+
+
+def save_survey(player: Player, answers: dict[str, int | None]) -> PlayerSurvey:
+    """Store (or replace) the player's survey answers; None means not given."""
+    row = survey_of(player) or PlayerSurvey(player_id=player.id)
+    for name in survey.NAMES:
+        setattr(row, name, answers.get(name))
+    row.answered_at = utcnow()
+    db.session.add(row)
+    db.session.commit()
+    return row

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from flask_login import UserMixin
-from sqlalchemy import Boolean, String
+from sqlalchemy import Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -43,3 +43,19 @@ class Player(UserMixin, db.Model):
     @property
     def display_name(self) -> str:
         return self.username or "Guest"
+
+
+class PlayerSurvey(db.Model):
+    """A player's answers to the optional survey (RoFT's five questions); None = not given."""
+
+    __tablename__ = "player_surveys"
+
+    player_id: Mapped[int] = mapped_column(
+        ForeignKey("players.id", ondelete="CASCADE"), primary_key=True
+    )
+    recipe_familiarity: Mapped[int | None] = mapped_column(Integer, nullable=True)  # 1-5
+    news_familiarity: Mapped[int | None] = mapped_column(Integer, nullable=True)  # 1-5
+    stories_familiarity: Mapped[int | None] = mapped_column(Integer, nullable=True)  # 1-5
+    gen_familiarity: Mapped[int | None] = mapped_column(Integer, nullable=True)  # 1-4
+    native_speaker: Mapped[int | None] = mapped_column(Integer, nullable=True)  # 1/0
+    answered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -31,15 +31,27 @@ import pandas as pd
 from flask import current_app
 from sqlalchemy import select
 
+from app.accounts import survey
 from app.extensions import db
 from app.game.reasons import REASONS
-from app.models import Category, Example, Participant, Player, Reveal, Round, Study, System
+from app.models import (
+    Category,
+    Example,
+    Participant,
+    Player,
+    PlayerSurvey,
+    Reveal,
+    Round,
+    Study,
+    System,
+)
 from app.models.base import utcnow
 
 FORMATS = ("csv", "parquet", "sqlite")
 SQLITE_NAME = "roft-export.sqlite"
 SEP = "_SEP_"
 NO_SURVEY = -1
+SURVEY_NOTE = "the player's answer on the optional /survey page; -1 = not given"
 KNOWN_FILES = (
     *(f"{t}.{ext}" for t in ("rounds", "examples", "players") for ext in ("csv", "parquet")),
     "schema.json",
@@ -86,11 +98,11 @@ ROFT_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "_SEP_-joined",
         "the machine-written sentences s[boundary..N-1]; empty when all human",
     ),
-    "recipe_familiarity": ("integer", "1-5", "survey answer; -1 = not given (no survey yet)"),
-    "news_familiarity": ("integer", "1-5", "survey answer; -1 = not given (no survey yet)"),
-    "stories_familiarity": ("integer", "1-5", "survey answer; -1 = not given (no survey yet)"),
-    "gen_familiarity": ("integer", "1-4", "survey answer; -1 = not given (no survey yet)"),
-    "native_speaker": ("integer", "1/0", "survey answer; -1 = not given (no survey yet)"),
+    "recipe_familiarity": ("integer", "1-5", f"familiarity with recipes; {SURVEY_NOTE}"),
+    "news_familiarity": ("integer", "1-5", f"familiarity with news articles; {SURVEY_NOTE}"),
+    "stories_familiarity": ("integer", "1-5", f"familiarity with short stories; {SURVEY_NOTE}"),
+    "gen_familiarity": ("integer", "1-4", f"familiarity with AI text generators; {SURVEY_NOTE}"),
+    "native_speaker": ("integer", "1/0", f"native English speaker; {SURVEY_NOTE}"),
     "read_guide": ("integer", "1/0", "the player read the guide; -1 = unknown (not recorded)"),
 }
 RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
@@ -303,7 +315,10 @@ def collect(options: ExportOptions, progress: Callable[[str], None] | None = Non
                     Player.is_guest,
                     Player.research_consent_at,
                     Player.created_at,
-                ).where(
+                    *(getattr(PlayerSurvey, name) for name in survey.NAMES),
+                )
+                .outerjoin(PlayerSurvey, PlayerSurvey.player_id == Player.id)
+                .where(
                     Player.id.in_(
                         rounds_q.with_only_columns(Round.player_id).order_by(None).distinct()
                     )
@@ -345,6 +360,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
     by_example = examples.set_index("example_pk")
 
     names = {pid: pseudonym(int(pid), key) for pid in players["player_id"]}
+    answers = players.set_index("player_id")
     r = rounds.join(by_example, on="example_pk")
     started = pd.to_datetime(r["started_at"], utc=True)
     answered = pd.to_datetime(r["answered_at"], utc=True)
@@ -380,7 +396,13 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "prompt_body": r["prompt_body"],
             "generation": r["example_id"],
             "gen_body": r["gen_body"],
-            **{c: NO_SURVEY for c in list(ROFT_ROUND_COLUMNS)[14:]},
+            # The survey's answers (read_guide is not recorded): -1 where not given.
+            **{
+                name: r["player_id"].map(answers[name].dropna()).fillna(NO_SURVEY).astype("int64")
+                if name in survey.NAMES
+                else NO_SURVEY
+                for name in list(ROFT_ROUND_COLUMNS)[14:]
+            },
             "explanation": r["explanation"].fillna(""),
             "example_id": r["example_id"],
             "category": r["category"],
@@ -612,7 +634,9 @@ def export(options: ExportOptions, progress: Callable[[str], None] | None = None
         "pseudonyms": "p_ + first 20 hex digits of HMAC-SHA256(key, 'roft-player:<id>'); key = "
         "EXPORT_PSEUDONYM_KEY or else SECRET_KEY (not stored here)",
         "positions": "true_boundary_index = boundary - 1; predicted_boundary_index = guess - 1",
-        "survey": "no survey yet: the six survey columns are -1 (not given)",
+        "survey": "recipe_familiarity, news_familiarity, stories_familiarity, gen_familiarity and "
+        "native_speaker are the player's answers on the optional /survey page (-1 = not given); "
+        "read_guide is not recorded (-1)",
         "task_instruction": TASK_INSTRUCTION,
     }
     folder.mkdir(parents=True, exist_ok=True)
