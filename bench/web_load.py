@@ -434,8 +434,6 @@ def main(argv: list[str] | None = None) -> int:
     low, high = (float(x) for x in args.think.split(","))
     think = (low, high)
     kinds = ["sqlite", "postgresql"] if args.database == "both" else [args.database]
-    import gunicorn.config  # noqa: F401  (fail early when gunicorn is missing)
-
     workers = args.workers or _default_workers()
     print(f"gunicorn sync workers: {workers}; each phase {args.seconds:.0f} s\n{HEADER}")
     failed = False

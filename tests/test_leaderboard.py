@@ -17,7 +17,7 @@ from app.leaderboard import standings
 from app.models import Category, CategoryTotal, Player, PlayerTotal
 from app.models.standings import OVERALL_BOARD, PointsCount
 from tests import factories
-from tests.test_migrations import MIGRATIONS, backends
+from tests.test_migrations import MIGRATIONS, backend_url
 
 
 def play(player, category: str, latest_index: int) -> int:
@@ -264,10 +264,7 @@ def test_a_deleted_player_leaves_the_counts(ctx):
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_migration_0003_lists_and_counts_the_totals_of_named_players(make_app, tmp_path, backend):
-    urls = [u for u in backends(tmp_path) if u.startswith(backend)]
-    if not urls:
-        pytest.skip("PostgreSQL runs in the TEST_DATABASE_URL pass of `make test`")
-    app = make_app(SQLALCHEMY_DATABASE_URI=urls[0])
+    app = make_app(SQLALCHEMY_DATABASE_URI=backend_url(tmp_path, backend))
     with app.app_context():
         upgrade(directory=MIGRATIONS, revision="0002_crowd_studies")
         with db.engine.begin() as conn:
