@@ -8,7 +8,7 @@ PORT ?= 5000
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/roft_test
 export FLASK_APP := wsgi.py
 
-.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium demo screenshots clean
+.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium axe demo screenshots clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,13 @@ $(VENV)/.stamp-dev: requirements.txt requirements-research.txt requirements-dev.
 setup: $(VENV)/.stamp-site
 setup-dev: $(VENV)/.stamp-dev
 
+# axe-core, which the browser tests load into every page they check (needs Node.js and npm).
+node_modules/.stamp-axe: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js (the browser tests load axe-core from npm)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+axe: node_modules/.stamp-axe
+
 ## Serve the site with gunicorn on SQLite (instance/), loading the demo set into an empty database.
 run: setup
 	$(VENV)/bin/flask db upgrade
@@ -35,12 +42,12 @@ run: setup
 	$(VENV)/bin/gunicorn --config gunicorn.conf.py --bind $(HOST):$(PORT) wsgi:app
 
 ## Lint, then the whole suite on SQLite and on PostgreSQL (installs what it needs first).
-test: setup-dev chromium services lint test-sqlite test-postgres
+test: setup-dev chromium axe services lint test-sqlite test-postgres
 
-test-sqlite: setup-dev
+test-sqlite: setup-dev axe
 	$(PY) -m pytest -q
 
-test-postgres: setup-dev services
+test-postgres: setup-dev axe services
 	TEST_DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q
 
 ## The nightly-sized fuzzing run: 10^4 hypothesis cases on SQLite, then on PostgreSQL.
@@ -67,4 +74,4 @@ demo: setup-dev
 	$(PY) -m generation demo
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache node_modules

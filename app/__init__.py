@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from flask import Flask, g, render_template, request, session
+from flask import Flask, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError
 from sqlalchemy import event
@@ -89,7 +90,48 @@ def create_app(overrides: dict | None = None) -> Flask:
     configure_logging(app)
     _register_error_pages(app)
     _register_security_headers(app)
+    _register_static_versions(app)
     return app
+
+
+STATIC_MAX_AGE = 365 * 24 * 3600
+
+
+def _register_static_versions(app: Flask) -> None:
+    """Static URLs carry a hash of the file's content (`?v=…`), so browsers may keep them for a
+    year: a changed file gets a new URL."""
+    digests: dict[tuple[str, float], str] = {}
+
+    def digest(filename: str) -> str:
+        path = Path(app.static_folder or "") / filename
+        try:
+            key = (filename, path.stat().st_mtime)
+        except OSError:
+            return ""
+        if key not in digests:
+            digests[key] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        return digests[key]
+
+    @app.url_defaults
+    def versioned(endpoint: str, values: dict) -> None:
+        if endpoint == "static" and "filename" in values and "v" not in values:
+            version = digest(values["filename"])
+            if version:
+                values["v"] = version
+
+    @app.after_request
+    def cache_static(response):
+        if request.endpoint == "static" and response.status_code == 200:
+            filename = (request.view_args or {}).get("filename", "")
+            if request.args.get("v") and request.args.get("v") == digest(filename):
+                response.headers["Cache-Control"] = f"public, max-age={STATIC_MAX_AGE}, immutable"
+            else:
+                response.headers["Cache-Control"] = "no-cache"
+        return response
+
+    @app.get("/favicon.ico")
+    def favicon():
+        return redirect(url_for("static", filename="favicon.svg"), 301)
 
 
 def _forget_failed_work() -> None:

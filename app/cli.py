@@ -26,11 +26,19 @@ def _read(path: Path, fmt: str) -> list:
     return read_records(path)
 
 
-def _run_import(path: Path, on_duplicate: str, fmt: str = "jsonl") -> None:
+def _run_import(
+    path: Path, on_duplicate: str, fmt: str = "jsonl", reserve_daily: float = 0.0
+) -> None:
     try:
         records = _read(path, fmt)
         with tqdm(total=len(records), unit="ex", desc=f"Importing {path.name}") as bar:
-            report = import_records(path, records, on_duplicate=on_duplicate, progress=bar.update)
+            report = import_records(
+                path,
+                records,
+                on_duplicate=on_duplicate,
+                progress=bar.update,
+                reserve_daily=reserve_daily,
+            )
     except (ImportFailed, RoftCsvError) as failed:
         raise click.ClickException(str(failed)) from None
     except IntegrityError:
@@ -45,6 +53,21 @@ def _run_import(path: Path, on_duplicate: str, fmt: str = "jsonl") -> None:
         click.echo(f"New categories: {', '.join(report.new_categories)}")
     if report.new_systems:
         click.echo(f"New systems: {', '.join(report.new_systems)}")
+    for system, label in report.labels.items():
+        click.echo(f"Players will see {system} as “{label}”.")
+    if report.pools.get("daily") or report.pools.get("spare"):
+        click.echo(
+            f"Held back for the daily challenge: {report.pools['daily']} example(s); "
+            f"in normal play: {report.pools['normal']}."
+        )
+        if report.pools["spare"]:
+            click.echo(
+                f"Not served anywhere: {report.pools['spare']} spliced example(s) that mix a "
+                "passage of normal play with one held back."
+            )
+
+
+SHARE = click.FloatRange(0, 1)
 
 
 def register_cli(app: Flask) -> None:
@@ -53,6 +76,7 @@ def register_cli(app: Flask) -> None:
 
     register_study_cli(app)
     register_research_cli(app)
+    app.cli.add_command(daily_cli)
 
     @app.cli.command("import")
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
@@ -72,17 +96,35 @@ def register_cli(app: Flask) -> None:
         help="jsonl: the example file format. roft-csv: the public RoFT dataset (roft.csv); "
         "each distinct text becomes an example (boundary = true_boundary_index + 1).",
     )
-    def import_command(file: Path, on_duplicate: str, fmt: str) -> None:
+    @click.option(
+        "--reserve-daily",
+        type=SHARE,
+        default=0.0,
+        show_default=True,
+        metavar="SHARE",
+        help="Hold back this share (0-1) of the file's new passages, in each category, for the "
+        "daily challenge: every variant of a held-back passage is served only there.",
+    )
+    def import_command(file: Path, on_duplicate: str, fmt: str, reserve_daily: float) -> None:
         """Import examples from FILE.
 
         Every record is validated first; if any is wrong, nothing is imported and each problem
-        is reported with its file and line. Categories and systems are created as needed.
+        is reported with its file and line. Categories and systems are created as needed; a
+        record's optional system_label is what players are told wrote the text.
         """
-        _run_import(file, on_duplicate, fmt)
+        _run_import(file, on_duplicate, fmt, reserve_daily)
 
     @app.cli.command("load-demo")
     @click.option("--if-empty", is_flag=True, help="Do nothing when examples already exist.")
-    def load_demo(if_empty: bool) -> None:
+    @click.option(
+        "--reserve-daily",
+        type=SHARE,
+        default=None,
+        metavar="SHARE",
+        help="Share of the demo's passages held back for the daily challenge "
+        "(default: DEMO_DAILY_SHARE, 0.25).",
+    )
+    def load_demo(if_empty: bool, reserve_daily: float | None) -> None:
         """Import the shipped demo examples (data/demo/examples.jsonl)."""
         if if_empty and db.session.scalar(select(func.count(Example.id))):
             click.echo("The database already has examples; demo not loaded.")
@@ -90,7 +132,8 @@ def register_cli(app: Flask) -> None:
         path = Path(current_app.config["DEMO_DATA_PATH"])
         if not path.is_absolute():
             path = PROJECT_ROOT / path
-        _run_import(path, "skip")
+        share = current_app.config["DEMO_DAILY_SHARE"] if reserve_daily is None else reserve_daily
+        _run_import(path, "skip", reserve_daily=share)
 
     @app.cli.command("create-researcher")
     @click.argument("username")
@@ -126,3 +169,50 @@ def register_cli(app: Flask) -> None:
         click.echo(
             f"SECRET_KEY from environment: {'yes' if os.environ.get('SECRET_KEY') else 'no'}"
         )
+
+
+daily_cli = click.Group(
+    "daily", help="The daily challenge: how many days are left, hold texts back."
+)
+
+
+@daily_cli.command("status")
+def daily_status() -> None:
+    """Show how many days of held-back texts are left, and warn when they run low.
+
+    Exits with status 1 when fewer than DAILY_WARN_DAYS days are left, so a cron job can
+    alert the operator.
+    """
+    from app.game import daily
+
+    status = daily.pool_status()
+    click.echo(f"Held back for the daily challenge: {status.held_back} example(s).")
+    click.echo(f"Not used yet: {status.fresh_examples} example(s).")
+    click.echo(f"Days played: {status.days_played} (today's drawn: {status.today_drawn}).")
+    click.echo(f"Days left: about {status.days_left} more challenge(s).")
+    if status.warning:
+        click.echo(
+            f"Warning: fewer than {status.warn_days} days left. Hold more texts back with "
+            "`flask import FILE --reserve-daily SHARE` or `flask daily reserve SHARE`.",
+            err=True,
+        )
+        raise SystemExit(1)
+
+
+@daily_cli.command("reserve")
+@click.argument("share", type=click.FloatRange(0, 1, min_open=True))
+def daily_reserve(share: float) -> None:
+    """Hold back SHARE (0-1) of the passages nobody has read yet, in each category.
+
+    Only passages whose every variant is unplayed, in normal play and in no study's pool move;
+    their examples are then served only in the daily challenge.
+    """
+    from app.catalog.pools import reserve_unread
+
+    moved = reserve_unread(share)
+    click.echo(
+        f"Held back {moved.passages} passage(s): {moved.daily} example(s) now wait for the daily "
+        "challenge."
+    )
+    if moved.spare:
+        click.echo(f"Not served anywhere: {moved.spare} spliced example(s) that mix both pools.")

@@ -23,6 +23,19 @@ def _database_url(instance_path: Path) -> str:
     return url
 
 
+def _int_env(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise ValueError(f"{name} must be at least 1, got {number}")
+    return number
+
+
 def load_secret_key(instance_path: Path) -> str:
     """Return SECRET_KEY from the environment, or one kept in `instance/secret_key`."""
     key = os.environ.get("SECRET_KEY")
@@ -79,4 +92,15 @@ def build_config(instance_path: Path) -> dict:
         # JSON log lines on stderr; LOG_REQUESTS=0 drops the per-request access line.
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO").upper(),
         "LOG_REQUESTS": os.environ.get("LOG_REQUESTS", "1") == "1",
+        # The game: texts per set, texts in the daily challenge, and whether a player may be
+        # served another variant of a passage they have read (0 allows it).
+        "SET_SIZE": _int_env("SET_SIZE", 5),
+        "DAILY_SIZE": _int_env("DAILY_SIZE", 5),
+        # `flask daily status` warns when fewer days of held-back texts are left.
+        "DAILY_WARN_DAYS": _int_env("DAILY_WARN_DAYS", 14),
+        # Share of the demo's passages `flask load-demo` holds back for the daily challenge.
+        "DEMO_DAILY_SHARE": float(os.environ.get("DEMO_DAILY_SHARE", "0.25")),
+        "AVOID_REPEATED_PASSAGES": os.environ.get("AVOID_REPEATED_PASSAGES", "1") == "1",
+        # Reveal: how many other answers a text needs before their spread is shown.
+        "SPREAD_MIN_OTHERS": _int_env("SPREAD_MIN_OTHERS", 5),
     }

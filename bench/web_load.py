@@ -1,26 +1,32 @@
-"""Benchmark: full game rounds under load, against a baseline endpoint that writes one row.
+"""Benchmark: full game rounds under load, as browsers with and without JavaScript play them,
+against a baseline endpoint that writes one row.
 
     .venv/bin/python bench/web_load.py [--database sqlite|postgresql|both] [--players 16,64]
                                        [--seconds 15] [--think 0.5,1.5] [--workers N]
+                                       [--copies 20]
 
-For each database it creates a fresh schema with the migrations, loads the demo texts, seeds
+For each database it creates a fresh schema with the migrations, loads the demo texts `--copies`
+times (each copy its own passages, so players do not run out of texts they have not read), seeds
 players, and starts the site under gunicorn exactly as `make run` does (gunicorn.conf.py, sync
 workers) with one extra route, `POST /bench/write` (bench/web_load_app.py). An asynchronous
 client in this process (aiohttp; it shares the machine's cores with the server) then runs, at each
 concurrency:
 
 1. baseline: that many clients post to /bench/write back to back;
-2. game: that many logged-in players play full rounds back to back, as a browser would: start a
-   round, load the page, reveal sentences (POST, then the page), open the "why" form, answer with
-   a reason and an explanation, and read the result;
-3. baseline again; the ratio uses the mean of both baseline runs;
-4. paced: the same players for twice as long, pausing a random `--think` time after each page as a
-   reader would, arriving spread over the first pause.
+2. game, plain forms (a browser without JavaScript; the site before its one-request reveal): start
+   a round (POST, then the page), reveal sentences (POST, then the page), open the "why" form,
+   answer with reasons and an explanation (POST, then the result page);
+3. game, with the page's script: the same round where every action is one request answered with
+   the updated round (start, each reveal, the answer; the "why" panel opens without a request);
+4. baseline again; the ratio uses the mean of both baseline runs;
+5. paced: players with the script for twice as long, pausing a random `--think` time after each
+   page as a reader would, arriving spread over the first pause.
 
-It prints requests per second, p50/p99 latency per request and errors (any unexpected status or
-failed connection), then checks the database: every round a client finished is stored once, with
-the points its page showed and the points the scoring rule gives, no other round was answered, and
-the leaderboard totals equal the sums of stored points.
+It prints completed rounds per second, requests per round, requests per second, p50/p99 latency
+per request and errors (any unexpected status or failed connection), then checks the database:
+every round a client finished is stored once, with the points its page showed and the points the
+scoring rule gives, no other round was answered, and the leaderboard totals equal the sums of
+stored points.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import aiohttp
@@ -44,7 +50,7 @@ from sqlalchemy.engine import make_url
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import PROJECT_ROOT, create_app
-from app.catalog.importer import import_file
+from app.catalog.importer import import_records, read_records
 from app.extensions import db
 from app.game.reasons import REASONS
 from app.game.scoring import verdict
@@ -56,19 +62,24 @@ PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/roft_loadbench"
 PASSWORD = "bench-password-1"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 SEEN = re.compile(r'name="seen" value="(\d+)"')
-POINTS = re.compile(r'<p class="points"><strong>(\d+)</strong>')
+POINTS = re.compile(r'<span class="points-badge">(\d+)</span>')
 ROUND_URL = re.compile(r"/play/round/(\d+)")
 # Loose enough for a shared 2-core machine at 64 players; a stuck request is an error.
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 
 
+FRAGMENT = {"X-Requested-With": "fetch"}
+MODES = ("form", "script")
+
+
 @dataclass
 class Tally:
-    """Latencies (seconds) and errors of one phase."""
+    """Latencies (seconds), errors and completed rounds of one phase."""
 
     latencies: list[float] = field(default_factory=list)
     errors: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
     elapsed: float = 0.0
+    rounds: int = 0
 
     @property
     def requests(self) -> int:
@@ -77,6 +88,14 @@ class Tally:
     @property
     def rate(self) -> float:
         return self.requests / self.elapsed if self.elapsed else 0.0
+
+    @property
+    def round_rate(self) -> float:
+        return self.rounds / self.elapsed if self.elapsed else 0.0
+
+    @property
+    def per_round(self) -> float:
+        return self.requests / self.rounds if self.rounds else float("nan")
 
     def percentile(self, q: float) -> float:
         ordered = sorted(self.latencies)
@@ -144,35 +163,52 @@ async def play_round(
     rng: random.Random,
     username: str,
     think: tuple[float, float] | None,
+    mode: str,
 ) -> Finished:
+    """One round as a browser plays it: with plain forms (POST, redirect, page) or with the
+    page's script (each action one request, answered with the updated round)."""
+    script = mode == "script"
+    headers = FRAGMENT if script else {}
+
     async def read() -> None:
         if think:
             await asyncio.sleep(rng.uniform(*think))
 
-    location = await timed(
-        tally,
-        session,
-        "POST",
-        f"{base}/play",
-        302,
-        data={"csrf_token": token, "category": "random"},
-    )
-    round_id = int(ROUND_URL.search(location).group(1))
-    page_url = f"{base}/play/round/{round_id}"
-    page = await timed(tally, session, "GET", page_url, 200)
+    async def act(path: str, data: dict) -> str:
+        """POST an action; returns the round as the browser then shows it."""
+        if script:
+            return await timed(
+                tally, session, "POST", path, 200, data=data, headers=headers
+            )  # fmt: skip
+        await timed(tally, session, "POST", path, 302, data=data)
+        return await timed(tally, session, "GET", page_url, 200)
+
+    if script:
+        page = await timed(
+            tally, session, "POST", f"{base}/play", 200, headers=headers,
+            data={"csrf_token": token, "category": "random"},
+        )  # fmt: skip
+        round_id = int(ROUND_URL.search(page).group(1))
+        page_url = f"{base}/play/round/{round_id}"
+    else:
+        location = await timed(
+            tally, session, "POST", f"{base}/play", 302,
+            data={"csrf_token": token, "category": "random"},
+        )  # fmt: skip
+        round_id = int(ROUND_URL.search(location).group(1))
+        page_url = f"{base}/play/round/{round_id}"
+        page = await timed(tally, session, "GET", page_url, 200)
     while True:
         await read()
         seen = SEEN.search(page).group(1)
         can_reveal = f"/play/round/{round_id}/next" in page
-        if can_reveal and rng.random() < 0.7:
-            await timed(
-                tally, session, "POST", f"{page_url}/next", 302,
-                data={"csrf_token": token, "seen": seen},
-            )  # fmt: skip
-            page = await timed(tally, session, "GET", page_url, 200)
+        can_flag = seen != "1"
+        if can_reveal and (not can_flag or rng.random() < 0.7):
+            page = await act(f"{page_url}/next", {"csrf_token": token, "seen": seen})
             continue
-        if can_reveal:
-            await timed(tally, session, "GET", f"{page_url}?flag=1", 200)
+        if can_flag and (can_reveal or rng.random() < 0.5):
+            if not script:  # the script opens the "why" panel without a request
+                await timed(tally, session, "GET", f"{page_url}?flag=1", 200)
             await read()
             answer = {
                 "choice": "machine",
@@ -181,12 +217,9 @@ async def play_round(
             }
         else:
             answer = {"choice": "human"}
-        await timed(
-            tally, session, "POST", f"{page_url}/answer", 302,
-            data={"csrf_token": token, "seen": seen, **answer},
-        )  # fmt: skip
-        result = await timed(tally, session, "GET", page_url, 200)
+        result = await act(f"{page_url}/answer", {"csrf_token": token, "seen": seen, **answer})
         await read()
+        tally.rounds += 1
         return Finished(round_id, username, int(POINTS.search(result).group(1)))
 
 
@@ -195,6 +228,7 @@ async def game_phase(
     players: list[tuple[aiohttp.ClientSession, str, str]],
     seconds: float,
     seed: int,
+    mode: str,
     think: tuple[float, float] | None = None,
 ) -> tuple[Tally, list[Finished]]:
     """Every player plays rounds until the time is up (finishing the round in hand)."""
@@ -207,7 +241,7 @@ async def game_phase(
             await asyncio.sleep(rng.uniform(0, think[1]))
         while time.perf_counter() < deadline:
             try:
-                done = await play_round(base, session, token, tally, rng, username, think)
+                done = await play_round(base, session, token, tally, rng, username, think, mode)
                 finished.append(done)
             except UnexpectedResponse:
                 # Resume the open round (the site keeps it) after a failed request.
@@ -239,7 +273,21 @@ async def baseline_phase(base: str, concurrency: int, seconds: float) -> Tally:
     return tally
 
 
-def prepare_database(kind: str, work: Path, n_players: int) -> tuple[str, object]:
+def catalogue(copies: int) -> list:
+    """The demo examples `copies` times, each copy with its own ids and passages."""
+    demo = read_records(PROJECT_ROOT / "data" / "demo" / "examples.jsonl")
+    records = []
+    for copy in range(copies):
+        for record in demo:
+            source = dict(record.source)
+            for key in ("doc_id", "splice_doc_id"):
+                if key in source:
+                    source[key] = f"{source[key]}~{copy}"
+            records.append(replace(record, id=f"{record.id}~{copy}", source=source))
+    return records
+
+
+def prepare_database(kind: str, work: Path, n_players: int, copies: int) -> tuple[str, object]:
     """A fresh migrated database with the demo texts, the baseline table and players."""
     if kind == "postgresql":
         url = PG_URL
@@ -255,7 +303,7 @@ def prepare_database(kind: str, work: Path, n_players: int) -> tuple[str, object
         from flask_migrate import upgrade
 
         upgrade(directory=str(PROJECT_ROOT / "migrations"))
-        import_file(PROJECT_ROOT / "data" / "demo" / "examples.jsonl")
+        import_records(Path("demo"), catalogue(copies))
         id_column = "SERIAL" if kind == "postgresql" else "INTEGER"
         db.session.execute(
             text(f"CREATE TABLE {BASELINE_TABLE} (id {id_column} PRIMARY KEY, note TEXT)")
@@ -334,10 +382,15 @@ def fmt_errors(*tallies: Tally) -> str:
 
 
 async def run_database(
-    kind: str, levels: list[int], seconds: float, workers: int, think: tuple[float, float]
+    kind: str,
+    levels: list[int],
+    seconds: float,
+    workers: int,
+    think: tuple[float, float],
+    copies: int,
 ) -> list[dict]:
     work = Path(tempfile.mkdtemp(prefix=f"roft-load-{kind}-"))
-    url, app = prepare_database(kind, work, max(levels))
+    url, app = prepare_database(kind, work, max(levels), copies)
     rows, finished_all, baseline_writes = [], [], 0
     env = {"LOGIN_RATE_LIMIT": "100000 per minute"}
     with GunicornServer(
@@ -350,35 +403,46 @@ async def run_database(
                 session, token = await log_in(base, f"bench{i:03d}")
                 players.append((session, token, f"bench{i:03d}"))
             before = await baseline_phase(base, level, seconds)
-            game, finished = await game_phase(base, players, seconds, seed=level)
+            games = {}
+            for offset, mode in enumerate(MODES):
+                games[mode], finished = await game_phase(
+                    base, players, seconds, seed=level + offset, mode=mode
+                )
+                finished_all += finished
             after = await baseline_phase(base, level, seconds)
             paced, paced_finished = await game_phase(
-                base, players, seconds * 2, seed=level + 1, think=think
+                base, players, seconds * 2, seed=level + 7, mode="script", think=think
             )
             for session, _, _ in players:
                 await session.close()
-            finished_all += finished + paced_finished
+            finished_all += paced_finished
             baseline_writes += before.requests + after.requests
             bare_rate = (before.rate + after.rate) / 2
-            rows.append(
-                {
-                    "database": kind,
-                    "players": level,
-                    "game_rps": game.rate,
-                    "bare_rps": bare_rate,
-                    "bare_spread": abs(before.rate - after.rate) / bare_rate,
-                    "ratio": game.rate / bare_rate,
-                    "game_p50": game.percentile(0.50),
-                    "game_p99": game.percentile(0.99),
-                    "bare_p99": max(before.percentile(0.99), after.percentile(0.99)),
-                    "paced_rps": paced.rate,
-                    "paced_p50": paced.percentile(0.50),
-                    "paced_p99": paced.percentile(0.99),
-                    "errors": fmt_errors(game, before, after, paced),
-                    "rounds": len(finished) + len(paced_finished),
-                }
+            errors = fmt_errors(*games.values(), before, after, paced)
+            for mode, game in games.items():
+                rows.append(
+                    {
+                        "database": kind,
+                        "players": level,
+                        "mode": mode,
+                        "rounds_ps": game.round_rate,
+                        "per_round": game.per_round,
+                        "game_rps": game.rate,
+                        "bare_rps": bare_rate,
+                        "bare_spread": abs(before.rate - after.rate) / bare_rate,
+                        "ratio": game.rate / bare_rate,
+                        "game_p50": game.percentile(0.50),
+                        "game_p99": game.percentile(0.99),
+                        "errors": errors,
+                    }
+                )
+                print_row(rows[-1])
+            print(
+                f"{kind:<11}{level:>8}  paced   {paced.round_rate:>8.1f}{paced.per_round:>9.1f}"
+                f"{paced.rate:>9.0f}{paced.percentile(0.5):>8.1f}ms{paced.percentile(0.99):>7.1f}ms"
+                f"  (paced: pauses of {think[0]}-{think[1]} s)",
+                flush=True,
             )
-            print_row(rows[-1])
     print(f"  gunicorn log and database: {work}")
     print(f"  time inside the app ({kind}, all phases, from its access log):")
     print(app_time_by_endpoint(server.log_path))
@@ -393,18 +457,16 @@ async def run_database(
 
 
 HEADER = (
-    f"{'':<19}{'--------- saturated (no pause) ---------':^48}  {'---- paced players ----':^26}\n"
-    f"{'database':<11}{'players':>8}{'game req/s':>11}{'bare req/s':>11}{'ratio':>7}"
-    f"{'p50':>9}{'p99':>10}  {'req/s':>7}{'p50':>9}{'p99':>10}  errors"
+    f"{'database':<11}{'players':>8}  {'mode':<7}{'rounds/s':>9}{'req/rnd':>9}{'req/s':>9}"
+    f"{'p50':>10}{'p99':>9}{'bare req/s':>12}{'ratio':>7}  errors"
 )
 
 
 def print_row(row: dict) -> None:
     print(
-        f"{row['database']:<11}{row['players']:>8}{row['game_rps']:>11.0f}{row['bare_rps']:>11.0f}"
-        f"{row['ratio']:>6.2f}×{row['game_p50']:>7.1f}ms{row['game_p99']:>8.1f}ms"
-        f"  {row['paced_rps']:>7.0f}{row['paced_p50']:>7.1f}ms{row['paced_p99']:>8.1f}ms"
-        f"  {row['errors']}",
+        f"{row['database']:<11}{row['players']:>8}  {row['mode']:<7}{row['rounds_ps']:>8.1f}"
+        f"{row['per_round']:>9.1f}{row['game_rps']:>9.0f}{row['game_p50']:>8.1f}ms"
+        f"{row['game_p99']:>7.1f}ms{row['bare_rps']:>12.0f}{row['ratio']:>6.2f}×  {row['errors']}",
         flush=True,
     )
 
@@ -429,6 +491,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, default=None, help="gunicorn workers (default: gunicorn.conf.py)"
     )
+    parser.add_argument(
+        "--copies",
+        type=int,
+        default=20,
+        help="load the demo texts this many times, each copy with its own passages (default 20)",
+    )
     args = parser.parse_args(argv)
     levels = [int(n) for n in args.players.split(",")]
     low, high = (float(x) for x in args.think.split(","))
@@ -438,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gunicorn sync workers: {workers}; each phase {args.seconds:.0f} s\n{HEADER}")
     failed = False
     for kind in kinds:
-        rows = asyncio.run(run_database(kind, levels, args.seconds, workers, think))
+        rows = asyncio.run(run_database(kind, levels, args.seconds, workers, think, args.copies))
         failed |= any(row["check"] != "ok" or row["errors"] != "0" for row in rows)
     return 1 if failed else 0
 

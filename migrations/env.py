@@ -92,6 +92,12 @@ def run_migrations_online():
     connectable = get_engine()
 
     with connectable.connect() as connection:
+        if connection.dialect.name == "sqlite":
+            # Batch operations copy a table and drop the old one; with foreign keys enforced,
+            # SQLite refuses to drop a table that other rows reference (examples -> systems).
+            # The pragma only takes effect outside a transaction, so set it before the first.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()
         context.configure(
             connection=connection,
             target_metadata=get_metadata(),

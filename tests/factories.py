@@ -6,6 +6,7 @@ import itertools
 
 from sqlalchemy import select
 
+from app.catalog.pools import link_passages
 from app.extensions import db
 from app.models import Category, Example, Player, System
 
@@ -22,11 +23,13 @@ def category(slug: str = "news", name: str | None = None) -> Category:
     return row
 
 
-def system(name: str = "gpt2-xl") -> System:
+def system(name: str = "gpt2-xl", label: str | None = None) -> System:
     found = db.session.scalar(select(System).where(System.name == name))
     if found:
+        if label is not None:
+            found.label = label
         return found
-    row = System(name=name)
+    row = System(name=name, label=label)
     db.session.add(row)
     db.session.flush()
     return row
@@ -40,7 +43,12 @@ def example(
     sentences: list[str] | None = None,
     external_id: str | None = None,
     p: float | None = 0.5,
+    passage: str | None = None,
+    kind: str = "normal",
+    system_label: str | None = None,
 ) -> Example:
+    """An example linked to its passage: `passage` names a shared source passage (variants of
+    one passage share it); by default each example is a passage of its own."""
     number = next(_ids)
     if sentences is None:
         sentences = [
@@ -49,18 +57,21 @@ def example(
     row = Example(
         external_id=external_id or f"ex-{number}",
         category_id=category(category_slug).id,
-        system_id=system("human" if boundary == n else system_name).id,
+        system_id=system("human" if boundary == n else system_name, system_label).id,
         sentences=sentences,
         n_sentences=len(sentences),
         boundary=boundary,
         decoding=None if p is None else {"strategy": "nucleus", "p": p},
         decoding_p=p,
         seed=number,
-        source={},
+        source={"dataset": "test", "doc_id": passage} if passage else {},
         meta={},
+        kind=kind,
         annotation_count=0,
     )
     db.session.add(row)
+    db.session.flush()
+    link_passages([row])
     db.session.commit()
     return row
 

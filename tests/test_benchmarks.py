@@ -27,9 +27,17 @@ def run_bench(script: str, *args: str) -> str:
 
 
 def test_web_load_plays_rounds_without_errors_and_checks_the_database():
-    out = run_bench("web_load.py", "--players", "2", "--seconds", "1", "--think", "0.05,0.1")
-    rows = [line.split() for line in out.splitlines() if line.startswith(DATABASE)]
-    assert len(rows) == 1 and rows[0][1] == "2" and rows[0][-1] == "0"  # 2 players, 0 errors
+    out = run_bench(
+        "web_load.py", "--players", "2", "--seconds", "1", "--think", "0.05,0.1", "--copies", "2"
+    )
+    rows = {
+        fields[2]: fields
+        for line in out.splitlines()
+        if line.startswith(DATABASE) and (fields := line.split())
+    }
+    assert set(rows) == {"form", "script", "paced"}
+    for mode in ("form", "script"):
+        assert rows[mode][1] == "2" and rows[mode][-1] == "0"  # 2 players, 0 errors
     assert f"database check ({DATABASE}):" in out and out.rstrip().endswith("OK")
 
 

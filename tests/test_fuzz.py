@@ -33,6 +33,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -50,7 +51,7 @@ from app.accounts.survey import NAMES as SURVEY_NAMES
 from app.crowd import studies
 from app.extensions import db
 from app.game.reasons import REASONS
-from app.models import Round
+from app.models import GameSet, Round
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study
@@ -194,12 +195,23 @@ PLAUSIBLE = {
     ),
     "next": weighted((1, st.just("/profile")), (1, URLS)),
     "flag": st.just("1"),
+    "start": st.just("tutorial"),
+    "tutorial": st.just("done"),
+    "back": st.sampled_from(["1", "2", "3", "x"]),
+    "hidden": st.sampled_from(["0", "1"]),
+    "show": st.sampled_from(["all", "hidden", "nope"]),
+    "step": st.sampled_from(["0", "3", "4", "9", "99", "-1"]),
+    "flagged": st.sampled_from(["1", "4", "10", "x"]),
+    "page": st.sampled_from(["1", "2", "0", "x"]),
     **{name: st.sampled_from(["", "0", "1", "4", "5", "6"]) for name in SURVEY_NAMES},
 }
 # The fields each form of the site sends (read from the templates); "seen" and "round_id" are
 # filled from the round in play.
 FORM_FIELDS = {
-    "game.start": ("category", "consent"),
+    "game.start": ("category", "consent", "start", "tutorial"),
+    "game.daily_start": ("consent",),
+    "game.vote": ("back",),
+    "research.hide_explanation": ("hidden", "show"),
     "game.reveal": ("seen",),
     "game.answer": ("seen", "choice", "reasons", "explanation", "rating_fluency"),
     "accounts.signup": ("username", "password", "consent"),
@@ -214,6 +226,9 @@ FORM_FIELDS = {
 QUERY_FIELDS = {
     "crowd.landing": ENTRY_KEYS,
     "game.show": ("flag",),
+    "game.tutorial_page": ("step", "flagged"),
+    "accounts.past_rounds": ("page",),
+    "research.explanations": ("show",),
     "accounts.login": ("next",),
     "accounts.signup": ("next",),
 }
@@ -338,8 +353,10 @@ def assert_unchanged(before: dict, after: dict, what: str) -> None:
 
 
 def _location_round(response) -> int:
-    match = re.search(r"/play/round/(\d+)", response.headers.get("Location", ""))
-    assert match, (response.status_code, response.headers.get("Location"))
+    """The round id in a redirect (a response) or in a URL."""
+    location = response if isinstance(response, str) else response.headers.get("Location", "")
+    match = re.search(r"/play/round/(\d+)", location)
+    assert match, (getattr(response, "status_code", None), location)
     return int(match.group(1))
 
 
@@ -356,6 +373,33 @@ def _play_public_round(client, token: str, category: str = "news") -> tuple[int,
     opened = _location_round(client.post("/play", data={"csrf_token": token, "category": category}))
     client.post(f"/play/round/{opened}/next", data={"csrf_token": token, "seen": "1"})
     return answered, opened
+
+
+def _play_daily(client, token: str) -> tuple[int, str]:
+    """Play today's challenge to the end, answering "all human" on every text: (set id, its
+    share token)."""
+    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
+    while "/play/round/" in location:
+        round_id = _location_round(location)
+        for seen in range(1, 10):
+            client.post(
+                f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)}
+            )
+        answered = client.post(
+            f"/play/round/{round_id}/answer",
+            data={"csrf_token": token, "seen": "10", "choice": "human"},
+        )
+        assert answered.status_code == 302
+        onward = re.search(r"/sets/\d+/next", client.get(f"/play/round/{round_id}").text)
+        if not onward:
+            break
+        location = client.post(onward.group(0), data={"csrf_token": token}).headers["Location"]
+    results = client.get(f"/daily/{datetime.now(UTC).date().isoformat()}").text
+    share = re.search(r"/daily/[\d-]+/card/([\w-]+)", results)
+    assert share, "the finished challenge has a share card"
+    with client.application.app_context():
+        set_id = db.session.scalar(select(GameSet.id).where(GameSet.kind == "daily"))
+    return set_id, share.group(1)
 
 
 def _join(client, link: str, **extra) -> None:
@@ -381,6 +425,8 @@ def build_world(app: Flask) -> World:
     with app.app_context():
         make_pool(normal=12, human=4)
         factories.example(boundary=5, category_slug="stories")
+        for _ in range(5):
+            factories.example(boundary=3, category_slug="news", kind="daily")
         make_study(likert=[LIKERT])
         make_study(
             slug="turk",
@@ -411,7 +457,10 @@ def build_world(app: Flask) -> World:
     )
     assert signed_up.status_code == 302
     player.post("/profile/settings", data={"csrf_token": token, "profile_public": "yes"})
+    daily_set, share_token = _play_daily(player, token)
     rounds["player_answered"], rounds["player_open"] = _play_public_round(player, token)
+    with app.app_context():
+        normal_set = db.session.get(Round, rounds["player_answered"]).set_id
 
     worker, token = clients["worker"], tokens["worker"]
     _join(worker, "/study/pilot?PROLIFIC_PID=5f1a2b3c&STUDY_ID=st1&SESSION_ID=sess1")
@@ -457,6 +506,9 @@ def build_world(app: Flask) -> World:
         "leaderboard.slug": ["news", "stories", "random"],
         "username": ["fuzzer", "lab", "private_player", "FUZZER"],
         "filename": ["site.css", "game.js", "../__init__.py", "missing.css", "."],
+        "set_id": [str(daily_set), str(normal_set)],
+        "day": [datetime.now(UTC).date().isoformat(), "2020-02-30", "2026-01-01"],
+        "token": [share_token],
     }
     own: dict[str, dict[str, list[str]]] = {name: {} for name in PERSONAS}
     for key, round_id in rounds.items():
@@ -464,6 +516,7 @@ def build_world(app: Flask) -> World:
     own["worker"]["slug"] = own["joined"]["slug"] = own["researcher"]["slug"] = ["pilot"]
     own["turker"]["slug"] = ["turk"]
     own["player"]["username"] = ["fuzzer"]
+    own["player"]["set_id"] = [str(daily_set), str(normal_set)]
     world = World(app, personas, rounds, revealed, names, own)
     world.remember_seed()
     with app.app_context():

@@ -30,7 +30,7 @@ from tests.test_fuzz import PASSWORD, PERSONAS, Persona, World, build_world, rul
 
 MTURK_ORIGINS = {"https://www.mturk.com", "https://workersandbox.mturk.com"}
 # Pages that only ever redirect somewhere else.
-REDIRECT_ONLY = {"game.resume", "crowd.current"}
+REDIRECT_ONLY = {"game.resume", "crowd.current", "favicon"}
 ARGUMENT_RE = re.compile(r"<(?:[^>:]+:)?([^>]+)>")
 # Entry links that let a study's landing page render.
 ENTRY_QUERIES = {
@@ -113,7 +113,15 @@ def page_paths(world: World, rule: Rule, client: str) -> list[str]:
     else:
         slugs = [None]
     own_rounds = world.own[client].get("round_id") or [str(world.rounds["guest_open"])]
-    values = {"round_id": own_rounds[-1], "username": "fuzzer", "filename": "site.css"}
+    values = {
+        "round_id": own_rounds[-1],
+        "username": "fuzzer",
+        "filename": "site.css",
+        # A normal set (a daily set's page redirects to its day), today and its share card.
+        "set_id": world.names["set_id"][-1],
+        "day": world.names["day"][0],
+        "token": world.names["token"][0],
+    }
     paths = []
     for slug in slugs:
         filled = {**values, "slug": slug}

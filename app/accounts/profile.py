@@ -1,14 +1,19 @@
-"""Profile figures, read from the maintained totals plus the player's recent rounds."""
+"""Profile figures: the maintained totals, the player's rounds, and their progression."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from markupsafe import Markup
+from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game.scoring import verdict
-from app.models import Category, CategoryTotal, Example, Player, PlayerTotal, Round
+from app.game import charts, progression
+from app.game.scoring import points, verdict
+from app.models import Category, CategoryTotal, Example, GameSet, Player, PlayerTotal, Round
+
+HISTORY_LIMIT = 2000
+ROUNDS_PER_PAGE = 25
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Figures:
 
 @dataclass(frozen=True)
 class RecentRound:
+    round_id: int
     order_index: int
     category: str
     points: int
@@ -76,17 +82,20 @@ def per_category(player: Player) -> list[Figures]:
     return [_figures(name, total) for name, total in rows]
 
 
-def recent_rounds(player: Player, limit: int = 10) -> list[RecentRound]:
+def recent_rounds(player: Player, limit: int = 10, offset: int = 0) -> list[RecentRound]:
+    """The player's answered rounds, newest first; each opens again with its reveal."""
     rows = db.session.execute(
         select(Round, Example, Category.name)
         .join(Example, Example.id == Round.example_id)
         .join(Category, Category.id == Example.category_id)
         .where(Round.player_id == player.id, Round.guess.is_not(None))
         .order_by(Round.answered_at.desc(), Round.id.desc())
+        .offset(offset)
         .limit(limit)
     ).all()
     return [
         RecentRound(
+            round_.id,
             round_.order_index,
             category,
             round_.points,
@@ -95,3 +104,75 @@ def recent_rounds(player: Player, limit: int = 10) -> list[RecentRound]:
         )
         for round_, example, category in rows
     ]
+
+
+def history(player: Player, limit: int = HISTORY_LIMIT) -> list[progression.Played]:
+    """The player's last `limit` scored rounds in play order, with the always-human baseline."""
+    rows = db.session.execute(
+        select(Round.points, Round.guess, Example.boundary, Example.n_sentences, Category.name)
+        .join(Example, Example.id == Round.example_id)
+        .join(Category, Category.id == Example.category_id)
+        .where(Round.player_id == player.id, Round.guess.is_not(None), Round.kind == "normal")
+        .order_by(Round.answered_at.desc(), Round.id.desc())
+        .limit(limit)
+    ).all()
+    return [
+        progression.Played(
+            points=earned,
+            exact=guess == boundary,
+            baseline=points(n, boundary),
+            category=category,
+        )
+        for earned, guess, boundary, n, category in reversed(rows)
+    ]
+
+
+def skill_chart(played: list[progression.Played]) -> Markup | None:
+    """Rolling mean points per round against the always-human baseline on the same texts."""
+    if len(played) < 2:
+        return None
+    mine = progression.rolling_mean([p.points for p in played])
+    baseline = progression.rolling_mean([p.baseline for p in played])
+    return charts.line_chart(
+        [
+            charts.Series("you", mine, "you"),
+            charts.Series("“all human” every time", baseline, "baseline"),
+        ],
+        y_max=5,
+        title="Points per round over time",
+        description=(
+            f"Mean points over the last {progression.WINDOW} rounds at each of your "
+            f"{len(played)} rounds: now {mine[-1]:.2f}, against {baseline[-1]:.2f} for "
+            "answering all human on the same texts."
+        ),
+        y_ticks=[(v, str(v)) for v in range(6)],
+    )
+
+
+def exact_chart(played: list[progression.Played]) -> Markup | None:
+    """Rolling share of exact hits."""
+    if len(played) < 2:
+        return None
+    rate = progression.rolling_mean([1.0 if p.exact else 0.0 for p in played])
+    return charts.line_chart(
+        [charts.Series("exact hits", rate, "exact")],
+        y_max=1,
+        title="Exact hits over time",
+        description=(
+            f"Share of exact hits over the last {progression.WINDOW} rounds: now "
+            f"{100 * rate[-1]:.0f}%."
+        ),
+        y_ticks=[(v / 4, f"{25 * v}%") for v in range(5)],
+        height=180,
+    )
+
+
+def sets_finished(player: Player) -> int:
+    return (
+        db.session.scalar(
+            select(func.count(GameSet.id)).where(
+                GameSet.player_id == player.id, GameSet.finished_at.is_not(None)
+            )
+        )
+        or 0
+    )

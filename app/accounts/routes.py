@@ -11,6 +11,7 @@ from app.accounts import profile as profiles
 from app.accounts import service, survey
 from app.errors import ServiceError
 from app.extensions import db, limiter, login_manager
+from app.game import daily, insights, progression
 from app.leaderboard import standings
 from app.models import Player
 
@@ -117,6 +118,8 @@ def profile():
 
 
 def _render_profile(player: Player, own: bool):
+    played = profiles.history(player)
+    upvotes = insights.upvotes_received(player)
     return render_template(
         "accounts/profile.html",
         player=player,
@@ -125,6 +128,32 @@ def _render_profile(player: Player, own: bool):
         categories=profiles.per_category(player),
         recent=profiles.recent_rounds(player),
         standing=standings.standing_of(player),
+        skill_chart=profiles.skill_chart(played),
+        exact_chart=profiles.exact_chart(played),
+        baseline_mean=(sum(p.baseline for p in played) / len(played)) if played else None,
+        masteries=progression.masteries(played),
+        levels=progression.LEVELS,
+        level_rule=progression.level_rule,
+        badges=progression.badges(
+            played, daily.best_streak(player), upvotes, profiles.sets_finished(player)
+        ),
+        upvotes=upvotes,
+        streak=daily.streak(player),
+    )
+
+
+@bp.get("/profile/rounds")
+@login_required
+def past_rounds():
+    """Every answered round of the player, newest first, each opening again with its reveal."""
+    try:
+        page = max(int(request.args.get("page", "1")), 1)
+    except ValueError:
+        page = 1
+    per_page = profiles.ROUNDS_PER_PAGE
+    rows = profiles.recent_rounds(current_user, per_page + 1, (page - 1) * per_page)
+    return render_template(
+        "accounts/rounds.html", rows=rows[:per_page], page=page, more=len(rows) > per_page
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from app.catalog import pools
 from app.catalog.records import ExampleRecord, RecordError, parse_lines
 from app.extensions import db
 from app.models import Category, Example, System
@@ -37,6 +38,10 @@ class ImportReport:
     skipped: list[str] = field(default_factory=list)
     new_categories: list[str] = field(default_factory=list)
     new_systems: list[str] = field(default_factory=list)
+    # System name -> the display label the file set for it.
+    labels: dict[str, str] = field(default_factory=dict)
+    # How many imported examples went to normal play, the daily challenge, or neither.
+    pools: dict[str, int] = field(default_factory=dict)
 
 
 def read_records(path: Path) -> list[ExampleRecord]:
@@ -81,9 +86,30 @@ def import_file(
     path: Path,
     on_duplicate: str = "error",
     progress: Callable[[int], None] | None = None,
+    reserve_daily: float = 0.0,
 ) -> ImportReport:
     """Import a JSONL file all-or-nothing (see import_records)."""
-    return import_records(Path(path), read_records(Path(path)), on_duplicate, progress)
+    return import_records(
+        Path(path), read_records(Path(path)), on_duplicate, progress, reserve_daily
+    )
+
+
+def _labels(path: Path, records: list[ExampleRecord]) -> dict[str, str]:
+    """The display label of each system that has one; two labels for one system are an error."""
+    labels: dict[str, str] = {}
+    for record in records:
+        if record.system_label is None:
+            continue
+        known = labels.setdefault(record.system, record.system_label)
+        if known != record.system_label:
+            raise ImportFailed(
+                path,
+                [
+                    f"{path}: system {record.system!r} has two labels, {known!r} and "
+                    f"{record.system_label!r}; give each system one system_label"
+                ],
+            )
+    return labels
 
 
 def import_records(
@@ -91,14 +117,20 @@ def import_records(
     records: list[ExampleRecord],
     on_duplicate: str = "error",
     progress: Callable[[int], None] | None = None,
+    reserve_daily: float = 0.0,
 ) -> ImportReport:
     """Write validated records in one transaction; `path` names their source in messages.
 
     on_duplicate: "error" refuses everything when an id is already in the database;
     "skip" leaves those examples as they are and imports the rest.
+    reserve_daily: the share of the file's new passages (per category) held back for the daily
+    challenge (see app/catalog/pools.py).
     """
     if on_duplicate not in ("error", "skip"):
         raise ValueError("on_duplicate must be 'error' or 'skip'")
+    if not 0 <= reserve_daily <= 1:
+        raise ValueError("reserve_daily must be between 0 and 1")
+    labels = _labels(path, records)
     report = ImportReport(path)
     existing = _existing_ids([r.id for r in records])
     if existing and on_duplicate == "error":
@@ -114,6 +146,7 @@ def import_records(
         categories: dict[str, Category] = {}
         systems: dict[str, System] = {}
         batch = []
+        imported: list[Example] = []
         for record in records:
             if record.id in existing:
                 report.skipped.append(record.id)
@@ -133,6 +166,10 @@ def import_records(
                 systems[record.system] = _get_or_create(
                     System, "name", record.system, report.new_systems
                 )
+                label = labels.get(record.system)
+                if label is not None and systems[record.system].label != label:
+                    systems[record.system].label = label
+                    report.labels[record.system] = label
             batch.append(
                 Example(
                     external_id=record.id,
@@ -150,20 +187,22 @@ def import_records(
                 )
             )
             if len(batch) >= CHUNK:
-                db.session.add_all(batch)
-                db.session.flush()
-                if progress:
-                    progress(len(batch))
-                report.imported += len(batch)
+                _write(batch, imported, progress)
                 batch = []
         if batch:
-            db.session.add_all(batch)
-            db.session.flush()
-            if progress:
-                progress(len(batch))
-            report.imported += len(batch)
+            _write(batch, imported, progress)
+        report.imported = len(imported)
+        report.pools = pools.place_new_examples(imported, reserve_daily)
         db.session.commit()
     except Exception:
         db.session.rollback()
         raise
     return report
+
+
+def _write(batch: list[Example], imported: list[Example], progress) -> None:
+    db.session.add_all(batch)
+    db.session.flush()
+    imported.extend(batch)
+    if progress:
+        progress(len(batch))

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 REQUIRED = ("id", "category", "system", "sentences", "boundary")
-OPTIONAL = ("decoding", "seed", "source", "meta")
+OPTIONAL = ("decoding", "seed", "source", "meta", "system_label")
+MAX_LABEL_CHARS = 100
 MAX_SENTENCE_CHARS = 5000
 
 
@@ -37,6 +38,8 @@ class ExampleRecord:
     seed: int | None = None
     source: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+    # What players are told wrote the text (e.g. "GPT-2 XL"); None: a plain description instead.
+    system_label: str | None = None
 
     @property
     def decoding_p(self) -> float | None:
@@ -55,6 +58,7 @@ class ExampleRecord:
             "seed": self.seed,
             "source": self.source,
             "meta": self.meta,
+            **({"system_label": self.system_label} if self.system_label else {}),
         }
 
 
@@ -125,6 +129,16 @@ def validate(obj, line: int) -> ExampleRecord:
         if value is not None and not isinstance(value, dict):
             raise RecordError(line, f"{key} must be an object")
 
+    label = obj.get("system_label")
+    if label is not None and (
+        not isinstance(label, str) or not label.strip() or len(label) > MAX_LABEL_CHARS
+    ):
+        raise RecordError(
+            line,
+            f"system_label must be a non-empty string of at most {MAX_LABEL_CHARS} characters "
+            "or null",
+        )
+
     return ExampleRecord(
         id=ex_id,
         category=category,
@@ -135,6 +149,7 @@ def validate(obj, line: int) -> ExampleRecord:
         seed=seed,
         source=obj.get("source") or {},
         meta=obj.get("meta") or {},
+        system_label=label.strip() if label else None,
     )
 
 

@@ -1,4 +1,8 @@
-"""RoFT's eight reasons for calling a sentence machine-written."""
+"""RoFT's eight reasons for calling a sentence machine-written, plus "just a hunch".
+
+"hunch" is ours: a one-tap way to say "no particular reason", so that a player need not pick a
+reason they do not hold (RoFT's players wrote such answers into "other").
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ REASONS: dict[str, tuple[str, str]] = {
     "common_sense": ("Common-sense error", "Describes something that could not plausibly happen."),
     "coreference": ("Mixes up people or things", "Confuses who or what is being talked about."),
     "generic": ("Generic or bland", "Vague filler that could appear in any text."),
+    "hunch": ("Just a hunch", "No single reason: it just reads as machine-written."),
 }
 
 MAX_EXPLANATION_CHARS = 2000

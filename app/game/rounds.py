@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import and_, exists, func, select, update
+from flask import current_app
+from sqlalchemy import and_, case, exists, func, literal, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
 
@@ -18,8 +20,17 @@ from app.extensions import db
 from app.game import reasons as reason_catalogue
 from app.game.scoring import Verdict, verdict
 from app.leaderboard import standings
-from app.models import Category, Example, Player, Reveal, Round
-from app.models.base import utcnow
+from app.models import (
+    Category,
+    Example,
+    ExamplePassage,
+    GameSet,
+    PassageRead,
+    Player,
+    Reveal,
+    Round,
+)
+from app.models.base import UTCDateTime, utcnow
 
 RANDOM = "random"
 NORMAL = "normal"
@@ -35,7 +46,7 @@ class NoExamplesLeft(Conflict):
 
 
 def categories_with_examples() -> list[Category]:
-    """Categories that have at least one example, by name."""
+    """Categories that have at least one example in normal play, by name."""
     return list(
         db.session.scalars(
             select(Category)
@@ -43,6 +54,15 @@ def categories_with_examples() -> list[Category]:
             .order_by(Category.name)
         )
     )
+
+
+def categories_left_for(player: Player) -> list[Category]:
+    """Categories that still have a text this player may be served, by name."""
+    return [
+        category
+        for category in categories_with_examples()
+        if db.session.scalar(select(_unplayed(player, category).exists()))
+    ]
 
 
 def open_round(player: Player) -> Round | None:
@@ -63,11 +83,20 @@ def category_by_slug(slug: str) -> Category | None:
 
 
 def _unplayed(player: Player | None, category: Category | None):
-    """The examples the player (None: a new guest) has never had, in the category if given."""
+    """The examples of normal play the player (None: a new guest) may be served, in the category
+    if given: never played, and (unless the operator allows repeats) built from no passage the
+    player has already read in any variant."""
     query = select(Example).where(Example.kind == NORMAL)
     if player is not None:
         already = select(Round.example_id).where(Round.player_id == player.id)
         query = query.where(Example.id.not_in(already))
+        if current_app.config["AVOID_REPEATED_PASSAGES"]:
+            read = exists().where(
+                ExamplePassage.example_id == Example.id,
+                PassageRead.passage_id == ExamplePassage.passage_id,
+                PassageRead.player_id == player.id,
+            )
+            query = query.where(~read)
     if category is not None:
         query = query.where(Example.category_id == category.id)
     return query
@@ -92,9 +121,9 @@ def _chosen_category(category_slug: str) -> Category | None:
 
 def _nothing_left(category: Category | None) -> NoExamplesLeft:
     return NoExamplesLeft(
-        f"You have played every text in {category.name}. Thank you! Try another category."
+        f"You have read every text in {category.name}. Thank you! Try another category."
         if category
-        else "You have played every text we have. Thank you! New texts arrive regularly."
+        else "You have read every text we have. Thank you! New texts arrive regularly."
     )
 
 
@@ -111,10 +140,11 @@ def check_start(player: Player | None, category_slug: str) -> None:
         raise _nothing_left(category)
 
 
-def start_round(player: Player, category_slug: str) -> Round:
-    """Resume the player's open round, or start a new one in the chosen category ("random": any).
+def start_round(player: Player, category_slug: str, set_id: int | None = None) -> Round:
+    """Resume the player's open round, or start a new one in the chosen category ("random": any),
+    as part of set `set_id` if given.
 
-    Raises NotFound for an unknown category and NoExamplesLeft when the player has played every
+    Raises NotFound for an unknown category and NoExamplesLeft when the player has read every
     text there.
     """
     category = _chosen_category(category_slug)
@@ -125,10 +155,24 @@ def start_round(player: Player, category_slug: str) -> Round:
         example = _pick_example(player, category)
         if example is None:
             raise _nothing_left(category)
-        new = create_round(player, example, category_slug)
+        new = create_round(player, example, category_slug, set_id=set_id)
         if new is not None:
             return new
     raise Conflict("Could not start a round right now; please try again.")
+
+
+def _remember_passages(player_id: int, example_id: int, now) -> None:
+    """Record the example's passages as read by the player (no commit)."""
+    dialect = db.session.get_bind().dialect.name
+    module = postgresql if dialect == "postgresql" else sqlite
+    rows = select(literal(player_id), ExamplePassage.passage_id, literal(now, UTCDateTime())).where(
+        ExamplePassage.example_id == example_id
+    )
+    db.session.execute(
+        module.insert(PassageRead)
+        .from_select(["player_id", "passage_id", "read_at"], rows)
+        .on_conflict_do_nothing()
+    )
 
 
 def create_round(
@@ -137,8 +181,12 @@ def create_round(
     chosen_category: str,
     kind: str = NORMAL,
     participant_id: int | None = None,
+    set_id: int | None = None,
 ) -> Round | None:
-    """Insert the player's next round with s[0] revealed; None if another request won the race."""
+    """Insert the player's next round with s[0] revealed; None if another request won the race.
+
+    The example's passages count as read from this moment.
+    """
     last = db.session.scalar(
         select(func.max(Round.order_index)).where(Round.player_id == player.id)
     )
@@ -150,6 +198,7 @@ def create_round(
         chosen_category=chosen_category,
         kind=kind,
         participant_id=participant_id,
+        set_id=set_id,
         revealed=1,
         started_at=now,
         reasons=[],
@@ -158,6 +207,8 @@ def create_round(
     new.reveals.append(Reveal(sentence_index=0, revealed_at=now))
     db.session.add(new)
     try:
+        db.session.flush()
+        _remember_passages(player.id, example.id, now)
         db.session.commit()
     except IntegrityError:
         # Another request of the same player started a round at the same moment.
@@ -270,6 +321,8 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
         if current.revealed < n:
             raise BadRequest("You can call the whole text human-written only at its last sentence.")
         guess = n
+    elif current.revealed < 2:
+        raise BadRequest("The first sentence is always written by a person: read on.")
     else:
         guess = current.revealed - 1
     result: Verdict = verdict(guess, example.boundary, n)
@@ -300,6 +353,8 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
             .values(annotation_count=Example.annotation_count + 1)
         )
         standings.record_answer(player.id, example.category_id, result)
+    if current.set_id is not None:
+        _count_in_set(current.set_id, result if scored else None)
     if current.participant_id is not None:
         from app.crowd import studies  # the crowd service imports this module
 
@@ -309,6 +364,24 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     if scored:
         standings.invalidate(category_slug)
     return current
+
+
+def _count_in_set(set_id: int, result: Verdict | None) -> None:
+    """Add an answered round to its set's running figures, finishing a full set (no commit)."""
+    answered = GameSet.answered + 1
+    db.session.execute(
+        update(GameSet)
+        .where(GameSet.id == set_id)
+        .values(
+            answered=answered,
+            points=GameSet.points + (result.points if result else 0),
+            exact=GameSet.exact + (1 if result and result.exact else 0),
+            finished_at=case(
+                (answered >= GameSet.size, literal(utcnow(), UTCDateTime())),
+                else_=GameSet.finished_at,
+            ),
+        )
+    )
 
 
 def visible_sentences(round_: Round) -> list[str]:

@@ -1,17 +1,42 @@
-"""Game views: parse the request, call one service function, render."""
+"""Game views: parse the request, call one service function, render.
+
+Every action is a plain form post that answers with a redirect, so the game works without
+JavaScript. The round page's script sends the same posts with `X-Requested-With: fetch` and gets
+the updated round back as an HTML fragment instead (one request per sentence, no reload).
+"""
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, redirect, render_template, request, url_for
-from flask_login import current_user, login_user
+from datetime import date
 
+from flask import (
+    Blueprint,
+    current_app,
+    flash,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from flask_login import current_user, login_user
+from sqlalchemy import exists, select
+
+from app.accounts import profile as profiles
 from app.accounts import service as accounts
 from app.crowd import studies
+from app.errors import NotFound, ServiceError
 from app.extensions import db, limiter
-from app.game import rounds
+from app.game import charts, daily, insights, rounds, sets, tutorial
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
+from app.leaderboard import standings
+from app.models import Round
 
 bp = Blueprint("game", __name__)
+
+FRAGMENT_HEADER = "X-Requested-With"
+TUTORED = "tutored"
 
 
 def _guest_limit() -> str:
@@ -22,16 +47,72 @@ def _has_session() -> bool:
     return current_user.is_authenticated
 
 
-def _render_home(notice: str | None = None, status: int = 200):
+def _guest_limits(view):
+    """The per-address limit and the site-wide cap on new guests (signed-in players are exempt).
+
+    Flask-Limiter checks limits of equal window in the order they are listed here from the
+    bottom and stops at the first breach, so a request refused by its address's per-minute limit
+    uses up none of the site-wide cap.
+    """
+    view = limiter.limit(_guest_limit, exempt_when=_has_session, methods=["POST"])(view)
+    return limiter.limit(
+        lambda: current_app.config["GUEST_GLOBAL_RATE_LIMIT"],
+        key_func=lambda: "all-guests",
+        exempt_when=_has_session,
+        methods=["POST"],
+    )(view)
+
+
+def _wants_fragment() -> bool:
+    return request.headers.get(FRAGMENT_HEADER) == "fetch"
+
+
+def _needs_tutorial() -> bool:
+    """A first visit: no tutorial seen in this browser and no round played."""
+    if session.get(TUTORED):
+        return False
+    if not current_user.is_authenticated:
+        return True
+    return not db.session.scalar(select(exists().where(Round.player_id == current_user.id)))
+
+
+def _home_stats() -> dict | None:
+    if not current_user.is_authenticated or current_user.kind == "crowd":
+        return None
+    figures = profiles.overall(current_user)
+    standing = standings.standing_of(current_user) if figures.rounds else None
+    return {
+        "points": figures.points,
+        "rounds": figures.rounds,
+        "rank": standing.rank if standing else None,
+        "streak": daily.streak(current_user),
+    }
+
+
+def _render_home(notice: str | None = None, status: int = 200, left: list | None = None):
     signed_in = current_user.is_authenticated
+    day = daily.today()
+    today_set = daily.own_set(current_user, day) if signed_in else None
     page = render_template(
         "game/home.html",
         categories=rounds.categories_with_examples(),
         open_round=rounds.open_round(current_user) if signed_in else None,
+        open_set=sets.open_normal_set(current_user) if signed_in else None,
         needs_consent=not signed_in or current_user.research_consent_at is None,
+        first_visit=_needs_tutorial(),
+        stats=_home_stats(),
+        today=day,
+        today_set=today_set,
         notice=notice,
+        categories_left=left,
     )
     return page, status
+
+
+def _played_out(done: rounds.NoExamplesLeft):
+    """The home page saying a category is played out, with the categories still open."""
+    left = rounds.categories_left_for(current_user) if current_user.is_authenticated else None
+    return _render_home(done.message, 409, left)
 
 
 @bp.get("/")
@@ -39,49 +120,73 @@ def home():
     return _render_home()
 
 
+def _player_for_play(category: str | None) -> None:
+    """Sign in a new guest (or record the signed-in player's consent) before play starts.
+
+    `category` is checked first, when given, so that a refused start stores nothing.
+    """
+    consent = request.form.get("consent") == "yes"
+    signed_in = current_user.is_authenticated
+    if category is not None and (
+        not signed_in or (consent and current_user.research_consent_at is None)
+    ):
+        rounds.check_start(current_user if signed_in else None, category)
+    if not signed_in:
+        login_user(accounts.create_guest(consent), remember=True)
+    elif consent and current_user.research_consent_at is None:
+        accounts.set_consent(current_user, True)
+
+
 @bp.post("/play")
-# A site-wide cap on new guests: one key for every address. Flask-Limiter checks limits of equal
-# window in the order they are listed here from the bottom and stops at the first breach, so a
-# request refused by its address's per-minute limit uses up none of the per-minute cap.
-@limiter.limit(
-    lambda: current_app.config["GUEST_GLOBAL_RATE_LIMIT"],
-    key_func=lambda: "all-guests",
-    exempt_when=_has_session,
-    methods=["POST"],
-)
-@limiter.limit(_guest_limit, exempt_when=_has_session, methods=["POST"])
+@_guest_limits
 def start():
     category = request.form.get("category", rounds.RANDOM)
-    consent = request.form.get("consent") == "yes"
     if current_user.is_authenticated and current_user.kind == "crowd":
         # Crowd workers play their study's rounds, not the public game.
         return redirect(url_for("crowd.current"))
-    signed_in = current_user.is_authenticated
+    if request.form.get("start") == "tutorial":
+        session["tutorial_consent"] = request.form.get("consent") == "yes"
+        return redirect(url_for("game.tutorial_page"))
+    if request.form.get("tutorial") == "done":
+        session[TUTORED] = True
     try:
-        if not signed_in or (consent and current_user.research_consent_at is None):
-            # Refuse an unknown or played-out category before a guest or a consent is stored.
-            rounds.check_start(current_user if signed_in else None, category)
+        _player_for_play(category)
+        round_ = sets.play(current_user, category)
     except rounds.NoExamplesLeft as done:
-        return _render_home(done.message, 409)
-    if not current_user.is_authenticated:
-        guest = accounts.create_guest(consent)
-        login_user(guest, remember=True)
-        player = guest
-    else:
-        player = current_user
-        if consent and player.research_consent_at is None:
-            accounts.set_consent(player, True)
-    try:
-        round_ = rounds.start_round(player, category)
-    except rounds.NoExamplesLeft as done:
-        return _render_home(done.message, 409)
-    return redirect(url_for("game.show", round_id=round_.id))
+        return _played_out(done)
+    return _go_to_round(round_)
 
 
 def _require_player():
     if not current_user.is_authenticated:
         return redirect(url_for("game.home"))
     return None
+
+
+def _teaching(round_) -> dict:
+    """What the reveal of an answered public round shows besides the truth."""
+    context: dict = {"kind": insights.kind_of(round_.example)}
+    if round_.participant_id is not None:
+        return context
+    spread = insights.spread(round_)
+    if spread is not None:
+        n = spread.n_sentences
+        labels = [str(i + 1) for i in range(n)] + ["all human"]
+        context["spread"] = spread
+        context["spread_chart"] = charts.bar_chart(
+            labels[1:],
+            spread.counts[1:],
+            title="Where other players flagged this text",
+            description=(
+                f"{spread.others} other answers; the first machine sentence is "
+                + (f"sentence {spread.boundary + 1}" if spread.boundary < n else "none")
+                + f"; you answered {labels[spread.guess]}."
+            ),
+            highlight=spread.boundary - 1,
+            marked=spread.guess - 1,
+        )
+    context["explanations"] = insights.explanations_for(round_)
+    return context
 
 
 def _render_round(round_, status: int = 200, error: str | None = None, flag: bool = False):
@@ -97,16 +202,34 @@ def _render_round(round_, status: int = 200, error: str | None = None, flag: boo
         "flag": flag,
         "error": error,
         "form": request.form if error else {},
+        "position": sets.position_of(round_),
     }
     if round_.answered:
         context.update(
             result=rounds.result_of(round_),
             boundary=example.boundary,
-            system=example.system.name,
+            **_teaching(round_),
         )
     if round_.participant_id is not None:
         context.update(studies.round_context(round_))
-    return render_template("game/round.html", **context), status
+    template = "game/_round.html" if _wants_fragment() else "game/round.html"
+    return render_template(template, **context), status
+
+
+def _go_to_round(round_):
+    """A round just started: a redirect to its page, or (for the page's script) the round itself
+    with its address in X-Round-URL."""
+    if _wants_fragment():
+        page, status = _render_round(round_)
+        return page, status, {"X-Round-URL": url_for("game.show", round_id=round_.id)}
+    return redirect(url_for("game.show", round_id=round_.id))
+
+
+def _after_action(round_id: int, anchor: str):
+    """A plain post gets a redirect to the round; the page's script gets the round itself."""
+    if _wants_fragment():
+        return _render_round(rounds.get_round(current_user, round_id))
+    return redirect(url_for("game.show", round_id=round_id, _anchor=anchor))
 
 
 @bp.get("/play/round/<int:round_id>")
@@ -131,7 +254,7 @@ def reveal(round_id: int):
         rounds.reveal_next(current_user, round_id, seen)
     except rounds.Conflict as conflict:
         return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
-    return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
+    return _after_action(round_id, "latest")
 
 
 @bp.post("/play/round/<int:round_id>/answer")
@@ -159,7 +282,7 @@ def answer(round_id: int):
     except (rounds.BadRequest, rounds.Conflict) as refused:
         db.session.rollback()
         return _render_round(round_, refused.status, refused.message, flag=choice == "machine")
-    return redirect(url_for("game.show", round_id=round_id, _anchor="result"))
+    return _after_action(round_id, "result")
 
 
 @bp.get("/play/continue")
@@ -167,3 +290,197 @@ def resume():
     if current_user.is_authenticated and (open_round := rounds.open_round(current_user)):
         return redirect(url_for("game.show", round_id=open_round.id))
     return redirect(url_for("game.home"))
+
+
+# --- Sets ------------------------------------------------------------------------------------
+
+
+@bp.post("/sets/<int:set_id>/next")
+def next_in_set(set_id: int):
+    if (redirect_home := _require_player()) is not None:
+        return redirect_home
+    try:
+        round_ = sets.next_round(current_user, set_id)
+    except sets.SetFinished as finished:
+        return redirect(_summary_url(finished.game_set))
+    except rounds.NoExamplesLeft as done:
+        return _played_out(done)
+    except daily.FinishCurrentFirst as busy:
+        flash(busy.message)
+        return redirect(url_for("game.show", round_id=busy.round.id))
+    return _go_to_round(round_)
+
+
+def _summary_url(game_set) -> str:
+    if game_set.day is not None:
+        return url_for("game.daily_results", day=game_set.day.isoformat())
+    return url_for("game.set_summary", set_id=game_set.id)
+
+
+@bp.get("/sets/<int:set_id>")
+def set_summary(set_id: int):
+    if (redirect_home := _require_player()) is not None:
+        return redirect_home
+    summary = sets.summary(current_user, set_id)
+    if summary.game_set.day is not None:
+        return redirect(_summary_url(summary.game_set))
+    return render_template("game/set_summary.html", summary=summary)
+
+
+# --- The daily challenge ---------------------------------------------------------------------
+
+
+def _day(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise NotFound("There is no challenge on that day.") from None
+
+
+@bp.get("/daily")
+def daily_page():
+    day = daily.today()
+    mine = daily.own_set(current_user, day) if current_user.is_authenticated else None
+    if mine is not None and mine.finished:
+        return redirect(url_for("game.daily_results", day=day.isoformat()))
+    return render_template(
+        "game/daily.html",
+        day=day,
+        challenge=daily.challenge(day),
+        size=current_app.config["DAILY_SIZE"],
+        mine=mine,
+        needs_consent=not current_user.is_authenticated or current_user.research_consent_at is None,
+        streak=daily.streak(current_user) if current_user.is_authenticated else 0,
+    )
+
+
+@bp.post("/daily/start")
+@_guest_limits
+def daily_start():
+    if current_user.is_authenticated and current_user.kind == "crowd":
+        return redirect(url_for("crowd.current"))
+    if daily.challenge(daily.today()) is None:
+        raise daily.NoChallenge("There is no daily challenge today. Please come back tomorrow.")
+    _player_for_play(None)
+    try:
+        round_ = daily.start(current_user)
+    except daily.AlreadyPlayed:
+        return redirect(url_for("game.daily_results", day=daily.today().isoformat()))
+    except daily.FinishCurrentFirst as busy:
+        flash(busy.message)
+        return redirect(url_for("game.show", round_id=busy.round.id))
+    return redirect(url_for("game.show", round_id=round_.id))
+
+
+def _distribution_chart(results, mine: int | None):
+    labels = [str(points) for points in range(results.max_points + 1)]
+    return charts.bar_chart(
+        labels,
+        results.counts,
+        title=f"Scores in the daily challenge of {results.day.isoformat()}",
+        description=f"{results.players} players finished; total points from 0 to "
+        f"{results.max_points}." + (f" You scored {mine}." if mine is not None else ""),
+        marked=mine,
+    )
+
+
+@bp.get("/daily/<day>")
+def daily_results(day: str):
+    on = _day(day)
+    results = daily.results(on)
+    mine = daily.own_set(current_user, on) if current_user.is_authenticated else None
+    finished = mine is not None and mine.finished
+    points = daily.set_points(mine) if finished else None
+    share = None
+    if finished:
+        token = daily.ensure_share_token(mine)
+        card_url = url_for("game.daily_card", day=day, token=token, _external=True)
+        share = daily.share_text(on, points, card_url)
+    return render_template(
+        "game/daily_results.html",
+        day=on,
+        results=results,
+        chart=_distribution_chart(results, mine.points if finished else None),
+        mine=mine if finished else None,
+        points=points,
+        squares=daily.squares(points) if points else "",
+        below=results.share_below(mine.points) if finished else None,
+        share=share,
+        is_today=on == daily.today(),
+        streak=daily.streak(current_user) if current_user.is_authenticated else 0,
+    )
+
+
+@bp.get("/daily/<day>/card/<token>")
+def daily_card(day: str, token: str):
+    on = _day(day)
+    game_set = daily.by_share_token(on, token)
+    points = daily.set_points(game_set)
+    return render_template(
+        "game/daily_card.html",
+        day=on,
+        points=points,
+        total=sum(points),
+        max_points=5 * len(points),
+        squares=daily.squares(points),
+        token=token,
+        is_today=on == daily.today(),
+    )
+
+
+@bp.get("/daily/<day>/card/<token>.png")
+def daily_card_image(day: str, token: str):
+    from app.game import cards  # Pillow is loaded only when an image is asked for
+
+    on = _day(day)
+    points = daily.set_points(daily.by_share_token(on, token))
+    response = current_app.response_class(cards.render_png(on, points), mimetype="image/png")
+    response.headers["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
+# --- Tutorial and votes ----------------------------------------------------------------------
+
+
+@bp.get("/tutorial")
+def tutorial_page():
+    try:
+        number = int(request.args.get("step", "0"))
+        flagged = request.args.get("flagged")
+        guess = int(flagged) if flagged is not None else None
+    except ValueError:
+        number, guess = 0, None
+    shown = tutorial.step(number)
+    outcome = tutorial.answer(guess) if guess is not None else None
+    if outcome is not None and outcome.finished:
+        shown = tutorial.step(outcome.guess if outcome.guess < tutorial.N else tutorial.N - 1)
+    return render_template(
+        "game/tutorial.html",
+        step=shown,
+        outcome=outcome,
+        boundary=tutorial.BOUNDARY,
+        n=tutorial.N,
+        all_sentences=tutorial.SENTENCES,
+        consent=session.get("tutorial_consent", False),
+        needs_consent=not current_user.is_authenticated or current_user.research_consent_at is None,
+    )
+
+
+@bp.post("/explanations/<int:round_id>/vote")
+def vote(round_id: int):
+    if (redirect_home := _require_player()) is not None:
+        return redirect_home
+    try:
+        voted = insights.vote(current_user, round_id)
+    except ServiceError as refused:
+        if _wants_fragment():
+            return jsonify(error=refused.message), refused.status
+        raise
+    if _wants_fragment():
+        return jsonify(round_id=voted.id, upvotes=voted.upvotes, voted=True)
+    try:
+        back = int(request.form.get("back", ""))
+        rounds.get_round(current_user, back)
+    except (ValueError, NotFound):
+        return redirect(url_for("game.home"))
+    return redirect(url_for("game.show", round_id=back, _anchor="explanations"))

@@ -1,17 +1,24 @@
 """The data model, one module per concern. Importing this package registers every table."""
 
-from app.models.content import Category, Example, System
+from app.models.content import Category, Example, ExamplePassage, Passage, PassageRead, System
 from app.models.players import Player, PlayerSurvey
-from app.models.rounds import Reveal, Round
+from app.models.rounds import ExplanationVote, Reveal, Round
+from app.models.sets import DailyChallenge, GameSet
 from app.models.standings import CategoryTotal, PlayerTotal
 from app.models.studies import Participant, ParticipantStatus, Platform, Study
 
 __all__ = [
     "Category",
     "CategoryTotal",
+    "DailyChallenge",
     "Example",
+    "ExamplePassage",
+    "ExplanationVote",
+    "GameSet",
     "Participant",
     "ParticipantStatus",
+    "Passage",
+    "PassageRead",
     "Platform",
     "Player",
     "PlayerSurvey",

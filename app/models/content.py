@@ -27,6 +27,9 @@ class System(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True)
+    # What players are told wrote the text, when the operator set one in the import file
+    # (`system_label`); otherwise the reveal describes the kind of text in plain words.
+    label: Mapped[str | None] = mapped_column(String(100), nullable=True)
 
 
 class Example(db.Model):
@@ -51,7 +54,8 @@ class Example(db.Model):
     seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
     source: Mapped[dict] = mapped_column(JSON, default=dict)
     meta: Mapped[dict] = mapped_column(JSON, default=dict)
-    # "normal", or "attention_check" (all human, first sentence tells workers what to answer).
+    # "normal"; "daily" (held back for the daily challenge, never served in normal play); or
+    # "attention_check" (all human, first sentence tells workers what to answer).
     kind: Mapped[str] = mapped_column(String(16), default="normal", server_default="normal")
     # Answered rounds, kept in the same transaction as each answer; selection prefers low counts.
     annotation_count: Mapped[int] = mapped_column(Integer, default=0)
@@ -63,3 +67,35 @@ class Example(db.Model):
     @property
     def all_human(self) -> bool:
         return self.boundary == self.n_sentences
+
+
+class Passage(db.Model):
+    """A human-written source text (`dataset/doc_id`); every variant built from it shares it."""
+
+    __tablename__ = "passages"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(400), unique=True)
+
+
+class ExamplePassage(db.Model):
+    """The passages an example shows: its own, and a spliced baseline's second one."""
+
+    __tablename__ = "example_passages"
+
+    example_id: Mapped[int] = mapped_column(
+        ForeignKey("examples.id", ondelete="CASCADE"), primary_key=True
+    )
+    passage_id: Mapped[int] = mapped_column(ForeignKey("passages.id"), primary_key=True, index=True)
+
+
+class PassageRead(db.Model):
+    """A passage a player has read (in any variant), so that no other variant is served to them."""
+
+    __tablename__ = "passage_reads"
+
+    player_id: Mapped[int] = mapped_column(
+        ForeignKey("players.id", ondelete="CASCADE"), primary_key=True
+    )
+    passage_id: Mapped[int] = mapped_column(ForeignKey("passages.id"), primary_key=True)
+    read_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

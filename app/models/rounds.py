@@ -40,6 +40,11 @@ class Round(db.Model):
     participant_id: Mapped[int | None] = mapped_column(
         ForeignKey("participants.id"), nullable=True, index=True
     )
+    # The set of texts (a normal set or a day's challenge) the round belongs to; None for study
+    # rounds and rounds played before sets existed.
+    set_id: Mapped[int | None] = mapped_column(
+        ForeignKey("game_sets.id", ondelete="SET NULL"), nullable=True, index=True
+    )
     # Likert ratings given in a study, e.g. {"fluency": 4, "commonsense": 2}.
     ratings: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     # What the player asked for: a category slug, or "random".
@@ -50,6 +55,10 @@ class Round(db.Model):
     points: Mapped[int | None] = mapped_column(Integer, nullable=True)
     reasons: Mapped[list] = mapped_column(JSON, default=list)
     explanation: Mapped[str] = mapped_column(Text, default="")
+    # Up-votes other players gave the explanation (kept with every vote in its transaction).
+    upvotes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Set when a researcher hides the explanation: never shown to players again, marked in exports.
+    explanation_hidden_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
@@ -63,6 +72,20 @@ class Round(db.Model):
     @property
     def answered(self) -> bool:
         return self.guess is not None
+
+
+class ExplanationVote(db.Model):
+    """One player's up-vote for the explanation another player gave in a round."""
+
+    __tablename__ = "explanation_votes"
+
+    round_id: Mapped[int] = mapped_column(
+        ForeignKey("rounds.id", ondelete="CASCADE"), primary_key=True
+    )
+    voter_id: Mapped[int] = mapped_column(
+        ForeignKey("players.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    voted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class Reveal(db.Model):

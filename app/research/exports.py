@@ -37,6 +37,8 @@ from app.game.reasons import REASONS
 from app.models import (
     Category,
     Example,
+    ExplanationVote,
+    GameSet,
     Participant,
     Player,
     PlayerSurvey,
@@ -53,7 +55,11 @@ SEP = "_SEP_"
 NO_SURVEY = -1
 SURVEY_NOTE = "the player's answer on the optional /survey page; -1 = not given"
 KNOWN_FILES = (
-    *(f"{t}.{ext}" for t in ("rounds", "examples", "players") for ext in ("csv", "parquet")),
+    *(
+        f"{t}.{ext}"
+        for t in ("rounds", "examples", "players", "votes")
+        for ext in ("csv", "parquet")
+    ),
     "schema.json",
     "schema.md",
     "manifest.json",
@@ -89,7 +95,11 @@ ROFT_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "boundary - 1: index of the last human-written sentence (N-1 = all human)",
     ),
     "points": ("integer", "points 0-5", "points stored with the round (RoFT's rule)"),
-    "reason": ("string", "JSON list", 'reason names the player chose, e.g. ["grammar"]'),
+    "reason": (
+        "string",
+        "JSON list",
+        'reason names the player chose, e.g. ["grammar"]; RoFT\'s eight, or "hunch" (just a hunch)',
+    ),
     "prompt": ("string", "", "identifier of the prompt: the example id"),
     "prompt_body": ("string", "_SEP_-joined", "the human-written sentences s[0..boundary-1]"),
     "generation": ("string", "", "identifier of the generation: the example id"),
@@ -141,6 +151,18 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "Likert rating named 'commonsense'; empty if not asked",
     ),
     "ratings": ("string", "JSON object", "every Likert rating of the round, by criterion name"),
+    "round_id": ("integer", "", "the round's id on the site (votes.round_id refers to it)"),
+    "set_kind": (
+        "string",
+        "",
+        "'normal' (a set of texts), 'daily' (the daily challenge) or empty (no set)",
+    ),
+    "explanation_upvotes": ("integer", "votes", "up-votes other players gave the explanation"),
+    "explanation_hidden": (
+        "boolean",
+        "",
+        "a researcher hid the explanation from players (it is still exported)",
+    ),
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "example_id": ("string", "", "the example's id"),
@@ -169,6 +191,11 @@ PLAYER_COLUMNS: dict[str, tuple[str, str, str]] = {
     "joined_on": ("date", "UTC", "the day the player first came (day only)"),
     "rounds": ("integer", "rounds", "answered rounds in this export"),
     "points": ("integer", "points", "sum of points over those rounds"),
+}
+VOTE_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "round_id": ("integer", "", "the round whose explanation was up-voted (rounds.round_id)"),
+    "voter": ("string", "", "pseudonym of the player who voted (same keyed HMAC as annotator)"),
+    "voted_on": ("date", "UTC", "the day of the vote (day only)"),
 }
 PRIVATE_COLUMNS = {"username": ("string", "", "PRIVATE: the player's username")}
 
@@ -237,10 +264,14 @@ def _queries(options: ExportOptions):
             Round.example_id.label("example_pk"),
             Round.kind.label("round_kind"),
             Round.ratings,
+            Round.upvotes,
+            Round.explanation_hidden_at,
             Player.kind.label("player_kind"),
             Study.slug.label("study"),
+            GameSet.kind.label("set_kind"),
         )
         .join(Player, Player.id == Round.player_id)
+        .outerjoin(GameSet, GameSet.id == Round.set_id)
         .join(Example, Example.id == Round.example_id)
         .join(Category, Category.id == Example.category_id)
         .outerjoin(Participant, Participant.id == Round.participant_id)
@@ -325,9 +356,25 @@ def collect(options: ExportOptions, progress: Callable[[str], None] | None = Non
                 ),
             )
             step("players")
+            votes_q = select(
+                ExplanationVote.round_id, ExplanationVote.voter_id, ExplanationVote.voted_at
+            ).where(ExplanationVote.round_id.in_(ids))
+            if not options.include_unconsented:
+                consented = select(Player.id).where(Player.research_consent_at.is_not(None))
+                votes_q = votes_q.where(ExplanationVote.voter_id.in_(consented))
+            votes = _read(
+                conn, votes_q.order_by(ExplanationVote.round_id, ExplanationVote.voter_id)
+            )
+            step("votes")
         finally:
             conn.rollback()
-    return {"rounds": rounds, "reveals": reveals, "examples": examples, "players": players}
+    return {
+        "rounds": rounds,
+        "reveals": reveals,
+        "examples": examples,
+        "players": players,
+        "votes": votes,
+    }
 
 
 def _rating(ratings: pd.Series, name: str) -> pd.Series:
@@ -428,6 +475,10 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "likert_fluency": _rating(r["ratings"], "fluency"),
             "likert_commonsense": _rating(r["ratings"], "commonsense"),
             "ratings": r["ratings"].map(lambda v: _json(v) if v else ""),
+            "round_id": r["round_id"].astype("int64"),
+            "set_kind": r["set_kind"].fillna(""),
+            "explanation_upvotes": r["upvotes"].fillna(0).astype("int64"),
+            "explanation_hidden": r["explanation_hidden_at"].notna(),
         },
         index=r.index,
     )
@@ -478,7 +529,16 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
     if options.private:
         pl["username"] = players["username"].fillna("")
     pl = pl.sort_values("annotator").reset_index(drop=True)
-    return {"rounds": out.reset_index(drop=True), "examples": ex, "players": pl}
+    votes = raw["votes"]
+    vt = pd.DataFrame(
+        {
+            "round_id": votes["round_id"].astype("int64"),
+            "voter": votes["voter_id"].map(lambda pid: pseudonym(int(pid), key)),
+            "voted_on": pd.to_datetime(votes["voted_at"], utc=True).dt.strftime("%Y-%m-%d"),
+        },
+        columns=list(VOTE_COLUMNS),
+    )
+    return {"rounds": out.reset_index(drop=True), "examples": ex, "players": pl, "votes": vt}
 
 
 def schema(private: bool = False) -> dict:
@@ -488,6 +548,7 @@ def schema(private: bool = False) -> dict:
         "rounds": {**ROFT_ROUND_COLUMNS, **RICH_ROUND_COLUMNS, **extra},
         "examples": EXAMPLE_COLUMNS,
         "players": {**PLAYER_COLUMNS, **extra},
+        "votes": VOTE_COLUMNS,
     }
     return {
         "private": private,

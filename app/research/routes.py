@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, abort, jsonify, render_template
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    flash,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from flask_login import current_user, login_required
 
 from app.crowd import reports, studies
+from app.game import insights
 from app.research import overview
 
 bp = Blueprint("research", __name__, url_prefix="/research")
@@ -49,3 +60,30 @@ def study_csv(slug: str):
         mimetype="text/csv",
         headers={"Content-Disposition": f"attachment; filename={slug}-workers.csv"},
     )
+
+
+EXPLANATION_FILTERS = {"all": None, "shown": False, "hidden": True}
+
+
+@bp.get("/explanations")
+def explanations():
+    """Players' explanations, newest first, with a button to hide one from other players."""
+    show = request.args.get("show", "all")
+    if show not in EXPLANATION_FILTERS:
+        show = "all"
+    try:
+        before = int(request.args["before"]) if "before" in request.args else None
+    except ValueError:
+        before = None
+    rows = insights.recent_explanations(EXPLANATION_FILTERS[show], before=before)
+    return render_template("research/explanations.html", rows=rows, show=show)
+
+
+@bp.post("/explanations/<int:round_id>/hide")
+def hide_explanation(round_id: int):
+    hidden = request.form.get("hidden", "1") == "1"
+    insights.set_hidden(round_id, hidden)
+    flash(
+        "The explanation is hidden from players." if hidden else "The explanation is shown again."
+    )
+    return redirect(url_for("research.explanations", show=request.form.get("show", "all")))

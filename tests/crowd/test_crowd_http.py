@@ -156,9 +156,10 @@ def test_mturk_completion_posts_back_to_mturk(app, client):
     for _ in range(3):
         location = client.post("/study/turk/next", data={"csrf_token": token}).headers["Location"]
         round_id = int(re.search(r"/play/round/(\d+)", location).group(1))
+        read_on(client, round_id, token)
         client.post(
             f"/play/round/{round_id}/answer",
-            data={"csrf_token": token, "seen": "1", "choice": "machine", "reasons": "generic"},
+            data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
         )
     done = client.get("/study/turk/done")
     body = done.get_data(as_text=True)
@@ -191,8 +192,15 @@ LIKERT = {
 
 
 def first_normal_round(client, token):
+    """The first round, with its second sentence shown (the first is never machine-written)."""
     location = client.post("/study/pilot/next", data={"csrf_token": token}).headers["Location"]
-    return int(re.search(r"/play/round/(\d+)", location).group(1))
+    round_id = int(re.search(r"/play/round/(\d+)", location).group(1))
+    read_on(client, round_id, token)
+    return round_id
+
+
+def read_on(client, round_id, token):
+    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
 
 
 def test_ratings_after_the_reveal_are_required_before_moving_on(app, client):
@@ -202,7 +210,7 @@ def test_ratings_after_the_reveal_are_required_before_moving_on(app, client):
     round_id = first_normal_round(client, token)
     client.post(
         f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "1", "choice": "machine", "reasons": "generic"},
+        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
     )
     result = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     assert 'name="rating_fluency"' in result and "How fluent is the flagged sentence?" in result
@@ -227,7 +235,7 @@ def test_ratings_before_the_reveal_come_with_the_answer(app, client):
     round_id = first_normal_round(client, token)
     why = client.get(f"/play/round/{round_id}?flag=1").get_data(as_text=True)
     assert 'name="rating_fluency"' in why
-    data = {"csrf_token": token, "seen": "1", "choice": "machine", "reasons": "generic"}
+    data = {"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"}
     refused = client.post(f"/play/round/{round_id}/answer", data=data)
     assert refused.status_code == 400
     with app.app_context():
@@ -236,6 +244,6 @@ def test_ratings_before_the_reveal_come_with_the_answer(app, client):
     assert stored.status_code == 302
     with app.app_context():
         answered = db.session.get(Round, round_id)
-        assert answered.guess == 0 and answered.ratings == {"fluency": 2}
+        assert answered.guess == 1 and answered.ratings == {"fluency": 2}
     result = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     assert 'name="rating_fluency"' not in result

@@ -235,7 +235,8 @@ def test_optional_extra_rounds_up_to_max_rounds_keep_the_code(ctx):
     for _ in range(2):
         extra = studies.next_round(study, participant, extra=True)
         player = db.session.get(Player, participant.player_id)
-        rounds.submit_answer(player, extra.id, rounds.parse_answer("machine", 1, ["generic"], ""))
+        rounds.reveal_next(player, extra.id, 1)
+        rounds.submit_answer(player, extra.id, rounds.parse_answer("machine", 2, ["generic"], ""))
         db.session.refresh(participant)
     assert participant.rounds_done == 5
     assert studies.extra_rounds_left(study, participant) == 0

@@ -57,9 +57,12 @@ def play_study(page, pass_checks: bool, shots=None) -> int:
                 expect(page.locator(".progress")).to_contain_text(f"Sentence {n} of {total}")
             page.get_by_role("button", name=re.compile("whole text is human-written")).click()
         else:
+            # "Machine" at the first chance: sentence 2 (the first is always human).
+            press(page, "h")
+            expect(page.locator(".progress")).to_contain_text("Sentence 2 of")
             press(page, "m")
             page.get_by_role("checkbox", name=re.compile("Generic")).check()
-            page.get_by_role("button", name="Submit and see the answer").click()
+            page.get_by_role("button", name="Submit: a machine wrote sentence 2").click()
         expect(page.locator("#result")).to_be_visible()
         if shots is not None and checks == 1 and is_check:
             page.screenshot(path=str(shots / "study-check-result.png"), full_page=True)

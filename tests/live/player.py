@@ -21,7 +21,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')
 ROUND_PATH_RE = re.compile(r"^/play/round/(\d+)$")
 PROGRESS_RE = re.compile(r"Sentence (\d+) of (\d+)")
-POINTS_RE = re.compile(r'<p class="points"><strong>(\d+)</strong>')
+POINTS_RE = re.compile(r'<span class="points-badge">(\d+)</span>')
 FLAGGED_RE = re.compile(r"You flagged sentence (\d+)\.")
 ALL_HUMAN_TEXT = "You said the whole text was human-written."
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -304,7 +304,8 @@ class Player:
                         list(reasons) if said == "machine" else [],
                         explanation,
                     )
-                target = min(reveal_to, page.n)
+                # The first sentence is always human: a "machine" call needs a second one.
+                target = max(min(reveal_to, page.n), 2)
                 if page.revealed < target:
                     page = self.reveal(page)
                     continue

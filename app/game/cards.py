@@ -1,0 +1,51 @@
+"""The share card image of a daily result (1200×630 PNG, for link previews). Pure, but Pillow.
+
+Like the share text, it shows one square per text coloured by points and the total: nothing that
+tells where any boundary was.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from collections.abc import Sequence
+from datetime import date
+
+from PIL import Image, ImageDraw, ImageFont
+
+WIDTH, HEIGHT = 1200, 630
+PAPER = "#fbfaf7"
+INK = "#1d2230"
+MUTED = "#5b6275"
+ACCENT = "#2f5bd3"
+# Points -> square colour, matching the share text's emoji (🟩 🟨 🟧 ⬛).
+COLOURS = {5: "#2e9e4f", 4: "#e8b923", 3: "#e8b923", 2: "#e8772e", 1: "#e8772e", 0: "#2b2b2b"}
+
+
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
+
+
+@functools.lru_cache(maxsize=256)
+def _render(day: date, points: tuple[int, ...]) -> bytes:
+    image = Image.new("RGB", (WIDTH, HEIGHT), PAPER)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, WIDTH, 18), fill=ACCENT)
+    draw.text((80, 70), "Real or Fake Text", font=_font(64), fill=INK)
+    draw.text((80, 150), f"Daily challenge · {day.isoformat()}", font=_font(40), fill=MUTED)
+    gap = 28
+    side = min(130, (WIDTH - 160 - gap * (len(points) - 1)) // max(len(points), 1))
+    x = 80
+    for value in points:
+        draw.rounded_rectangle((x, 250, x + side, 250 + side), radius=18, fill=COLOURS[value])
+        x += side + gap
+    total, best = sum(points), 5 * len(points)
+    draw.text((80, 430), f"{total} / {best} points", font=_font(72), fill=INK)
+    draw.text((80, 530), "Can you tell where the machine takes over?", font=_font(36), fill=ACCENT)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
+def render_png(day: date, points: Sequence[int]) -> bytes:
+    return _render(day, tuple(points))

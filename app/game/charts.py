@@ -1,0 +1,135 @@
+"""Small SVG charts rendered on the server (no chart library in the browser). Pure.
+
+The markup uses classes only (`chart-*`), styled by site.css, so it passes a strict CSP. Every
+chart carries a <title> and <desc> for screen readers; callers also print the key figures as
+text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+from markupsafe import Markup
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    values: Sequence[float | None]
+    # CSS modifier: the line is drawn with class "chart-line chart-line-<style>".
+    style: str
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def line_chart(
+    series: Sequence[Series],
+    y_max: float,
+    title: str,
+    description: str,
+    y_ticks: Sequence[tuple[float, str]],
+    x_label: str = "rounds played",
+    width: int = 640,
+    height: int = 220,
+) -> Markup:
+    """Lines over the x positions 1..len(values), y from 0 to y_max."""
+    left, right, top, bottom = 44, 12, 12, 34
+    plot_w, plot_h = width - left - right, height - top - bottom
+    longest = max((len(s.values) for s in series), default=0)
+
+    def x(i: int) -> float:
+        return left + (plot_w * i / (longest - 1) if longest > 1 else plot_w / 2)
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - min(max(v / y_max, 0), 1))
+
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        f"<desc>{escape(description)}</desc>"
+    ]
+    for value, label in y_ticks:
+        parts.append(
+            f'<line class="chart-grid" x1="{left}" x2="{width - right}" '
+            f'y1="{y(value):.1f}" y2="{y(value):.1f}"/>'
+            f'<text class="chart-tick" x="{left - 6}" y="{y(value) + 4:.1f}" '
+            f'text-anchor="end">{escape(label)}</text>'
+        )
+    parts.append(
+        f'<text class="chart-tick" x="{left + plot_w / 2:.1f}" y="{height - 6}" '
+        f'text-anchor="middle">{escape(x_label)}</text>'
+        f'<text class="chart-tick" x="{left}" y="{height - 20}" text-anchor="start">1</text>'
+        f'<text class="chart-tick" x="{width - right}" y="{height - 20}" '
+        f'text-anchor="end">{longest}</text>'
+    )
+    for s in series:
+        points = [f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(s.values) if v is not None]
+        if not points:
+            continue
+        parts.append(
+            f'<polyline class="chart-line chart-line-{escape(s.style)}" '
+            f'points="{" ".join(points)}"/>'
+        )
+    # The legend, drawn inside the plot's top-right corner.
+    for index, s in enumerate(series):
+        ly = top + 14 + 16 * index
+        lx = width - right - 170
+        parts.append(
+            f'<line class="chart-line chart-line-{escape(s.style)}" x1="{lx}" x2="{lx + 18}" '
+            f'y1="{ly - 4}" y2="{ly - 4}"/>'
+            f'<text class="chart-legend" x="{lx + 24}" y="{ly}">{escape(s.name)}</text>'
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def bar_chart(
+    labels: Sequence[str],
+    counts: Sequence[int],
+    title: str,
+    description: str,
+    highlight: int | None = None,
+    marked: int | None = None,
+    width: int = 640,
+    height: int = 180,
+) -> Markup:
+    """Vertical bars with a label under each; bar `highlight` is drawn as the answer, bar
+    `marked` carries a "you" marker."""
+    left, right, top, bottom = 8, 8, 22, 28
+    plot_w, plot_h = width - left - right, height - top - bottom
+    most = max(counts, default=0) or 1
+    slot = plot_w / max(len(counts), 1)
+    parts = [
+        f'<svg class="chart chart-bars" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        f"<desc>{escape(description)}</desc>",
+        f'<line class="chart-axis" x1="{left}" x2="{width - right}" y1="{top + plot_h}" '
+        f'y2="{top + plot_h}"/>',
+    ]
+    for index, (label, count) in enumerate(zip(labels, counts, strict=True)):
+        bar_h = plot_h * count / most
+        bx = left + slot * index + slot * 0.15
+        bw = slot * 0.7
+        kind = "chart-bar-answer" if index == highlight else "chart-bar"
+        parts.append(
+            f'<rect class="{kind}" x="{bx:.1f}" y="{top + plot_h - bar_h:.1f}" '
+            f'width="{bw:.1f}" height="{bar_h:.1f}"/>'
+            f'<text class="chart-tick" x="{bx + bw / 2:.1f}" y="{height - 10}" '
+            f'text-anchor="middle">{escape(label)}</text>'
+        )
+        if count:
+            parts.append(
+                f'<text class="chart-count" x="{bx + bw / 2:.1f}" '
+                f'y="{top + plot_h - bar_h - 4:.1f}" text-anchor="middle">{count}</text>'
+            )
+        if index == marked:
+            parts.append(
+                f'<text class="chart-you" x="{bx + bw / 2:.1f}" y="{top - 8}" '
+                'text-anchor="middle">you</text>'
+            )
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -1,0 +1,382 @@
+"""The daily challenge: the same few texts for everyone each UTC day, one attempt per player.
+
+A day's texts are drawn from the held-back pool (examples of kind "daily", see
+app/catalog/pools.py) the first time anyone asks for that day, and stored. Once a passage has
+appeared in a challenge, none of its variants is drawn again, so nobody meets a passage twice.
+Streaks count consecutive UTC days with a finished challenge.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from app.catalog.pools import DAILY
+from app.errors import Conflict, NotFound
+from app.extensions import db
+from app.game import rounds
+from app.models import DailyChallenge, Example, ExamplePassage, GameSet, Player, Round
+from app.models.sets import DAILY_SET
+
+MAX_STREAK_LOOKBACK = 400
+# Points of one text -> its square on the share card (no square tells where a boundary was).
+SQUARES = {5: "🟩", 4: "🟨", 3: "🟨", 2: "🟧", 1: "🟧", 0: "⬛"}
+
+
+class NoChallenge(NotFound):
+    """There is no challenge for that day (none held back, or not today)."""
+
+
+class AlreadyPlayed(Conflict):
+    def __init__(self, game_set: GameSet):
+        super().__init__("You have already played today's challenge: come back tomorrow!")
+        self.game_set = game_set
+
+
+class FinishCurrentFirst(Conflict):
+    def __init__(self, round_: Round):
+        super().__init__("Finish the text you are reading first, then start the challenge.")
+        self.round = round_
+
+
+def today() -> date:
+    """The current UTC day (tests may set TODAY_OVERRIDE to move the site's clock by days)."""
+    override = current_app.config.get("TODAY_OVERRIDE") if current_app.testing else None
+    return override or datetime.now(UTC).date()
+
+
+def size() -> int:
+    return current_app.config["DAILY_SIZE"]
+
+
+# --- Choosing a day's texts (pure) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    example_id: int
+    category_id: int
+    all_human: bool
+    passages: tuple[int, ...]
+
+
+def pick_texts(
+    candidates: Sequence[Candidate], used: set[int], count: int, rng: random.Random
+) -> list[Candidate] | None:
+    """`count` candidates whose passages are unused and pairwise distinct, categories taken in
+    turn and at most a third all-human texts (rounded up); None when there are not enough."""
+    fresh = [c for c in candidates if not used.intersection(c.passages)]
+    rng.shuffle(fresh)
+    by_category: dict[int, list[Candidate]] = {}
+    for candidate in fresh:
+        by_category.setdefault(candidate.category_id, []).append(candidate)
+    queues = list(by_category.values())
+    rng.shuffle(queues)
+    max_human = -(-count // 3)
+    taken: list[Candidate] = []
+    seen: set[int] = set()
+    while len(taken) < count and any(queues):
+        for queue in queues:
+            while queue:
+                candidate = queue.pop()
+                humans = sum(c.all_human for c in taken)
+                if seen.intersection(candidate.passages) or (
+                    candidate.all_human and humans >= max_human
+                ):
+                    continue
+                taken.append(candidate)
+                seen.update(candidate.passages)
+                break
+            if len(taken) == count:
+                break
+    return taken if len(taken) == count else None
+
+
+def days_available(candidates: Sequence[Candidate], used: set[int], count: int) -> int:
+    """How many more days `pick_texts` can fill from these candidates (one simulated draw)."""
+    rng = random.Random(0)
+    spent = set(used)
+    days = 0
+    while (picked := pick_texts(candidates, spent, count, rng)) is not None:
+        days += 1
+        for candidate in picked:
+            spent.update(candidate.passages)
+    return days
+
+
+# --- The pool in the database ----------------------------------------------------------------
+
+
+def _used_passages() -> set[int]:
+    example_ids = [i for ids in db.session.scalars(select(DailyChallenge.example_ids)) for i in ids]
+    if not example_ids:
+        return set()
+    return set(
+        db.session.scalars(
+            select(ExamplePassage.passage_id).where(ExamplePassage.example_id.in_(example_ids))
+        )
+    )
+
+
+def _candidates() -> list[Candidate]:
+    rows = db.session.execute(
+        select(
+            Example.id,
+            Example.category_id,
+            Example.boundary == Example.n_sentences,
+            ExamplePassage.passage_id,
+        )
+        .join(ExamplePassage, ExamplePassage.example_id == Example.id)
+        .where(Example.kind == DAILY)
+        .order_by(Example.id)
+    )
+    found: dict[int, Candidate] = {}
+    for example_id, category_id, all_human, passage_id in rows:
+        known = found.get(example_id)
+        passages = (*known.passages, passage_id) if known else (passage_id,)
+        found[example_id] = Candidate(example_id, category_id, bool(all_human), passages)
+    return list(found.values())
+
+
+def challenge(day: date) -> DailyChallenge | None:
+    """The challenge of `day`; today's is drawn on first request. None if there is none."""
+    found = db.session.get(DailyChallenge, day)
+    if found is not None or day != today():
+        return found
+    picked = pick_texts(_candidates(), _used_passages(), size(), random.SystemRandom())
+    if picked is None:
+        return None
+    db.session.add(DailyChallenge(day=day, example_ids=[c.example_id for c in picked]))
+    try:
+        db.session.commit()
+    except IntegrityError:
+        db.session.rollback()  # drawn at the same moment by another request: theirs stands
+    return db.session.get(DailyChallenge, day)
+
+
+@dataclass(frozen=True)
+class PoolStatus:
+    held_back: int
+    fresh_examples: int
+    days_left: int
+    days_played: int
+    today_drawn: bool
+    warn_days: int
+
+    @property
+    def warning(self) -> bool:
+        return self.days_left < self.warn_days
+
+
+def pool_status() -> PoolStatus:
+    candidates = _candidates()
+    used = _used_passages()
+    fresh = [c for c in candidates if not used.intersection(c.passages)]
+    return PoolStatus(
+        held_back=len(candidates),
+        fresh_examples=len(fresh),
+        days_left=days_available(candidates, used, size()),
+        days_played=db.session.scalar(select(func.count()).select_from(DailyChallenge)) or 0,
+        today_drawn=db.session.get(DailyChallenge, today()) is not None,
+        warn_days=current_app.config["DAILY_WARN_DAYS"],
+    )
+
+
+# --- Playing ---------------------------------------------------------------------------------
+
+
+def own_set(player: Player, day: date) -> GameSet | None:
+    return db.session.scalars(
+        select(GameSet).where(
+            GameSet.player_id == player.id, GameSet.kind == DAILY_SET, GameSet.day == day
+        )
+    ).first()
+
+
+def start(player: Player) -> Round:
+    """Start (or resume) today's challenge for the player; returns the round to show.
+
+    Raises NoChallenge, AlreadyPlayed (finished today) or FinishCurrentFirst (a text of normal
+    play is open).
+    """
+    day = today()
+    found = challenge(day)
+    if found is None:
+        raise NoChallenge("There is no daily challenge today. Please come back tomorrow.")
+    game_set = own_set(player, day)
+    if game_set is None:
+        current = rounds.open_round(player)
+        if current is not None:
+            raise FinishCurrentFirst(current)
+        game_set = GameSet(player_id=player.id, kind=DAILY_SET, size=len(found.example_ids))
+        game_set.day = day
+        db.session.add(game_set)
+        try:
+            db.session.commit()
+        except IntegrityError:
+            db.session.rollback()  # a second tab started it at the same moment
+            game_set = own_set(player, day)
+    if game_set.finished:
+        raise AlreadyPlayed(game_set)
+    return next_round(player, game_set)
+
+
+def next_round(player: Player, game_set: GameSet) -> Round:
+    """The challenge's next text for this player (or their open round)."""
+    current = rounds.open_round(player)
+    if current is not None:
+        if current.set_id != game_set.id:
+            raise FinishCurrentFirst(current)
+        return current
+    found = db.session.get(DailyChallenge, game_set.day)
+    played = db.session.scalar(select(func.count(Round.id)).where(Round.set_id == game_set.id))
+    if found is None or played >= len(found.example_ids):
+        raise NoChallenge("This challenge has no more texts.")
+    example = db.session.get(Example, found.example_ids[played])
+    label = f"daily-{game_set.day.isoformat()}"
+    for _ in range(3):
+        new = rounds.create_round(player, example, label, set_id=game_set.id)
+        if new is not None:
+            return new
+        current = rounds.open_round(player)
+        if current is not None and current.set_id == game_set.id:
+            return current
+    raise Conflict("Could not start the next text right now; please try again.")
+
+
+def set_points(game_set: GameSet) -> list[int]:
+    """Points of each answered text of the set, in play order."""
+    return list(
+        db.session.scalars(
+            select(Round.points)
+            .where(Round.set_id == game_set.id, Round.guess.is_not(None))
+            .order_by(Round.id)
+        )
+    )
+
+
+def squares(points: Sequence[int]) -> str:
+    return "".join(SQUARES[p] for p in points)
+
+
+def share_text(day: date, points: Sequence[int], url: str) -> str:
+    """The spoiler-free share card text: the day, one square per text, the total, a link."""
+    return (
+        f"Real or Fake Text · daily challenge {day.isoformat()}\n"
+        f"{squares(points)} {sum(points)}/{5 * len(points)}\n{url}"
+    )
+
+
+def ensure_share_token(game_set: GameSet) -> str:
+    if game_set.share_token is None:
+        game_set.share_token = secrets.token_urlsafe(12)
+        db.session.commit()
+    return game_set.share_token
+
+
+def by_share_token(day: date, token: str) -> GameSet:
+    found = (
+        db.session.scalars(
+            select(GameSet).where(GameSet.share_token == token, GameSet.day == day)
+        ).first()
+        if 8 <= len(token) <= 32
+        else None
+    )
+    if found is None or not found.finished:
+        raise NotFound("There is no such result card.")
+    return found
+
+
+# --- Results and streaks ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DayResults:
+    day: date
+    max_points: int
+    # counts[p]: finished challenges of the day that scored p points.
+    counts: list[int]
+
+    @property
+    def players(self) -> int:
+        return sum(self.counts)
+
+    def share_below(self, points: int) -> float | None:
+        """Share of the other players who scored fewer points (None with no one else)."""
+        others = self.players - 1
+        if others <= 0:
+            return None
+        return sum(self.counts[:points]) / others
+
+    @property
+    def mean(self) -> float | None:
+        if not self.players:
+            return None
+        return sum(p * c for p, c in enumerate(self.counts)) / self.players
+
+
+def results(day: date) -> DayResults:
+    found = db.session.get(DailyChallenge, day)
+    if found is None:
+        raise NoChallenge("There was no daily challenge that day.")
+    max_points = 5 * len(found.example_ids)
+    counts = [0] * (max_points + 1)
+    rows = db.session.execute(
+        select(GameSet.points, func.count(GameSet.id))
+        .where(GameSet.kind == DAILY_SET, GameSet.day == day, GameSet.finished_at.is_not(None))
+        .group_by(GameSet.points)
+    )
+    for points, count in rows:
+        counts[min(points, max_points)] += count
+    return DayResults(day, max_points, counts)
+
+
+def _finished_days(player: Player, limit: int | None = MAX_STREAK_LOOKBACK) -> list[date]:
+    query = (
+        select(GameSet.day)
+        .where(
+            GameSet.player_id == player.id,
+            GameSet.kind == DAILY_SET,
+            GameSet.finished_at.is_not(None),
+        )
+        .order_by(GameSet.day.desc())
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    return list(db.session.scalars(query))
+
+
+def current_streak(days_desc: Sequence[date], day: date) -> int:
+    """Consecutive days up to `day` (or up to yesterday, while today is still open)."""
+    played = set(days_desc)
+    start = day if day in played else day - timedelta(days=1)
+    streak = 0
+    while start - timedelta(days=streak) in played:
+        streak += 1
+    return streak
+
+
+def longest_streak(days: Sequence[date]) -> int:
+    ordered = sorted(set(days))
+    best = run = 0
+    previous = None
+    for day in ordered:
+        run = run + 1 if previous is not None and day - previous == timedelta(days=1) else 1
+        best = max(best, run)
+        previous = day
+    return best
+
+
+def streak(player: Player) -> int:
+    return current_streak(_finished_days(player), today())
+
+
+def best_streak(player: Player) -> int:
+    return longest_streak(_finished_days(player, limit=None))

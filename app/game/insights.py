@@ -1,0 +1,262 @@
+"""What a reveal teaches: where other players flagged the text, what kind of text it was in plain
+words, and the best explanations other players wrote for it (with up-votes).
+
+Only answered rounds reach these functions: nothing here may run before the player's own answer
+is stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import current_app
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+
+from app.errors import BadRequest, Conflict, NotFound
+from app.extensions import db
+from app.game import rounds
+from app.game.reasons import REASONS
+from app.game.scoring import points as points_for
+from app.models import Example, ExplanationVote, Player, Round
+from app.models.base import utcnow
+
+MAX_SHOWN = 3
+
+
+# --- The kind of text, in plain words (pure) -------------------------------------------------
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def describe_decoding(decoding: dict | None) -> str | None:
+    """Decoding settings as a reader would say them, e.g. "nucleus sampling, p = 0.4"."""
+    if not decoding:
+        return None
+    strategy = str(decoding.get("strategy") or "").lower()
+    p = decoding.get("p")
+    if strategy == "greedy" or (strategy == "nucleus" and p == 0):
+        parts = ["greedy decoding"]
+    elif isinstance(p, int | float) and not isinstance(p, bool) and p < 1:
+        parts = [f"nucleus sampling, p = {_number(p)}"]
+    else:
+        parts = ["sampling"]
+    for key, name in (
+        ("temperature", "temperature"),
+        ("top_k", "top-k"),
+        ("min_p", "min-p"),
+        ("repetition_penalty", "repetition penalty"),
+    ):
+        value = decoding.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            parts.append(f"{name} {_number(value)}")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class TextKind:
+    """How the reveal names the text: a headline, and the tag of the sentences after the boundary
+    ("Machine", or "Other text" for a spliced human baseline; None when all human)."""
+
+    headline: str
+    after_tag: str | None
+
+
+def describe(boundary: int, n_sentences: int, decoding: dict | None, label: str | None) -> TextKind:
+    """The honest description of an answered text; never an internal system name, only the
+    display label an operator set for the system."""
+    if boundary >= n_sentences:
+        return TextKind("All human: every sentence was written by a person.", None)
+    if not decoding:
+        return TextKind(
+            "The rest is from a different human-written text: a baseline that checks whether a "
+            "change of topic alone gives it away.",
+            "Other text",
+        )
+    writer = label or "a language model"
+    settings = describe_decoding(decoding)
+    return TextKind(
+        f"The rest was written by {writer}" + (f" ({settings})." if settings else "."),
+        "Machine",
+    )
+
+
+def kind_of(example: Example) -> TextKind:
+    return describe(example.boundary, example.n_sentences, example.decoding, example.system.label)
+
+
+# --- Where other players flagged it ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Other players' answers on one text: counts[g] answers flagged sentence index g (N: all
+    human), and how the player's own points compare."""
+
+    n_sentences: int
+    boundary: int
+    guess: int
+    counts: list[int]
+    better_than: int
+
+    @property
+    def others(self) -> int:
+        return sum(self.counts)
+
+    @property
+    def better_share(self) -> float:
+        return self.better_than / self.others if self.others else 0.0
+
+
+def spread(round_: Round) -> Spread | None:
+    """Other answers on the round's text, once at least SPREAD_MIN_OTHERS exist."""
+    if not round_.answered:
+        raise ValueError("round is not answered yet")
+    example = round_.example
+    rows = db.session.execute(
+        select(Round.guess, func.count(Round.id))
+        .where(
+            Round.example_id == example.id,
+            Round.player_id != round_.player_id,
+            Round.guess.is_not(None),
+            Round.kind == rounds.NORMAL,
+        )
+        .group_by(Round.guess)
+    ).all()
+    if sum(count for _, count in rows) < current_app.config["SPREAD_MIN_OTHERS"]:
+        return None
+    n = example.n_sentences
+    counts = [0] * (n + 1)
+    mine = points_for(round_.guess, example.boundary)
+    better = 0
+    for guess, count in rows:
+        counts[min(guess, n)] += count
+        if points_for(guess, example.boundary) < mine:
+            better += count
+    return Spread(n, example.boundary, round_.guess, counts, better)
+
+
+# --- Explanations and votes ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Explanation:
+    round_id: int
+    text: str
+    reasons: list[str]
+    upvotes: int
+    # 1-based number of the sentence the writer flagged.
+    flagged: int
+    points: int
+    voted: bool
+
+
+def _shown():
+    """Rounds whose explanation other players may see: public players' explanations, not
+    hidden by a researcher."""
+    return select(Round).where(
+        Round.guess.is_not(None),
+        Round.kind == rounds.NORMAL,
+        Round.participant_id.is_(None),
+        Round.explanation != "",
+        Round.explanation_hidden_at.is_(None),
+    )
+
+
+def explanations_for(round_: Round, limit: int = MAX_SHOWN) -> list[Explanation]:
+    """The best explanations other players wrote for this text: most up-voted first."""
+    if not round_.answered:
+        raise ValueError("round is not answered yet")
+    voted = select(ExplanationVote.round_id).where(ExplanationVote.voter_id == round_.player_id)
+    rows = db.session.execute(
+        _shown()
+        .add_columns(Round.id.in_(voted).label("voted"))
+        .where(Round.example_id == round_.example_id, Round.player_id != round_.player_id)
+        .order_by(Round.upvotes.desc(), Round.points.desc(), Round.id.asc())
+        .limit(limit)
+    ).all()
+    return [
+        Explanation(
+            round_id=other.id,
+            text=other.explanation,
+            reasons=[REASONS[key][0] for key in other.reasons if key in REASONS],
+            upvotes=other.upvotes,
+            flagged=other.guess + 1,
+            points=other.points,
+            voted=bool(has_voted),
+        )
+        for other, has_voted in rows
+    ]
+
+
+def vote(voter: Player, round_id: int) -> Round:
+    """Up-vote another player's explanation, once, after answering the same text oneself."""
+    target = (
+        db.session.scalars(_shown().where(Round.id == round_id)).first()
+        if 0 < round_id <= rounds.MAX_ID
+        else None
+    )
+    if target is None:
+        raise NotFound("There is no explanation to vote for here.")
+    if target.player_id == voter.id:
+        raise BadRequest("You cannot up-vote your own explanation.")
+    answered_it = db.session.scalar(
+        select(func.count(Round.id)).where(
+            Round.player_id == voter.id,
+            Round.example_id == target.example_id,
+            Round.guess.is_not(None),
+        )
+    )
+    if not answered_it:
+        raise BadRequest("Answer this text yourself before voting on explanations of it.")
+    db.session.add(ExplanationVote(round_id=target.id, voter_id=voter.id, voted_at=utcnow()))
+    try:
+        db.session.flush()
+    except IntegrityError:
+        db.session.rollback()
+        raise Conflict("You have already up-voted this explanation.") from None
+    db.session.execute(update(Round).where(Round.id == target.id).values(upvotes=Round.upvotes + 1))
+    db.session.commit()
+    db.session.refresh(target)
+    return target
+
+
+def upvotes_received(player: Player) -> int:
+    return (
+        db.session.scalar(
+            select(func.coalesce(func.sum(Round.upvotes), 0)).where(Round.player_id == player.id)
+        )
+        or 0
+    )
+
+
+def set_hidden(round_id: int, hidden: bool) -> Round:
+    """A researcher hides an explanation from players (or shows it again); exports mark it."""
+    target = db.session.get(Round, round_id) if 0 < round_id <= rounds.MAX_ID else None
+    if target is None or not target.explanation:
+        raise NotFound("There is no explanation with that id.")
+    target.explanation_hidden_at = utcnow() if hidden else None
+    db.session.commit()
+    return target
+
+
+def recent_explanations(
+    hidden: bool | None = None, limit: int = 50, before: int | None = None
+) -> list[tuple[Round, Example]]:
+    """Explanations for the research page, newest first; `hidden` filters by state."""
+    query = (
+        select(Round, Example)
+        .join(Example, Example.id == Round.example_id)
+        .where(Round.guess.is_not(None), Round.explanation != "")
+        .order_by(Round.id.desc())
+        .limit(limit)
+    )
+    if hidden is True:
+        query = query.where(Round.explanation_hidden_at.is_not(None))
+    elif hidden is False:
+        query = query.where(Round.explanation_hidden_at.is_(None))
+    if before is not None:
+        query = query.where(Round.id < before)
+    return list(db.session.execute(query).tuples())

@@ -1,0 +1,236 @@
+"""Sets: play comes in runs of a few texts with a running score and a summary at the end.
+
+A player has at most one unfinished normal set; choosing a category continues it (its next text
+comes from the chosen category). The daily challenge is a set too (`app/game/daily.py`). The
+rounds service adds each answer to its set's figures in the answer's transaction and finishes a
+full set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from flask import current_app
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from app.errors import NotFound
+from app.extensions import db
+from app.game import daily, rounds
+from app.game.scoring import verdict
+from app.models import Example, GameSet, Player, Round
+from app.models.sets import DAILY_SET, NORMAL_SET
+
+
+def open_normal_set(player: Player) -> GameSet | None:
+    return db.session.scalars(
+        select(GameSet).where(
+            GameSet.player_id == player.id,
+            GameSet.kind == NORMAL_SET,
+            GameSet.finished_at.is_(None),
+        )
+    ).first()
+
+
+def _normal_set(player: Player) -> GameSet:
+    """The player's unfinished normal set, or a new one."""
+    for _ in range(3):
+        found = open_normal_set(player)
+        if found is not None:
+            return found
+        new = GameSet(player_id=player.id, kind=NORMAL_SET, size=current_app.config["SET_SIZE"])
+        db.session.add(new)
+        try:
+            db.session.commit()
+        except IntegrityError:
+            db.session.rollback()  # another request of this player made it first
+            continue
+        return new
+    raise rounds.Conflict("Could not start a set right now; please try again.")
+
+
+def play(player: Player, category_slug: str) -> Round:
+    """The round to show after a category is chosen: the open round, or the next text of the
+    player's set (a new set if none is open) from that category."""
+    current = rounds.open_round(player)
+    if current is not None:
+        return current
+    rounds.check_start(player, category_slug)
+    return rounds.start_round(player, category_slug, set_id=_normal_set(player).id)
+
+
+def get_own(player: Player, set_id: int) -> GameSet:
+    found = db.session.get(GameSet, set_id) if 0 < set_id <= rounds.MAX_ID else None
+    if found is None or found.player_id != player.id:
+        raise NotFound("That set does not exist.")
+    return found
+
+
+def last_category(game_set: GameSet) -> str:
+    """What the player last chose in this set ("random" for a new set)."""
+    chosen = db.session.scalar(
+        select(Round.chosen_category)
+        .where(Round.set_id == game_set.id)
+        .order_by(Round.id.desc())
+        .limit(1)
+    )
+    return chosen or rounds.RANDOM
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a round stands in its set, for the header: text `number` of `size`."""
+
+    set_id: int
+    kind: str
+    number: int
+    size: int
+    points: int
+    answered: int
+    finished: bool
+    # The challenge's day, for daily sets.
+    day: date | None
+
+
+def position_of(round_: Round) -> Position | None:
+    if round_.set_id is None:
+        return None
+    game_set = db.session.get(GameSet, round_.set_id)
+    if game_set is None:
+        return None
+    number = db.session.scalar(
+        select(func.count(Round.id)).where(Round.set_id == game_set.id, Round.id <= round_.id)
+    )
+    return Position(
+        game_set.id,
+        game_set.kind,
+        number,
+        game_set.size,
+        game_set.points,
+        game_set.answered,
+        game_set.finished,
+        game_set.day,
+    )
+
+
+@dataclass(frozen=True)
+class Call:
+    """One text of a finished set, as the summary shows it."""
+
+    round_id: int
+    number: int
+    category: str
+    points: int
+    distance: int
+    exact: bool
+    all_human: bool
+    # Mean points of the other players who answered the same text; None when nobody else has.
+    others_mean: float | None
+    others: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    game_set: GameSet
+    calls: list[Call]
+
+    @property
+    def points(self) -> int:
+        return sum(call.points for call in self.calls)
+
+    @property
+    def exact(self) -> int:
+        return sum(call.exact for call in self.calls)
+
+    @property
+    def max_points(self) -> int:
+        return 5 * len(self.calls)
+
+    @property
+    def others_expected(self) -> float | None:
+        """What the other players scored on average on the same texts, summed over the set."""
+        known = [call.others_mean for call in self.calls if call.others_mean is not None]
+        if len(known) != len(self.calls) or not known:
+            return None
+        return sum(known)
+
+    @property
+    def best(self) -> Call | None:
+        """The call that earned most (closest to the boundary among equals)."""
+        if not self.calls:
+            return None
+        return max(self.calls, key=lambda c: (c.points, -abs(c.distance), -c.number))
+
+    @property
+    def worst(self) -> Call | None:
+        """The call that earned least (furthest from the boundary among equals)."""
+        if not self.calls:
+            return None
+        worst = min(self.calls, key=lambda c: (c.points, -abs(c.distance), c.number))
+        return None if worst == self.best else worst
+
+
+def summary(player: Player, set_id: int) -> Summary:
+    """The answered texts of one of the player's sets, with the other players' results."""
+    game_set = get_own(player, set_id)
+    rows = db.session.execute(
+        select(Round, Example)
+        .join(Example, Example.id == Round.example_id)
+        .where(Round.set_id == game_set.id, Round.guess.is_not(None))
+        .order_by(Round.id)
+    ).all()
+    example_ids = [example.id for _, example in rows]
+    others = {
+        example_id: (count, total)
+        for example_id, count, total in db.session.execute(
+            select(Round.example_id, func.count(Round.id), func.sum(Round.points))
+            .where(
+                Round.example_id.in_(example_ids),
+                Round.player_id != player.id,
+                Round.guess.is_not(None),
+                Round.kind == rounds.NORMAL,
+            )
+            .group_by(Round.example_id)
+        )
+    }
+    calls = []
+    for number, (round_, example) in enumerate(rows, start=1):
+        result = verdict(round_.guess, example.boundary, example.n_sentences)
+        count, total = others.get(example.id, (0, 0))
+        calls.append(
+            Call(
+                round_id=round_.id,
+                number=number,
+                category=example.category.name,
+                points=round_.points,
+                distance=result.distance,
+                exact=result.exact,
+                all_human=example.all_human,
+                others_mean=(total / count) if count else None,
+                others=count,
+            )
+        )
+    return Summary(game_set, calls)
+
+
+def next_round(player: Player, set_id: int) -> Round:
+    """The round to show when the player asks for the next text of a set.
+
+    Raises SetFinished for a finished set (the caller shows its summary).
+    """
+    game_set = get_own(player, set_id)
+    current = rounds.open_round(player)
+    if current is not None:
+        return current
+    if game_set.finished:
+        raise SetFinished(game_set)
+    if game_set.kind == DAILY_SET:
+        return daily.next_round(player, game_set)
+    return rounds.start_round(player, last_category(game_set), set_id=game_set.id)
+
+
+class SetFinished(rounds.Conflict):
+    def __init__(self, game_set: GameSet):
+        super().__init__("This set is finished.")
+        self.game_set = game_set

@@ -1,0 +1,38 @@
+"""Playing through the game service, for tests that need other players' answers on a text."""
+
+from __future__ import annotations
+
+from app.extensions import db
+from app.game import rounds
+from app.models import Example, Player, Round
+from tests import factories
+
+
+def answer(
+    player: Player,
+    example: Example,
+    flag_at: int | None,
+    explanation: str = "",
+    reasons: tuple[str, ...] = ("generic",),
+) -> Round:
+    """`player` reads `example` and flags sentence index `flag_at` (None: says all human)."""
+    round_ = rounds.create_round(player, example, example.category.slug)
+    target = example.n_sentences if flag_at is None else flag_at + 1
+    while round_.revealed < target:
+        rounds.reveal_next(player, round_.id, round_.revealed)
+    if flag_at is None:
+        parsed = rounds.parse_answer("human", round_.revealed, [], "")
+    else:
+        parsed = rounds.parse_answer("machine", round_.revealed, list(reasons), explanation)
+    return rounds.submit_answer(player, round_.id, parsed)
+
+
+def others_answer(example: Example, flags: list[int | None], explanation: str = "") -> list[Round]:
+    """A new player per entry of `flags` answers the example (their explanation numbered)."""
+    done = []
+    for number, flag_at in enumerate(flags, start=1):
+        player = factories.player()
+        text = f"{explanation} ({number})" if explanation and flag_at is not None else ""
+        done.append(answer(player, example, flag_at, text))
+    db.session.expire_all()
+    return done
