@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from flask import Flask, current_app
+from flask.cli import AppGroup
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from tqdm import tqdm
@@ -171,7 +172,7 @@ def register_cli(app: Flask) -> None:
         )
 
 
-daily_cli = click.Group(
+daily_cli = AppGroup(
     "daily", help="The daily challenge: how many days are left, hold texts back."
 )
 

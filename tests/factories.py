@@ -44,11 +44,16 @@ def example(
     external_id: str | None = None,
     p: float | None = 0.5,
     passage: str | None = None,
+    splice: str | None = None,
     kind: str = "normal",
     system_label: str | None = None,
 ) -> Example:
     """An example linked to its passage: `passage` names a shared source passage (variants of
-    one passage share it); by default each example is a passage of its own."""
+    one passage share it; `splice` a second one, as a spliced baseline shows); by default each
+    example is a passage of its own."""
+    source = {"dataset": "test", "doc_id": passage} if passage else {}
+    if splice:
+        source["splice_doc_id"] = splice
     number = next(_ids)
     if sentences is None:
         sentences = [
@@ -64,7 +69,7 @@ def example(
         decoding=None if p is None else {"strategy": "nucleus", "p": p},
         decoding_p=p,
         seed=number,
-        source={"dataset": "test", "doc_id": passage} if passage else {},
+        source=source,
         meta={},
         kind=kind,
         annotation_count=0,

@@ -17,7 +17,20 @@ def answer(
 ) -> Round:
     """`player` reads `example` and flags sentence index `flag_at` (None: says all human)."""
     round_ = rounds.create_round(player, example, example.category.slug)
-    target = example.n_sentences if flag_at is None else flag_at + 1
+    return finish(player, round_, flag_at, explanation, reasons)
+
+
+def finish(
+    player: Player,
+    round_: Round,
+    flag_at: int | None,
+    explanation: str = "",
+    reasons: tuple[str, ...] = ("generic",),
+) -> Round:
+    """Read an open round on to sentence index `flag_at` and flag it (None or N: all human)."""
+    if flag_at is not None and flag_at >= round_.example.n_sentences:
+        flag_at = None
+    target = round_.example.n_sentences if flag_at is None else flag_at + 1
     while round_.revealed < target:
         rounds.reveal_next(player, round_.id, round_.revealed)
     if flag_at is None:

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from app.catalog.importer import ImportFailed, import_file
 from app.catalog.records import RecordError, parse_lines, validate
 from app.extensions import db
-from app.models import Category, Example, System
+from app.models import Category, Example, ExamplePassage, Passage, System
 
 
 def good(i: int = 1, **changes) -> dict:
@@ -170,3 +170,25 @@ def test_cli_import_non_utf8_file(runner, ctx, tmp_path):
     assert result.exit_code != 0
     assert "not UTF-8" in result.output
     assert count(Example) == 0
+
+
+# -- display labels ---------------------------------------------------------------------------
+
+
+def test_system_label_is_what_players_see_and_must_be_consistent(ctx, tmp_path):
+    with pytest.raises(RecordError, match="system_label must be a non-empty string"):
+        validate(good(system_label="   "), 3)
+    with pytest.raises(RecordError, match="at most 100"):
+        validate(good(system_label="x" * 101), 3)
+    clash = tmp_path / "clash.jsonl"
+    write(clash, [good(1, system_label="GPT-2 XL"), good(2, system_label="Another name")])
+    with pytest.raises(ImportFailed, match="has two labels"):
+        import_file(clash)
+    assert count(Example) == 0
+    path = tmp_path / "labelled.jsonl"
+    write(path, [good(1, system_label=" GPT-2 XL "), good(2)])
+    report = import_file(path)
+    assert report.labels == {"gpt2-xl": "GPT-2 XL"}
+    assert db.session.scalar(select(System.label).where(System.name == "gpt2-xl")) == "GPT-2 XL"
+    # Every example is linked to its source passage (both variants of n17 share it).
+    assert count(ExamplePassage) == 2 and count(Passage) == 1

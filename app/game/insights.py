@@ -259,4 +259,4 @@ def recent_explanations(
         query = query.where(Round.explanation_hidden_at.is_(None))
     if before is not None:
         query = query.where(Round.id < before)
-    return list(db.session.execute(query).tuples())
+    return list(db.session.execute(query).all())
