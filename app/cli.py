@@ -172,9 +172,7 @@ def register_cli(app: Flask) -> None:
         )
 
 
-daily_cli = AppGroup(
-    "daily", help="The daily challenge: how many days are left, hold texts back."
-)
+daily_cli = AppGroup("daily", help="The daily challenge: how many days are left, hold texts back.")
 
 
 @daily_cli.command("status")

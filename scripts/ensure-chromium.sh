@@ -9,5 +9,6 @@ echo "Installing Debian's chromium for the browser tests…"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+# Colour emoji as players see them (the daily challenge share card), in screenshots too.
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null
 /usr/bin/chromium --version

@@ -99,10 +99,12 @@ def bar_chart(
 ) -> Markup:
     """Vertical bars with a label under each; bar `highlight` is drawn as the answer, bar
     `marked` carries a "you" marker."""
-    left, right, top, bottom = 8, 8, 22, 28
+    left, right, top, bottom = 8, 8, 20, 42
     plot_w, plot_h = width - left - right, height - top - bottom
     most = max(counts, default=0) or 1
     slot = plot_w / max(len(counts), 1)
+    # With many bars, label every fifth (and the marked one) so that labels stay readable.
+    step = 1 if len(counts) <= 12 else 5
     parts = [
         f'<svg class="chart chart-bars" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
@@ -118,9 +120,12 @@ def bar_chart(
         parts.append(
             f'<rect class="{kind}" x="{bx:.1f}" y="{top + plot_h - bar_h:.1f}" '
             f'width="{bw:.1f}" height="{bar_h:.1f}"/>'
-            f'<text class="chart-tick" x="{bx + bw / 2:.1f}" y="{height - 10}" '
-            f'text-anchor="middle">{escape(label)}</text>'
         )
+        if index % step == 0 or index == marked:
+            parts.append(
+                f'<text class="chart-tick" x="{bx + bw / 2:.1f}" y="{top + plot_h + 15}" '
+                f'text-anchor="middle">{escape(label)}</text>'
+            )
         if count:
             parts.append(
                 f'<text class="chart-count" x="{bx + bw / 2:.1f}" '
@@ -128,8 +133,8 @@ def bar_chart(
             )
         if index == marked:
             parts.append(
-                f'<text class="chart-you" x="{bx + bw / 2:.1f}" y="{top - 8}" '
-                'text-anchor="middle">you</text>'
+                f'<text class="chart-you" x="{bx + bw / 2:.1f}" y="{top + plot_h + 33}" '
+                'text-anchor="middle">▲ you</text>'
             )
     parts.append("</svg>")
     return Markup("".join(parts))

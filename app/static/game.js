@@ -54,11 +54,12 @@
   // --- Rounds: one request per action, the answer's panel without a request. ----------------
   function placeFocus(article) {
     if (article.dataset.state === "answered") {
+      // The verdict, then the coloured sentences right under it.
       var result = document.getElementById("result");
-      if (result) result.focus({ preventScroll: true });
-      var anchor = document.getElementById("boundary") || article.querySelector(".guessed") ||
-        result;
-      if (anchor) anchor.scrollIntoView({ block: "center" });
+      if (result) {
+        result.focus({ preventScroll: true });
+        result.scrollIntoView({ block: "start" });
+      }
       return;
     }
     var latest = document.getElementById("latest");
@@ -143,8 +144,7 @@
       .then(function (data) {
         if (data.upvotes !== undefined) {
           form.querySelector("[data-upvotes]").textContent = data.upvotes;
-          button.lastChild.textContent = " Up-voted";
-          button.setAttribute("aria-label", "You up-voted this explanation (" + data.upvotes + ")");
+          form.querySelector("[data-vote-label]").textContent = "Up-voted";
         } else if (data.error) {
           button.title = data.error;
         }
