@@ -87,6 +87,12 @@ def test_first_visit_guide_then_a_set_and_its_summary(live_server, device, shots
     shot(page, shots, "set-summary")
     page.get_by_role("button", name=re.compile("Play another set")).click()
     expect(page.locator("h1")).to_contain_text("text 1 of 5")
+    # Progress on the profile: the skill chart against "all human", mastery and badges.
+    page.goto(live_server + "/profile")
+    expect(page.locator("figure svg").first).to_be_visible()
+    expect(page.locator(".badges")).to_contain_text("Set complete")
+    audit(page, "profile with progress")
+    shot(page, shots, "profile-progress")
 
 
 @pytest.fixture
@@ -102,7 +108,8 @@ def quiz(app, live_server):
     return live_server
 
 
-def test_the_reveal_teaches_and_explanations_get_votes(quiz, page, shots, browser):
+def test_the_reveal_teaches_and_explanations_get_votes(quiz, device, shots, browser):
+    page = device
     page.goto(quiz + "/")
     page.get_by_role("button", name=re.compile("^Quiz")).click()
     for n in range(2, 5):
@@ -126,7 +133,7 @@ def test_the_reveal_teaches_and_explanations_get_votes(quiz, page, shots, browse
     expect(items.first.locator("[data-upvotes]")).to_have_text("1")
     expect(items.first.get_by_role("button")).to_be_disabled()
     audit(page, "teaching reveal")
-    page.screenshot(path=str(shots / "reveal-teaching.png"), full_page=True)
+    shot(page, shots, "reveal-teaching")
     page.reload()
     expect(page.locator(".explanations li").first).to_contain_text("Up-voted")
     first_text = page.locator(".explanations blockquote").first.inner_text()
@@ -198,10 +205,9 @@ def test_daily_challenge_once_a_day_with_a_streak_and_a_share_card(app, live_ser
     expect(page.locator(".streak")).to_contain_text("2 day streak")
 
 
-def test_play_with_javascript_off(app, live_server, browser, shots):
-    context = browser.new_context(
-        java_script_enabled=False, viewport={"width": 1100, "height": 900}
-    )
+@pytest.mark.parametrize("size", list(VIEWPORTS))
+def test_play_with_javascript_off(app, live_server, browser, shots, size):
+    context = browser.new_context(java_script_enabled=False, **VIEWPORTS[size])
     page = context.new_page()
     page.set_default_timeout(15000)
     page.goto(live_server + "/")
@@ -222,7 +228,8 @@ def test_play_with_javascript_off(app, live_server, browser, shots):
     page.get_by_label("Just a hunch").check()
     page.get_by_role("button", name=re.compile("Submit: a machine wrote sentence 2")).click()
     expect(page.locator("#result")).to_be_visible()
-    page.screenshot(path=str(shots / "no-script-result.png"), full_page=True)
+    if size == "desktop":
+        page.screenshot(path=str(shots / "no-script-result.png"), full_page=True)
     page.get_by_role("button", name=re.compile("Next text \\(2 of 5\\)")).click()
     expect(page.locator("h1")).to_contain_text("text 2 of 5")
     with app.app_context():
