@@ -1,6 +1,8 @@
-"""Playing through the game service, for tests that need other players' answers on a text."""
+"""Playing through the game service (other players' answers on a text) and over HTTP."""
 
 from __future__ import annotations
+
+import re
 
 from app.extensions import db
 from app.game import rounds
@@ -49,3 +51,32 @@ def others_answer(example: Example, flags: list[int | None], explanation: str = 
         done.append(answer(player, example, flag_at, text))
     db.session.expire_all()
     return done
+
+
+def play_over_http(
+    client,
+    token: str,
+    flag_at: int = 2,
+    start: str = "/play",
+    explanation: str = "",
+    reasons: str = "hunch",
+) -> int:
+    """Start a text by posting to `start` (category news), read on to sentence index `flag_at`
+    and flag it, as a browser without JavaScript does; returns the round's id."""
+    started = client.post(start, data={"csrf_token": token, "category": "news"})
+    assert started.status_code == 302, started.get_data(as_text=True)[-600:]
+    round_id = int(re.search(r"/play/round/(\d+)", started.headers["Location"]).group(1))
+    for seen in range(1, flag_at + 1):
+        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
+    answered = client.post(
+        f"/play/round/{round_id}/answer",
+        data={
+            "csrf_token": token,
+            "seen": str(flag_at + 1),
+            "choice": "machine",
+            "reasons": reasons,
+            "explanation": explanation,
+        },
+    )
+    assert answered.status_code == 302, answered.get_data(as_text=True)[-600:]
+    return round_id

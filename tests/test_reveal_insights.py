@@ -15,7 +15,7 @@ from app.models import Example, Player, Round
 from app.research import exports
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, others_answer
+from tests.game_helpers import answer, others_answer, play_over_http
 
 ROUND_RE = re.compile(r"/play/round/(\d+)")
 
@@ -41,25 +41,6 @@ def test_describe_never_names_an_internal_system():
 # -- over HTTP --------------------------------------------------------------------------------
 
 
-def play_the_text(client, token: str, flag_at: int, explanation: str = "") -> int:
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
-    assert started.status_code == 302, started.get_data(as_text=True)[-600:]
-    round_id = int(ROUND_RE.search(started.headers["Location"]).group(1))
-    for seen in range(1, flag_at + 1):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={
-            "csrf_token": token,
-            "seen": str(flag_at + 1),
-            "choice": "machine",
-            "reasons": "repetition",
-            "explanation": explanation,
-        },
-    )
-    return round_id
-
-
 @pytest.fixture
 def text(app):
     """The id of one news text (machine from index 4) with four other answers.
@@ -78,7 +59,7 @@ def text(app):
 def test_the_spread_appears_from_five_other_answers(app, text):
     client = app.test_client()
     token = csrf_token(client)
-    page_round = play_the_text(client, token, 4)
+    page_round = play_over_http(client, token, 4, reasons="repetition")
     page = client.get(f"/play/round/{page_round}").get_data(as_text=True)
     assert "Where other players flagged it" not in page  # 4 others only
     assert "internal-sys-7" not in page
@@ -156,7 +137,7 @@ def test_a_hidden_explanation_is_never_shown_and_is_marked_in_exports(app, text,
 
     player = app.test_client()
     player_token = csrf_token(player)
-    round_id = play_the_text(player, player_token, 4, "mine")
+    round_id = play_over_http(player, player_token, 4, explanation="mine")
     page = player.get(f"/play/round/{round_id}").get_data(as_text=True)
     assert marker not in page
     vote = player.post(f"/explanations/{target_id}/vote", data={"csrf_token": player_token})

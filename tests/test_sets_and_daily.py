@@ -15,6 +15,7 @@ from app.game import daily
 from app.models import DailyChallenge, Example, GameSet, Player, Round
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import play_over_http
 
 DAY = date(2026, 11, 20)
 ROUND_RE = re.compile(r"/play/round/(\d+)")
@@ -83,37 +84,18 @@ def small_sets(make_app, db_uri):
             db.drop_all()
 
 
-def play_text(client, token: str, start_path: str, flag_at: int = 2, fragment=False) -> int:
-    """Start a text by posting to `start_path`, reveal to sentence index `flag_at`, flag it."""
-    response = client.post(start_path, data={"csrf_token": token, "category": "news"})
-    round_id = int(ROUND_RE.search(response.headers["Location"]).group(1))
-    for seen in range(1, flag_at + 1):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
-    answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={
-            "csrf_token": token,
-            "seen": str(flag_at + 1),
-            "choice": "machine",
-            "reasons": "hunch",
-        },
-    )
-    assert answered.status_code == 302, answered.get_data(as_text=True)
-    return round_id
-
-
 def test_a_set_runs_to_its_summary(small_sets):
     client = small_sets.test_client()
     token = csrf_token(client)
-    first = play_text(client, token, "/play")
+    first = play_over_http(client, token)
     page = client.get(f"/play/round/{first}").get_data(as_text=True)
     assert "text 1 of 3" in page
     next_path = re.search(r'action="(/sets/\d+/next)"', page).group(1)
     assert "Next text (2 of 3)" in page
-    second = play_text(client, token, next_path)
+    second = play_over_http(client, token, start=next_path)
     page = client.get(f"/play/round/{second}").get_data(as_text=True)
     assert "text 2 of 3" in page
-    third = play_text(client, token, next_path)
+    third = play_over_http(client, token, start=next_path)
     page = client.get(f"/play/round/{third}").get_data(as_text=True)
     summary_path = re.search(r'href="(/sets/\d+)"', page).group(1)
     assert "See your set summary" in page
@@ -131,7 +113,7 @@ def test_a_set_runs_to_its_summary(small_sets):
     # Someone else's set does not exist for them.
     stranger = small_sets.test_client()
     stranger_token = csrf_token(stranger)
-    play_text(stranger, stranger_token, "/play")
+    play_over_http(stranger, stranger_token)
     assert stranger.get(summary_path).status_code == 404
     assert stranger.post(next_path, data={"csrf_token": stranger_token}).status_code == 404
 
@@ -144,10 +126,10 @@ def test_an_unfinished_set_resumes_and_compares_with_other_players(small_sets):
             others_answer(example, [example.boundary] * 2)  # two others, exact on every text
     client = small_sets.test_client()
     token = csrf_token(client)
-    play_text(client, token, "/play", flag_at=1)
+    play_over_http(client, token, 1)
     # Leave for the home page and choose again: the same set continues.
     assert "Continue your set · text 2 of 3" in client.get("/").get_data(as_text=True)
-    second = play_text(client, token, "/play", flag_at=1)
+    second = play_over_http(client, token, 1)
     with small_sets.app_context():
         sets_of_player = db.session.scalars(
             select(GameSet).join(Player).where(Player.id == Round.player_id, Round.id == second)
