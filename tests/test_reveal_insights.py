@@ -17,8 +17,6 @@ from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import answer, others_answer, play_over_http
 
-ROUND_RE = re.compile(r"/play/round/(\d+)")
-
 # -- plain words (pure) -----------------------------------------------------------------------
 
 
