@@ -106,7 +106,8 @@ def _render_round(round_, status: int = 200, error: str | None = None, flag: boo
         )
     if round_.participant_id is not None:
         context.update(studies.round_context(round_))
-    return render_template("game/round.html", **context), status
+    # A study may show an answered round on its own page (app/crowd: round_context).
+    return render_template(context.pop("template", "game/round.html"), **context), status
 
 
 @bp.get("/play/round/<int:round_id>")

@@ -4,7 +4,14 @@ from app.models.content import Category, Example, System
 from app.models.players import Player, PlayerSurvey
 from app.models.rounds import Reveal, Round
 from app.models.standings import CategoryTotal, PlayerTotal
-from app.models.studies import Participant, ParticipantStatus, Platform, Study
+from app.models.studies import (
+    Participant,
+    ParticipantStatus,
+    Platform,
+    Study,
+    StudyBonus,
+    StudyDecision,
+)
 
 __all__ = [
     "Category",
@@ -19,5 +26,7 @@ __all__ = [
     "Reveal",
     "Round",
     "Study",
+    "StudyBonus",
+    "StudyDecision",
     "System",
 ]

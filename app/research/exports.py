@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.accounts import survey
 from app.extensions import db
@@ -43,6 +43,7 @@ from app.models import (
     Reveal,
     Round,
     Study,
+    StudyDecision,
     System,
 )
 from app.models.base import utcnow
@@ -130,7 +131,8 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "attention_passed": (
         "boolean",
         "",
-        "for attention checks: the worker answered 'all human'; empty otherwise",
+        "for attention checks: the worker gave the answer the check asked for (its check "
+        "sentence, or 'all human'); empty otherwise",
     ),
     "participant_kind": ("string", "", "'public' (site player) or 'crowd' (paid worker)"),
     "study": ("string", "", "crowd study slug; empty for public players"),
@@ -141,6 +143,18 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "Likert rating named 'commonsense'; empty if not asked",
     ),
     "ratings": ("string", "JSON object", "every Likert rating of the round, by criterion name"),
+    "participant_status": (
+        "string",
+        "",
+        "crowd worker's outcome on the site: completed, failed_checks, screened_out, started, "
+        "returned or timed_out; empty for public players",
+    ),
+    "decision": (
+        "string",
+        "",
+        "the latest `flask study verify --apply` decision (approve, reject, review, returned, "
+        "pending); empty when none",
+    ),
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "example_id": ("string", "", "the example's id"),
@@ -171,6 +185,14 @@ PLAYER_COLUMNS: dict[str, tuple[str, str, str]] = {
     "points": ("integer", "points", "sum of points over those rounds"),
 }
 PRIVATE_COLUMNS = {"username": ("string", "", "PRIVATE: the player's username")}
+PRIVATE_STUDY_COLUMNS = {
+    "worker_id": ("string", "", "PRIVATE: the crowd platform's worker id (e.g. PROLIFIC_PID)"),
+    "platform_status": (
+        "string",
+        "",
+        "PRIVATE: the platform's status for the submission in the latest verify run",
+    ),
+}
 
 
 @dataclass
@@ -221,6 +243,16 @@ def _read(conn, statement) -> pd.DataFrame:
     return pd.DataFrame(result.all(), columns=list(result.keys()))
 
 
+def _latest_decision():
+    """The id of the round's participant's current decision (their newest decision row)."""
+    return (
+        select(func.max(StudyDecision.id))
+        .where(StudyDecision.participant_id == Participant.id)
+        .correlate(Participant)
+        .scalar_subquery()
+    )
+
+
 def _queries(options: ExportOptions):
     rounds = (
         select(
@@ -239,12 +271,17 @@ def _queries(options: ExportOptions):
             Round.ratings,
             Player.kind.label("player_kind"),
             Study.slug.label("study"),
+            Participant.worker_id,
+            Participant.status.label("participant_status"),
+            StudyDecision.decision,
+            StudyDecision.platform_status,
         )
         .join(Player, Player.id == Round.player_id)
         .join(Example, Example.id == Round.example_id)
         .join(Category, Category.id == Example.category_id)
         .outerjoin(Participant, Participant.id == Round.participant_id)
         .outerjoin(Study, Study.id == Participant.study_id)
+        .outerjoin(StudyDecision, StudyDecision.id == _latest_decision())
         # Practice rounds of a study's tutorial are not annotations.
         .where(Round.guess.is_not(None), Round.kind != "practice")
         .order_by(Round.id)
@@ -334,6 +371,11 @@ def _rating(ratings: pd.Series, name: str) -> pd.Series:
     return ratings.map(lambda v: (v or {}).get(name)).astype("Int64")
 
 
+def _text_value(value) -> str:
+    """An enum member or None as plain text ('' for None)."""
+    return "" if value is None or value is pd.NA else str(getattr(value, "value", value))
+
+
 def _json(value) -> str:
     return json.dumps(value if value is not None else None, ensure_ascii=False, sort_keys=True)
 
@@ -420,7 +462,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "reveal_seconds": r["round_id"].map(lists).fillna("[]"),
             "seconds": (answered - started).dt.total_seconds().round(3),
             "attention_check": is_check,
-            "attention_passed": (r["guess"] == r["n_sentences"])
+            "attention_passed": (r["guess"] == r["boundary"])
             .astype("boolean")
             .where(is_check, pd.NA),
             "participant_kind": r["player_kind"].fillna("public"),
@@ -428,12 +470,16 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "likert_fluency": _rating(r["ratings"], "fluency"),
             "likert_commonsense": _rating(r["ratings"], "commonsense"),
             "ratings": r["ratings"].map(lambda v: _json(v) if v else ""),
+            "participant_status": r["participant_status"].map(_text_value),
+            "decision": r["decision"].fillna(""),
         },
         index=r.index,
     )
     if options.private:
         usernames = players.set_index("player_id")["username"]
         out["username"] = r["player_id"].map(usernames).fillna("")
+        out["worker_id"] = r["worker_id"].fillna("")
+        out["platform_status"] = r["platform_status"].fillna("")
 
     answered_counts = rounds.groupby("example_pk").size()
     ex = pd.DataFrame(
@@ -484,8 +530,9 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
 def schema(private: bool = False) -> dict:
     """Every table's columns: name, type, unit, description (the data dictionary)."""
     extra = PRIVATE_COLUMNS if private else {}
+    study_extra = PRIVATE_STUDY_COLUMNS if private else {}
     tables = {
-        "rounds": {**ROFT_ROUND_COLUMNS, **RICH_ROUND_COLUMNS, **extra},
+        "rounds": {**ROFT_ROUND_COLUMNS, **RICH_ROUND_COLUMNS, **extra, **study_extra},
         "examples": EXAMPLE_COLUMNS,
         "players": {**PLAYER_COLUMNS, **extra},
     }
@@ -505,7 +552,11 @@ def schema_markdown(private: bool = False) -> str:
     doc = schema(private)
     lines = ["# Data dictionary", ""]
     if private:
-        lines += ["**PRIVATE EXPORT: the rounds and players tables contain usernames.**", ""]
+        lines += [
+            "**PRIVATE EXPORT: the rounds and players tables contain usernames, and rounds the "
+            "crowd workers' platform ids.**",
+            "",
+        ]
     lines += [
         "Positions: `boundary` is the index of the first machine-written sentence (N = all human) "
         "and `guess` the flagged sentence (N = 'all human'); RoFT's `true_boundary_index` and "
@@ -526,10 +577,10 @@ def _readme(manifest: dict) -> str:
     lines = []
     if manifest["private"]:
         lines += [
-            "# PRIVATE RoFT export: contains usernames",
+            "# PRIVATE RoFT export: contains usernames and worker ids",
             "",
-            "This export was made with --private: the `username` columns identify players. "
-            "Do not share it outside the research team.",
+            "This export was made with --private: the `username` and `worker_id` columns "
+            "identify players and crowd workers. Do not share it outside the research team.",
         ]
     else:
         lines += [

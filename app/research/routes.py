@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, abort, jsonify, render_template
+from flask import Blueprint, Response, abort, current_app, jsonify, render_template
 from flask_login import current_user, login_required
 
-from app.crowd import reports, studies
+from app.crowd import links, reports, studies
 from app.research import overview
 
 bp = Blueprint("research", __name__, url_prefix="/research")
@@ -33,7 +33,13 @@ def index():
 @bp.get("/studies/<slug>")
 def study(slug: str):
     found = studies.get_study(slug)
-    return render_template("research/study.html", study=found, report=reports.study_report(found))
+    return render_template(
+        "research/study.html",
+        study=found,
+        report=reports.study_report(found),
+        entry_link=links.entry_link(found),
+        refresh_seconds=current_app.config["STUDY_DASHBOARD_REFRESH_SECONDS"],
+    )
 
 
 @bp.get("/studies/<slug>.json")

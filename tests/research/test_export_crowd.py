@@ -32,7 +32,8 @@ def test_study_rounds_export_with_checks_ratings_and_pseudonyms(ctx, tmp_path):
     for _ in range(5):
         done = play_slot(study, passer, pass_check=True)
         studies.save_ratings(passer, done, {"rating_fluency": "4"})
-        play_slot(study, failer, pass_check=False)
+        done = play_slot(study, failer, pass_check=False)
+        studies.save_ratings(failer, done, {"rating_fluency": "2"})
 
     result = exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
     rounds = pd.read_csv(tmp_path / "dump" / "rounds.csv")
@@ -45,9 +46,14 @@ def test_study_rounds_export_with_checks_ratings_and_pseudonyms(ctx, tmp_path):
     assert sorted(map(sorted, by_annotator)) == [[False], [True]]
     assert rounds["attention_passed"][~rounds["attention_check"]].isna().all()
     normal = rounds[~rounds["attention_check"]]
-    rated = normal[normal["likert_fluency"].notna()]
-    assert len(rated) == 3 and set(rated["likert_fluency"]) == {4}
+    rated = normal[normal["likert_fluency"] == 4]
+    assert len(rated) == 3 and len(normal[normal["likert_fluency"] == 2]) == 3
     assert set(rated["ratings"]) == {'{"fluency": 4}'}
+    # The site's outcome travels with every round: no platform id is needed to leave out a
+    # worker who failed the checks.
+    outcome = rounds.groupby("annotator")["participant_status"].agg(set)
+    assert sorted(map(sorted, outcome)) == [["completed"], ["failed_checks"]]
+    assert rounds["decision"].isna().all()  # nothing verified yet
     for name in result.files:
         text = (tmp_path / "dump" / name).read_text(encoding="utf-8", errors="ignore")
         assert "PROLIFIC5f00" not in text and "sess-a" not in text
