@@ -309,6 +309,7 @@ def enter(
         raise BadRequest("Please tick the consent box to take part, or close this page.")
     if config.screening is not None and screening not in config.screening.options:
         raise BadRequest("Please answer the question above.")
+    expire_overdue(study)
     if config.places is not None:
         # One admission at a time per study where the database can lock (PostgreSQL).
         db.session.execute(select(Study.id).where(Study.id == study.id).with_for_update())

@@ -78,9 +78,10 @@ def upgrade():
         batch_op.create_index(batch_op.f('ix_study_bonuses_participant_id'), ['participant_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_study_bonuses_study_id'), ['study_id'], unique=False)
 
-    with op.batch_alter_table('participants', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('comprehension_failures', sa.Integer(), server_default='0', nullable=False))
-        batch_op.add_column(sa.Column('left_at', sa.DateTime(timezone=True), nullable=True))
+    # Plain ALTER TABLE, also on SQLite (3.35+ drops columns): a batch copy of participants would
+    # drop the table, and with foreign keys on that deletes or blocks the rows that refer to it.
+    op.add_column('participants', sa.Column('comprehension_failures', sa.Integer(), server_default='0', nullable=False))
+    op.add_column('participants', sa.Column('left_at', sa.DateTime(timezone=True), nullable=True))
 
     conn = op.get_bind()
     decided = conn.execute(
@@ -97,13 +98,11 @@ def upgrade():
             status=row.outcome or 'completed'
         ))
 
-    with op.batch_alter_table('participants', schema=None) as batch_op:
-        batch_op.drop_column('decision_note')
+    op.drop_column('participants', 'decision_note')
 
 
 def downgrade():
-    with op.batch_alter_table('participants', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('decision_note', sa.Text(), server_default='', nullable=False))
+    op.add_column('participants', sa.Column('decision_note', sa.Text(), server_default='', nullable=False))
 
     conn = op.get_bind()
     # The older code knows neither timed_out nor decisions kept apart.
@@ -122,9 +121,8 @@ def downgrade():
                 decision_note='; '.join(row.reasons or []),
             ))
 
-    with op.batch_alter_table('participants', schema=None) as batch_op:
-        batch_op.drop_column('left_at')
-        batch_op.drop_column('comprehension_failures')
+    op.drop_column('participants', 'left_at')
+    op.drop_column('participants', 'comprehension_failures')
 
     with op.batch_alter_table('study_bonuses', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_study_bonuses_study_id'))

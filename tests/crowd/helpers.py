@@ -59,18 +59,29 @@ def answer(round_, guess: int, player=None):
     return rounds.submit_answer(player, round_.id, parsed)
 
 
-def play_slot(study, participant: Participant, pass_check: bool = True, flag_at: int = 3):
+def play_slot(
+    study,
+    participant: Participant,
+    pass_check: bool = True,
+    flag_at: int | None = 3,
+    rating: str | None = "3",
+):
     """Play the worker's next round: checks answered right (or wrongly), others flagged at
-    `flag_at`."""
+    `flag_at` (None: the right answer, every time); then give every rating the study asks for
+    after the reveal (`rating` None: give none)."""
     round_ = studies.next_round(study, participant)
     example = round_.example
     if round_.kind == rounds.CHECK:
         right = example.boundary
         guess = right if pass_check else (example.n_sentences if right < example.n_sentences else 0)
     else:
-        guess = flag_at
+        guess = example.boundary if flag_at is None else flag_at
     done = answer(round_, guess)
     db.session.refresh(participant)
+    if rating is not None:
+        config = studies.config_of(study)
+        values = {f"rating_{c.name}": rating for c in config.likert}
+        studies.save_ratings(participant, done, values)
     return done
 
 

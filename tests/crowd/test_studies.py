@@ -200,7 +200,7 @@ def test_likert_ratings_are_validated_and_stored_once(ctx):
     }
     study = make_study(likert=[criterion], attention_check_rate=0)
     participant = join(study)
-    done = play_slot(study, participant)
+    done = play_slot(study, participant, rating=None)
     with pytest.raises(BadRequest):
         studies.save_ratings(participant, done, {"rating_fluency": "9"})
     studies.save_ratings(participant, done, {"rating_fluency": "4"})

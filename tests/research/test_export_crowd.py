@@ -30,9 +30,9 @@ def test_study_rounds_export_with_checks_ratings_and_pseudonyms(ctx, tmp_path):
     play_slot(study, passer)  # the practice round: not an annotation, not exported
     play_slot(study, failer)
     for _ in range(5):
-        done = play_slot(study, passer, pass_check=True)
+        done = play_slot(study, passer, pass_check=True, rating=None)
         studies.save_ratings(passer, done, {"rating_fluency": "4"})
-        done = play_slot(study, failer, pass_check=False)
+        done = play_slot(study, failer, pass_check=False, rating=None)
         studies.save_ratings(failer, done, {"rating_fluency": "2"})
 
     result = exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
