@@ -15,6 +15,8 @@ from app.crowd.config import PLATFORM_NAMES
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
+# Where a framed task's forms may go: MTurk's externalSubmit on either host.
+MTURK_SUBMIT_ORIGINS = " ".join(f"https://{host}" for host in sorted(MTURK_HOSTS))
 
 # platform -> (worker id, platform session, platform study) parameter names
 PARAMETERS = {
