@@ -17,6 +17,7 @@ from app.crowd.config import (
     parse_rates,
     platform_findings,
 )
+from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.errors import ServiceError
 from app.research.exports import ExportError, ExportOptions, export, pseudonym, pseudonym_key
 
@@ -175,6 +176,19 @@ def register_study_cli(app: Flask) -> None:
         help="A plain list of worker ids, one per line.",
     )
     @click.option(
+        "--prolific-api",
+        "prolific_study",
+        metavar="STUDY_ID",
+        help="Read the submissions of this Prolific study through Prolific's API "
+        "(needs PROLIFIC_API_TOKEN) instead of an export.",
+    )
+    @click.option(
+        "--send",
+        is_flag=True,
+        help="With --prolific-api and --apply: also approve, reject and pay the bonuses "
+        "through the API.",
+    )
+    @click.option(
         "--out",
         type=click.Path(path_type=Path, file_okay=False),
         default=Path("."),
@@ -187,7 +201,9 @@ def register_study_cli(app: Flask) -> None:
         help="Record the decisions (apart from the evidence), mark returned workers and add "
         "bonus.csv to the bonus ledger. Use it when you act on the files; undo-verify reverts.",
     )
-    def verify_command(slug: str, prolific_export, mturk_batch, ids, out: Path, apply: bool):
+    def verify_command(
+        slug: str, prolific_export, mturk_batch, ids, prolific_study, send, out: Path, apply: bool
+    ):
         """Decide approve / reject / review for each submission of study SLUG, with reasons.
 
         Writes decisions.csv, approve.txt, reject.csv (Prolific's category and a message),
@@ -195,28 +211,29 @@ def register_study_cli(app: Flask) -> None:
         mturk-decisions.csv. Returned and timed-out submissions are neither approved nor
         rejected; a missing code alone never rejects a worker the site saw finish.
         """
-        chosen = [p for p in (prolific_export, mturk_batch, ids) if p is not None]
+        chosen = [p for p in (prolific_export, mturk_batch, ids, prolific_study) if p]
         if len(chosen) != 1:
-            raise click.UsageError("give exactly one of --prolific-export, --mturk-batch, --ids")
-        source = chosen[0]
-        try:
-            text = source.read_text(encoding="utf-8-sig")
-        except OSError as error:
-            raise click.ClickException(f"{source}: cannot read file ({error.strerror})") from None
-        try:
-            if prolific_export:
-                rows = verify.read_prolific_export(text)
-            elif mturk_batch:
-                rows = verify.read_mturk_batch(text)
-            else:
-                rows = verify.read_id_list(text)
-        except ValueError as error:
-            raise click.ClickException(f"{source}: {error}") from None
+            raise click.UsageError(
+                "give exactly one of --prolific-export, --mturk-batch, --ids, --prolific-api"
+            )
+        if send and not (prolific_study and apply):
+            raise click.UsageError("--send needs --prolific-api and --apply")
         study = _study(slug)
+        client = _prolific_client() if prolific_study else None
+        if client is not None:
+            source_name = f"Prolific study {prolific_study}"
+            try:
+                rows = verify.from_prolific_api(client.submissions(prolific_study))
+            except ProlificError as error:
+                raise click.ClickException(str(error)) from None
+        else:
+            source = chosen[0]
+            source_name = source.name
+            rows = _read_rows(source, prolific_export, mturk_batch)
         submissions, duplicates = verify.one_per_worker(rows)
         decisions = verify.decide(study, submissions)
         click.echo(
-            f"{source.name}: {len(rows)} row(s), {len(submissions)} worker(s)"
+            f"{source_name}: {len(rows)} row(s), {len(submissions)} worker(s)"
             + (f" ({duplicates} duplicate row(s) counted once)." if duplicates else ".")
         )
         for line in decision_lines(decisions, studies.config_of(study).currency):
@@ -228,7 +245,7 @@ def register_study_cli(app: Flask) -> None:
             out,
             study,
             decisions,
-            source.name,
+            source_name,
             applied,
             fieldnames,
             pseudonym=lambda player_id: pseudonym(player_id, key),
@@ -242,6 +259,19 @@ def register_study_cli(app: Flask) -> None:
                 f"{applied.unchanged} unchanged, {applied.marked_left} worker(s) marked returned "
                 f"or timed out, {applied.bonuses} bonus(es) added to the ledger. "
                 f"`flask study undo-verify {slug}` reverts it."
+            )
+        if send:
+            try:
+                sent = verify.send_to_prolific(client, prolific_study, decisions)
+            except ProlificError as error:
+                raise click.ClickException(
+                    f"Prolific refused: {error}. The decisions and bonuses are recorded: finish "
+                    f"by hand with the files in {out}/, and pay bonus.csv only if Prolific "
+                    "shows those bonuses unpaid."
+                ) from None
+            click.echo(
+                f"Sent to Prolific: {sent['approved']} approved, {sent['rejected']} rejected, "
+                f"{sent['bonuses']} bonus(es) paid."
             )
 
     @study_group.command("undo-verify")
@@ -333,6 +363,31 @@ def register_study_cli(app: Flask) -> None:
             click.echo(f"Exported {result.counts['rounds']} rounds to {result.folder}.")
         deleted = studies.delete_study(study, force=force)
         click.echo(f"Deleted study {slug!r} ({deleted} participant(s)).")
+
+
+def _prolific_client() -> ProlificClient:
+    try:
+        return ProlificClient(
+            current_app.config.get("PROLIFIC_API_TOKEN") or "",
+            current_app.config["PROLIFIC_API_URL"],
+        )
+    except ProlificError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _read_rows(source: Path, prolific: bool, mturk: bool) -> list[verify.Submission]:
+    try:
+        text = source.read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise click.ClickException(f"{source}: cannot read file ({error.strerror})") from None
+    try:
+        if prolific:
+            return verify.read_prolific_export(text)
+        if mturk:
+            return verify.read_mturk_batch(text)
+        return verify.read_id_list(text)
+    except ValueError as error:
+        raise click.ClickException(f"{source}: {error}") from None
 
 
 def decision_lines(decisions: list[verify.Decision], currency: str) -> list[str]:

@@ -127,6 +127,20 @@ def read_mturk_batch(text: str) -> list[Submission]:
     ]
 
 
+def from_prolific_api(results) -> list[Submission]:
+    """Submissions as Prolific's API lists them (id, participant_id, status, study_code)."""
+    return [
+        Submission(
+            r["participant_id"],
+            r.get("study_code") or r.get("entered_code") or None,
+            normal_status(r.get("status")),
+            {"Submission id": r["id"], "Participant id": r["participant_id"]},
+        )
+        for r in results
+        if r.get("participant_id")
+    ]
+
+
 def read_id_list(text: str) -> list[Submission]:
     """One worker id per line (blank lines and # comments ignored)."""
     ids = [line.strip() for line in text.splitlines()]
@@ -398,6 +412,23 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
     return Undone(
         run, len(rows), restored, bonuses if drop_bonuses else 0, 0 if drop_bonuses else bonuses
     )
+
+
+def send_to_prolific(client, study_id: str, decisions: list[Decision]) -> dict[str, int]:
+    """Act on the decisions through Prolific's API: bulk approve, reject each with its category
+    and message, pay the new bonuses once. Call it after apply_decisions(), which has put the
+    bonuses in the ledger: a payment that fails half-way is then never sent twice."""
+    act = [d for d in decisions if d.actionable]
+    approve = [d.worker_id for d in act if d.decision == APPROVE]
+    client.approve(study_id, approve)
+    rejected = 0
+    for d in act:
+        if d.decision == REJECT:
+            client.reject((d.row or {})["Submission id"], d.rejection_category, d.message)
+            rejected += 1
+    bonuses = [(d.worker_id, _money(d.bonus_minor)) for d in decisions if d.bonus_minor > 0]
+    client.pay_bonuses(study_id, bonuses)
+    return {"approved": len(approve), "rejected": rejected, "bonuses": len(bonuses)}
 
 
 # -- the files ------------------------------------------------------------------------------
