@@ -253,6 +253,11 @@ def register_study_cli(app: Flask) -> None:
         click.echo(f"Files in {out}/: {', '.join(files)}")
         if applied is None:
             click.echo("Nothing recorded: add --apply when you act on these files.")
+        elif applied.run is None:
+            click.echo(
+                f"Nothing new to record: all {applied.unchanged} decision(s) are as recorded "
+                "before, and no bonus is owed."
+            )
         else:
             click.echo(
                 f"Recorded run {applied.run}: {applied.changed} decision(s) new or changed, "

@@ -27,7 +27,7 @@ from sqlalchemy import delete, func, select
 
 from app.crowd import codes
 from app.crowd.config import StudyConfig
-from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
+from app.crowd.reports import WorkerStats, latest_decisions, speed_threshold, worker_stats
 from app.crowd.studies import FINISHED, LEFT, config_of, expire_overdue, mark_left
 from app.errors import Conflict
 from app.extensions import db
@@ -188,7 +188,10 @@ def _expected_codes(config: StudyConfig, w: WorkerStats) -> dict[str, str]:
     return known
 
 
-def decide_one(config: StudyConfig, sub: Submission, w: WorkerStats | None) -> Decision:
+def decide_one(
+    config: StudyConfig, sub: Submission, w: WorkerStats | None, speed: float | None = None
+) -> Decision:
+    """One submission's decision; `speed` is the study's too-fast threshold (seconds a round)."""
     status = sub.status
     if w is None:
         return Decision(sub.worker_id, REVIEW, ["never joined this study on the site"], status)
@@ -235,7 +238,10 @@ def decide_one(config: StudyConfig, sub: Submission, w: WorkerStats | None) -> D
                 f"entered the code of another outcome ({matched}) than theirs ({outcome})"
             )
     if w.too_fast:
-        review.append(f"median round time {w.median_round_seconds:.1f} s is far below the study's")
+        review.append(
+            f"too fast: median {w.median_round_seconds:.1f} s a round, under the study's "
+            f"threshold of {speed or 0:.1f} s"
+        )
     if w.straight_lining:
         review.append("straight-lining: the same answer position many times in a row")
     if reject:
@@ -267,11 +273,14 @@ def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
     config = config_of(study)
     expire_overdue(study)
     stats = {w.worker_id: w for w in worker_stats(study)}
+    speed = speed_threshold(
+        config, [w.median_round_seconds for w in stats.values() if w.median_round_seconds]
+    )
     issued = issued_bonuses(study)
     decisions = []
     for sub in submissions:
         w = stats.get(sub.worker_id)
-        made = decide_one(config, sub, w)
+        made = decide_one(config, sub, w, speed)
         made.row = sub.row
         if config.bonus and w is not None and made.decision == APPROVE:
             owed = round(config.bonus.amount(w.points, w.exact) * 100)
@@ -285,7 +294,7 @@ def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
 
 @dataclass(frozen=True)
 class Applied:
-    run: int
+    run: int | None  # None when nothing new was recorded
     changed: int
     unchanged: int
     marked_left: int
@@ -356,7 +365,8 @@ def apply_decisions(study: Study, decisions: list[Decision]) -> Applied:
     except Exception:
         db.session.rollback()
         raise
-    return Applied(run, changed, unchanged, marked, bonuses, total)
+    recorded = changed or bonuses
+    return Applied(run if recorded else None, changed, unchanged, marked, bonuses, total)
 
 
 @dataclass(frozen=True)
@@ -484,6 +494,14 @@ decisions.csv only: they are neither approved nor rejected.
 """
 
 
+def _applied_note(study: Study, applied: Applied | None) -> str:
+    if applied is None:
+        return "Not recorded: run again with --apply once you act on these files."
+    if applied.run is None:
+        return "Already recorded by an earlier run: nothing new."
+    return f"Recorded as run {applied.run} (`flask study undo-verify {study.slug}` reverts it)."
+
+
 def write_files(
     out: Path,
     study: Study,
@@ -541,11 +559,7 @@ def write_files(
         slug=study.slug,
         source=source,
         when=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
-        applied=(
-            f"Recorded as run {applied.run} (`flask study undo-verify {study.slug}` reverts it)."
-            if applied
-            else "Not recorded: run again with --apply once you act on these files."
-        ),
+        applied=_applied_note(study, applied),
         approve=len(approve),
         reject=len(reject),
         review=len(review),

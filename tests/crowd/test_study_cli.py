@@ -192,3 +192,19 @@ def test_delete_an_unused_study(runner, ctx, tmp_path):
     result = runner.invoke(args=["study", "delete", "pilot", "--yes"])
     assert result.exit_code == 0 and "0 participant(s)" in result.output
     assert db.session.scalar(select(func.count()).select_from(Study)) == 0
+
+
+def test_the_guides_example_runs_on_the_demo_data_without_a_warning(app, runner, ctx):
+    """docs/running-a-study.md, steps 1 to 3, with the shipped example file."""
+    from app import PROJECT_ROOT
+
+    app.config["PUBLIC_URL"] = "https://roft.example.org"
+    example = PROJECT_ROOT / "docs" / "examples" / "study.toml"
+    assert runner.invoke(args=["load-demo"]).exit_code == 0
+    checked = runner.invoke(args=["study", "check", str(example)])
+    assert checked.exit_code == 0 and "Warning" not in checked.output, checked.output
+    created = runner.invoke(args=["study", "create", str(example)])
+    assert created.exit_code == 0 and "Warning" not in created.output, created.output
+    assert "3 attention checks (2 inside a text, 1 all-human)" in created.output
+    assert "10.00 GBP/hour" in created.output
+    assert "Entry link: https://roft.example.org/study/news-pilot?PROLIFIC_PID=" in created.output

@@ -166,7 +166,7 @@ def test_apply_stores_decisions_apart_and_a_second_run_agrees(study, runner, tmp
     # Their places are free again.
     assert studies.places_taken(made) == 4
     second = run_verify(runner, path, tmp_path / "two", "--apply")
-    assert "Recorded run 2: 0 decision(s) new or changed, 6 unchanged" in second.output
+    assert "Nothing new to record: all 6 decision(s) are as recorded before" in second.output
     one = read_rows(tmp_path / "one" / "decisions.csv")
     two = read_rows(tmp_path / "two" / "decisions.csv")
     assert {k: v["decision"] for k, v in one.items()} == {k: v["decision"] for k, v in two.items()}
@@ -279,3 +279,21 @@ def test_statuses_are_read_in_any_spelling():
         ("a", "AWAITING REVIEW"),
         ("b", None),
     ]
+
+
+def test_speeders_are_flagged_against_the_study_not_a_fixed_minimum(runner, ctx, tmp_path):
+    """An attentive worker at 7.7 s a round was flagged by the old fixed 8 s minimum."""
+    from app.crowd import reports
+
+    make_pool(normal=20, human=6)
+    create(runner, tmp_path)
+    made = studies.get_study("pilot")
+    for name, seconds in (("w-a", 9.0), ("w-b", 10.5), ("w-c", 7.7), ("w-d", 12.0), ("w-e", 2.0)):
+        worker = join(made, name, name)
+        for _ in range(6):
+            play_slot(made, worker)
+        pace(worker, seconds)
+    flagged = {w.worker_id for w in reports.worker_stats(made) if w.too_fast}
+    assert flagged == {"w-e"}  # under a third of the study's median (9.0 s)
+    report = reports.study_report(made)
+    assert report.speed_threshold_seconds == pytest.approx(3.0)
