@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from flask import Blueprint, flash, g, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_user
 
@@ -69,6 +71,11 @@ def current():
     return redirect(url_for("crowd.resume", slug=participant.study.slug))
 
 
+def _landing_with(slug: str, params: dict, flag: str) -> str:
+    """The study's landing address with the link's own parameters and `flag`=1."""
+    return url_for("crowd.landing", slug=slug) + "?" + urlencode({**params, flag: "1"})
+
+
 @bp.get("/<slug>")
 def landing(slug: str):
     study = load_study(slug)
@@ -83,10 +90,10 @@ def landing(slug: str):
     if study.platform == "mturk" and not session.get("cookies_kept"):
         if request.args.get(PROBE) != "1":
             session["cookies_kept"] = True
-            return redirect(url_for("crowd.landing", slug=slug, **params, **{PROBE: "1"}))
+            return redirect(_landing_with(slug, params, PROBE))
         # The cookie set one request ago did not come back: this frame cannot keep it (Safari,
         # private windows, third-party cookies blocked). Run the task in a tab of its own.
-        tab_link = url_for("crowd.landing", slug=slug, **params, **{TAB: "1"})
+        tab_link = _landing_with(slug, params, TAB)
         return render_template(
             "crowd/new_tab.html",
             study=study,
@@ -138,14 +145,15 @@ def render_left(study, participant):
     ), 410
 
 
-def render_instructions(study, error: str | None = None, tries_left: int | None = None):
+def render_instructions(study, participant, error: str | None = None):
     return render_template(
         "crowd/instructions.html",
         study=study,
         config=studies.config_of(study),
         practice=bool(study.pool["tutorial"]),
         error=error,
-        tries_left=tries_left,
+        attempt=participant.comprehension_failures,
+        tries_left=studies.COMPREHENSION_TRIES - participant.comprehension_failures,
     ), 400 if error else 200
 
 
@@ -161,7 +169,7 @@ def resume(slug: str):
     if participant.status in studies.FINISHED:
         return redirect(url_for("crowd.done", slug=slug))
     if participant.instructions_at is None:
-        return render_instructions(study)
+        return render_instructions(study, participant)
     current = studies.open_round(participant)
     if current is not None:
         return redirect(url_for("game.show", round_id=current.id))
@@ -180,9 +188,9 @@ def comprehension(slug: str):
     if outcome == "retry":
         return render_instructions(
             study,
+            participant,
             error="Not all of your answers are right. Please read the instructions again and "
             "have one more try.",
-            tries_left=studies.COMPREHENSION_TRIES - participant.comprehension_failures,
         )
     return _start_next(study, participant)
 

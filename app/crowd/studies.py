@@ -421,12 +421,18 @@ COMPREHENSION_TRIES = 2
 
 def answer_comprehension(study: Study, participant: Participant, values: Mapping) -> str:
     """Check the answers to the questions after the instructions: "passed", "retry" (one more
-    try) or "screened_out" after the second wrong try (Prolific allows two)."""
+    try) or "screened_out" after the second wrong try (Prolific allows two).
+
+    The form carries the number of wrong tries it was shown after (`attempt`): a form sent twice
+    (a double click) counts once, and answers sent again after passing pass again.
+    """
     config = config_of(study)
-    if participant.status != ParticipantStatus.started or not comprehension_pending(
-        study, participant
-    ):
+    if participant.status == ParticipantStatus.screened_out:
+        return "screened_out"
+    if participant.status != ParticipantStatus.started:
         raise Conflict("These questions are already answered.")
+    if not comprehension_pending(study, participant):
+        return "passed"
     given = [values.get(f"comprehension_{i}") for i in range(len(config.comprehension))]
     if any(answer is None for answer in given):
         raise BadRequest("Please answer every question.")
@@ -434,13 +440,20 @@ def answer_comprehension(study: Study, participant: Participant, values: Mapping
         participant.instructions_at = utcnow()
         db.session.commit()
         return "passed"
-    participant.comprehension_failures += 1
-    if participant.comprehension_failures >= COMPREHENSION_TRIES:
+    attempt = values.get("attempt", "")
+    counted = db.session.execute(
+        update(Participant)
+        .where(
+            Participant.id == participant.id,
+            Participant.comprehension_failures == (int(attempt) if attempt.isdigit() else -1),
+        )
+        .values(comprehension_failures=Participant.comprehension_failures + 1)
+    )
+    db.session.refresh(participant)
+    if counted.rowcount and participant.comprehension_failures >= COMPREHENSION_TRIES:
         _finish(participant, config, ParticipantStatus.screened_out)
-        db.session.commit()
-        return "screened_out"
     db.session.commit()
-    return "retry"
+    return "screened_out" if participant.status == ParticipantStatus.screened_out else "retry"
 
 
 # -- rounds ---------------------------------------------------------------------------------

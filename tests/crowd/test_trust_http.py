@@ -61,11 +61,14 @@ def test_comprehension_questions_come_before_any_round_and_allow_two_tries(app, 
     skipped = client.post("/study/pilot/next", data={"csrf_token": token})
     assert skipped.status_code == 409  # no round before the questions are answered
     wrong = {"csrf_token": token, "comprehension_0": "A person", "comprehension_1": "Ignore it"}
-    first = client.post("/study/pilot/comprehension", data=wrong)
+    first = client.post("/study/pilot/comprehension", data={**wrong, "attempt": "0"})
     assert first.status_code == 400
     assert "one more try" in first.get_data(as_text=True)
     assert "last try" in first.get_data(as_text=True)
-    second = client.post("/study/pilot/comprehension", data=wrong)
+    # The same form sent twice (a double click) is one try, not two.
+    double = client.post("/study/pilot/comprehension", data={**wrong, "attempt": "0"})
+    assert double.status_code == 400 and participant(app).comprehension_failures == 1
+    second = client.post("/study/pilot/comprehension", data={**wrong, "attempt": "1"})
     assert second.headers["Location"].endswith("/study/pilot/done")
     done = client.get("/study/pilot/done").get_data(as_text=True)
     assert "C3SCRN03" in done and "two tries" in done
@@ -82,8 +85,8 @@ def test_right_answers_lead_to_the_first_round(app, client):
     right = {"csrf_token": token, "comprehension_0": "A person", "comprehension_1": "Flag it"}
     response = client.post("/study/pilot/comprehension", data=right)
     assert "/play/round/" in response.headers["Location"]
-    again = client.post("/study/pilot/comprehension", data=right)
-    assert again.status_code == 409  # answered once
+    again = client.post("/study/pilot/comprehension", data=right)  # sent twice: same round
+    assert again.headers["Location"] == response.headers["Location"]
 
 
 def test_ratings_cannot_be_skipped_by_any_path(app, client):
@@ -205,6 +208,9 @@ def test_mturk_without_third_party_cookies_opens_the_task_in_a_tab(app):
     # A browser that keeps the cookie sees the consent page after the one redirect.
     kept = app.test_client().get(link, follow_redirects=True).get_data(as_text=True)
     assert "Consent" in kept and "new tab" not in kept
+    # A link with parameters of its own, even ones named like the route's, is carried along.
+    odd = framed.get(link + "&slug=x&_external=1")
+    assert odd.status_code == 302 and "slug=x" in odd.headers["Location"]
 
 
 def test_abandoned_rounds_stop_counting_towards_k(ctx):
