@@ -14,7 +14,7 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.config import build_config
-from app.crowd.platforms import MTURK_FRAME_ANCESTORS as MTURK_ORIGINS
+from app.crowd.platforms import MTURK_SUBMIT_ORIGINS
 from app.errors import ServiceError
 from app.extensions import cache, csrf, db, limiter, login_manager, migrate
 from app.logs import configure_logging
@@ -212,7 +212,9 @@ def _register_security_headers(app: Flask) -> None:
     @app.after_request
     def headers(response):
         if _mturk_frame_allowed():
-            csp = CSP.format(forms=" " + MTURK_ORIGINS, frames=MTURK_ORIGINS)
+            csp = CSP.format(
+                forms=" " + MTURK_SUBMIT_ORIGINS, frames=app.config["MTURK_FRAME_ANCESTORS"]
+            )
         else:
             csp = CSP.format(forms="", frames="'none'")
             response.headers.setdefault("X-Frame-Options", "DENY")

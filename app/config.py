@@ -103,4 +103,19 @@ def build_config(instance_path: Path) -> dict:
         "AVOID_REPEATED_PASSAGES": os.environ.get("AVOID_REPEATED_PASSAGES", "1") == "1",
         # Reveal: how many other answers a text needs before their spread is shown.
         "SPREAD_MIN_OTHERS": _int_env("SPREAD_MIN_OTHERS", 5),
+        # Crowd studies (docs/running-a-study.md). PUBLIC_URL is the site's address as workers
+        # reach it (https://roft.example.org): every printed and shown link starts with it.
+        "PUBLIC_URL": (os.environ.get("PUBLIC_URL") or "").rstrip("/") or None,
+        # Hourly pay per currency, CURRENCY=AMOUNT: below the minimum a Prolific study is refused,
+        # below the recommended figure `flask study create` warns (Prolific's figures).
+        "STUDY_PAY_MINIMUM": os.environ.get("STUDY_PAY_MINIMUM", "GBP=6,USD=8"),
+        "STUDY_PAY_RECOMMENDED": os.environ.get("STUDY_PAY_RECOMMENDED", "GBP=9,USD=12"),
+        # The origins allowed to frame MTurk study pages (MTurk's own, by default).
+        "MTURK_FRAME_ANCESTORS": os.environ.get(
+            "MTURK_FRAME_ANCESTORS", "https://www.mturk.com https://workersandbox.mturk.com"
+        ),
+        "STUDY_DASHBOARD_REFRESH_SECONDS": _int_env("STUDY_DASHBOARD_REFRESH_SECONDS", 15),
+        # Optional: with a token, `flask study verify --via-api` talks to Prolific directly.
+        "PROLIFIC_API_TOKEN": os.environ.get("PROLIFIC_API_TOKEN") or None,
+        "PROLIFIC_API_URL": os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com"),
     }

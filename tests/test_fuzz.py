@@ -403,14 +403,15 @@ def _play_daily(client, token: str) -> tuple[int, str]:
 
 
 def _join(client, link: str, **extra) -> None:
-    page = client.get(link).get_data(as_text=True)
+    # An MTurk link first redirects once to check that the browser keeps its cookie.
+    page = client.get(link, follow_redirects=True).get_data(as_text=True)
     fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page))
     response = client.post(link.split("?")[0] + "/join", data={**fields, "consent": "yes", **extra})
     assert response.status_code == 302, response.get_data(as_text=True)
 
 
 def _finish_study_round(client, token: str, round_id: int, revealed: int = 1) -> None:
-    """Reveal to the end and answer all human: right for attention checks and normal rounds."""
+    """Reveal to the end and answer all human (a valid answer for any round)."""
     for seen in range(revealed, 10):
         client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
     answered = client.post(

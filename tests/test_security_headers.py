@@ -165,7 +165,10 @@ def test_every_page_has_the_security_headers_for_every_client(world):
 
 
 def test_framing_follows_the_mturk_study(world):
-    landing = world.client("anonymous").get(f"/study/turk?{ENTRY_QUERIES['turk']}")
+    probe = world.client("anonymous").get(f"/study/turk?{ENTRY_QUERIES['turk']}")
+    assert probe.status_code == 302  # one redirect checks that the frame keeps its cookie
+    assert_secure(probe, framed=True, what="MTurk cookie check")
+    landing = world.client("anonymous").get(probe.headers["Location"])
     assert landing.status_code == 200
     assert_secure(landing, framed=True, what="MTurk landing")
     prolific = world.client("anonymous").get(f"/study/pilot?{ENTRY_QUERIES['pilot']}")

@@ -114,6 +114,9 @@ def logout():
 @bp.get("/profile")
 @login_required
 def profile():
+    if current_user.kind == "crowd":
+        # A study worker's rounds may be scored without feedback: their study is their page.
+        return redirect(url_for("crowd.current"))
     return _render_profile(current_user, own=True)
 
 

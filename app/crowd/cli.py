@@ -1,4 +1,4 @@
-"""`flask study …`: create a study from a file, report on it, verify submissions for payment."""
+"""`flask study …`: create, check, edit, report on, verify, close, reopen and delete studies."""
 
 from __future__ import annotations
 
@@ -6,11 +6,20 @@ import json
 from pathlib import Path
 
 import click
-from flask import Flask, url_for
+from flask import Flask, current_app
 
-from app.crowd import reports, studies
-from app.crowd.config import StudyConfigError, load_study_file
+from app.crowd import links, reports, schedule, studies, verify
+from app.crowd.config import (
+    PayRules,
+    StudyConfig,
+    StudyConfigError,
+    load_study_file,
+    parse_rates,
+    platform_findings,
+)
+from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.errors import ServiceError
+from app.research.exports import ExportError, ExportOptions, export, pseudonym, pseudonym_key
 
 
 def _study(slug: str):
@@ -20,53 +29,125 @@ def _study(slug: str):
         raise click.ClickException(f"no study called {slug!r}") from missing
 
 
-def _entry_link(study) -> str:
-    params = {
-        "prolific": "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
-        "&SESSION_ID={{%SESSION_ID%}}",
-        "mturk": "(MTurk adds workerId, assignmentId, hitId and turkSubmitTo itself)",
-        "generic": "pid=WORKER_ID",
-    }[study.platform]
-    base = url_for("crowd.landing", slug=study.slug, _external=True)
-    return base if study.platform == "mturk" else f"{base}?{params}"
+def pay_rules() -> PayRules:
+    try:
+        return PayRules(
+            parse_rates(current_app.config["STUDY_PAY_MINIMUM"], "STUDY_PAY_MINIMUM"),
+            parse_rates(current_app.config["STUDY_PAY_RECOMMENDED"], "STUDY_PAY_RECOMMENDED"),
+        )
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _load_checked(file: Path) -> StudyConfig:
+    """Read a study file and apply the platform's rules: errors stop, warnings are printed."""
+    try:
+        config = load_study_file(file)
+    except StudyConfigError as error:
+        raise click.ClickException(str(error)) from None
+    findings = platform_findings(config, pay_rules())
+    for warning in findings.warnings:
+        click.echo(f"Warning: {file}: {warning}", err=True)
+    if findings.errors:
+        raise click.ClickException("\n".join(f"{file}: {e}" for e in findings.errors))
+    return config
+
+
+def _print_link(study) -> None:
+    link = links.entry_link(study)
+    if link is None:
+        click.echo(
+            "Entry link: not known yet. Set PUBLIC_URL to the site's public address (e.g. "
+            f"https://roft.example.org), then run `flask study link {study.slug}`."
+        )
+    else:
+        click.echo(f"Entry link: {link}")
 
 
 def register_study_cli(app: Flask) -> None:
     @app.cli.group("study")
     def study_group() -> None:
-        """Run crowd studies: create, report, verify, close."""
+        """Run crowd studies: create, check, edit, report, verify, close, reopen, delete."""
+
+    @study_group.command("check")
+    @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+    def check(file: Path) -> None:
+        """Validate a study FILE against the file format and the platform's rules, creating
+        nothing. Exits with an error if the study could not run as written."""
+        config = _load_checked(file)
+        human, inside = schedule.check_mix(
+            config.rounds, config.attention_check_rate, config.all_human_checks
+        )
+        click.echo(
+            f"{file}: valid for {config.platform}; each worker plays {config.rounds} rounds with "
+            f"{human + inside} attention check(s) ({inside} inside a text, {human} all-human)."
+        )
 
     @study_group.command("create")
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
     def create(file: Path) -> None:
-        """Create a study from a TOML FILE (see docs/running-a-study.md)."""
+        """Create a study from a TOML FILE (see docs/running-a-study.md) and print its link."""
+        config = _load_checked(file)
         try:
-            config = load_study_file(file)
             study = studies.create_study(config)
-        except StudyConfigError as error:
-            raise click.ClickException(str(error)) from None
         except ServiceError as refused:
             raise click.ClickException(f"{file}: {refused.message}") from None
+        human, inside = schedule.check_mix(
+            config.rounds, config.attention_check_rate, config.all_human_checks
+        )
+        pool = study.pool
         click.echo(f"Created study {study.slug!r} ({study.platform}).")
         click.echo(
-            f"Pool: {len(study.pool['normal'])} examples, {len(study.pool['checks'])} attention "
-            f"checks, {len(study.pool['tutorial'])} practice texts."
+            f"Pool: {len(pool['normal'])} examples, {len(pool['tutorial'])} practice texts; "
+            f"attention-check texts: {len(pool['inside_checks'])} with a check sentence inside, "
+            f"{len(pool['checks'])} all-human."
+        )
+        click.echo(
+            f"Each worker: {config.rounds} rounds, of which {human + inside} attention checks "
+            f"({inside} inside a text, {human} all-human); failed_checks after "
+            f"{config.fail_after_checks} failed."
         )
         if config.hourly_reward is not None and config.reward:
             click.echo(
                 f"Pay: {config.reward:.2f} {config.currency} for about "
                 f"{config.expected_minutes:g} minutes = {config.hourly_reward:.2f} "
-                f"{config.currency}/hour (check it against the platform's minimum)."
+                f"{config.currency}/hour."
             )
-        with app.test_request_context():
-            click.echo(f"Entry link: {_entry_link(study)}")
+        _print_link(study)
+
+    @study_group.command("link")
+    @click.argument("slug")
+    def link(slug: str) -> None:
+        """Print the entry link of study SLUG for the platform (uses PUBLIC_URL)."""
+        _print_link(_study(slug))
+
+    @study_group.command("edit")
+    @click.argument("slug")
+    @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+    def edit(slug: str, file: Path) -> None:
+        """Replace the settings of study SLUG with a new version of its FILE.
+
+        Before anyone joined, anything may change. Once workers joined, wording, pay, codes, time
+        limit, places, feedback and bonus may change; what decides the rounds and the checks
+        may not.
+        """
+        study = _study(slug)
+        config = _load_checked(file)
+        try:
+            changed = studies.edit_study(study, config)
+        except ServiceError as refused:
+            raise click.ClickException(f"{file}: {refused.message}") from None
+        if changed:
+            click.echo(f"Study {slug!r} updated: {', '.join(changed)}.")
+        else:
+            click.echo(f"Study {slug!r}: nothing changed.")
 
     @study_group.command("report")
     @click.argument("slug")
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-    @click.option("--workers", is_flag=True, help="Also list every worker.")
+    @click.option("--workers", is_flag=True, help="Also list every worker (CSV).")
     def report(slug: str, as_json: bool, workers: bool) -> None:
-        """Progress, time on task, effective pay, coverage and quality flags of study SLUG."""
+        """Progress, time on task, pay, coverage, agreement and quality flags of study SLUG."""
         data = reports.study_report(_study(slug))
         if as_json:
             click.echo(json.dumps(data.to_json(), indent=2, default=str))
@@ -95,6 +176,19 @@ def register_study_cli(app: Flask) -> None:
         help="A plain list of worker ids, one per line.",
     )
     @click.option(
+        "--prolific-api",
+        "prolific_study",
+        metavar="STUDY_ID",
+        help="Read the submissions of this Prolific study through Prolific's API "
+        "(needs PROLIFIC_API_TOKEN) instead of an export.",
+    )
+    @click.option(
+        "--send",
+        is_flag=True,
+        help="With --prolific-api and --apply: also approve, reject and pay the bonuses "
+        "through the API.",
+    )
+    @click.option(
         "--out",
         type=click.Path(path_type=Path, file_okay=False),
         default=Path("."),
@@ -102,45 +196,114 @@ def register_study_cli(app: Flask) -> None:
         help="Folder for the decision files.",
     )
     @click.option(
-        "--apply", is_flag=True, help="Also mark approved/rejected workers in the database."
+        "--apply",
+        is_flag=True,
+        help="Record the decisions (apart from the evidence), mark returned workers and add "
+        "bonus.csv to the bonus ledger. Use it when you act on the files; undo-verify reverts.",
     )
-    def verify(slug: str, prolific_export, mturk_batch, ids, out: Path, apply: bool) -> None:
+    def verify_command(
+        slug: str, prolific_export, mturk_batch, ids, prolific_study, send, out: Path, apply: bool
+    ):
         """Decide approve / reject / review for each submission of study SLUG, with reasons.
 
-        Writes decisions.csv, plus approve.txt / reject.txt / review.txt (Prolific: paste the ids
-        into bulk approve/reject) or mturk-decisions.csv (upload to MTurk's batch review).
-        """  # fmt: skip
-        chosen = [p for p in (prolific_export, mturk_batch, ids) if p is not None]
+        Writes decisions.csv, approve.txt, reject.csv (Prolific's category and a message),
+        review.csv, bonus.csv (Prolific's bulk bonus format), README.md, and for MTurk
+        mturk-decisions.csv. Returned and timed-out submissions are neither approved nor
+        rejected; a missing code alone never rejects a worker the site saw finish.
+        """
+        chosen = [p for p in (prolific_export, mturk_batch, ids, prolific_study) if p]
         if len(chosen) != 1:
-            raise click.UsageError("give exactly one of --prolific-export, --mturk-batch, --ids")
-        source = chosen[0]
-        try:
-            text = source.read_text(encoding="utf-8-sig")
-        except OSError as error:
-            raise click.ClickException(f"{source}: cannot read file ({error.strerror})") from None
-        try:
-            if prolific_export:
-                submissions = reports.read_prolific_export(text)
-            elif mturk_batch:
-                submissions = reports.read_mturk_batch(text)
-            else:
-                submissions = reports.read_id_list(text)
-        except ValueError as error:
-            raise click.ClickException(f"{source}: {error}") from None
+            raise click.UsageError(
+                "give exactly one of --prolific-export, --mturk-batch, --ids, --prolific-api"
+            )
+        if send and not (prolific_study and apply):
+            raise click.UsageError("--send needs --prolific-api and --apply")
         study = _study(slug)
-        decisions = reports.decide(study, submissions)
-        out.mkdir(parents=True, exist_ok=True)
-        write_decisions(out, decisions, mturk_batch is not None, submissions)
-        counts = {
-            k: sum(d.decision == k for d in decisions) for k in ("approve", "reject", "review")
-        }
+        client = _prolific_client() if prolific_study else None
+        if client is not None:
+            source_name = f"Prolific study {prolific_study}"
+            try:
+                rows = verify.from_prolific_api(client.submissions(prolific_study))
+            except ProlificError as error:
+                raise click.ClickException(str(error)) from None
+        else:
+            source = chosen[0]
+            source_name = source.name
+            rows = _read_rows(source, prolific_export, mturk_batch)
+        submissions, duplicates = verify.one_per_worker(rows)
+        decisions = verify.decide(study, submissions)
         click.echo(
-            f"{len(decisions)} submission(s): {counts['approve']} approve, {counts['reject']} "
-            f"reject, {counts['review']} review. Files in {out}/"
+            f"{source_name}: {len(rows)} row(s), {len(submissions)} worker(s)"
+            + (f" ({duplicates} duplicate row(s) counted once)." if duplicates else ".")
         )
-        if apply:
-            changed = reports.apply_decisions(study, decisions)
-            click.echo(f"Recorded {changed} decision(s) in the database.")
+        for line in decision_lines(decisions, studies.config_of(study).currency):
+            click.echo(line)
+        applied = verify.apply_decisions(study, decisions) if apply else None
+        fieldnames = (list(rows[0].row or {}) if rows else []) if mturk_batch else None
+        key = pseudonym_key()
+        files = verify.write_files(
+            out,
+            study,
+            decisions,
+            source_name,
+            applied,
+            fieldnames,
+            pseudonym=lambda player_id: pseudonym(player_id, key),
+        )
+        click.echo(f"Files in {out}/: {', '.join(files)}")
+        if applied is None:
+            click.echo("Nothing recorded: add --apply when you act on these files.")
+        elif applied.run is None:
+            click.echo(
+                f"Nothing new to record: all {applied.unchanged} decision(s) are as recorded "
+                "before, and no bonus is owed."
+            )
+        else:
+            click.echo(
+                f"Recorded run {applied.run}: {applied.changed} decision(s) new or changed, "
+                f"{applied.unchanged} unchanged, {applied.marked_left} worker(s) marked returned "
+                f"or timed out, {applied.bonuses} bonus(es) added to the ledger. "
+                f"`flask study undo-verify {slug}` reverts it."
+            )
+        if send:
+            try:
+                sent = verify.send_to_prolific(client, prolific_study, decisions)
+            except ProlificError as error:
+                raise click.ClickException(
+                    f"Prolific refused: {error}. The decisions and bonuses are recorded: finish "
+                    f"by hand with the files in {out}/, and pay bonus.csv only if Prolific "
+                    "shows those bonuses unpaid."
+                ) from None
+            click.echo(
+                f"Sent to Prolific: {sent['approved']} approved, {sent['rejected']} rejected, "
+                f"{sent['bonuses']} bonus(es) paid."
+            )
+
+    @study_group.command("undo-verify")
+    @click.argument("slug")
+    @click.option(
+        "--drop-bonuses",
+        is_flag=True,
+        help="Also remove that run's bonuses from the ledger (only if bonus.csv was never "
+        "uploaded: otherwise they were paid, and the next run would pay them again).",
+    )
+    def undo_verify(slug: str, drop_bonuses: bool) -> None:
+        """Revert the latest `flask study verify --apply` of study SLUG."""
+        try:
+            undone = verify.undo_last_run(_study(slug), drop_bonuses)
+        except ServiceError as refused:
+            raise click.ClickException(refused.message) from None
+        click.echo(
+            f"Reverted run {undone.run}: {undone.decisions} decision(s) removed, "
+            f"{undone.restored} status(es) put back."
+        )
+        if undone.bonuses_kept:
+            click.echo(
+                f"Kept its {undone.bonuses_kept} bonus(es) in the ledger, as paid; pass "
+                "--drop-bonuses if that bonus.csv was never uploaded."
+            )
+        if undone.bonuses_dropped:
+            click.echo(f"Removed {undone.bonuses_dropped} bonus(es) from the ledger.")
 
     @study_group.command("close")
     @click.argument("slug")
@@ -149,22 +312,113 @@ def register_study_cli(app: Flask) -> None:
         studies.set_open(_study(slug), False)
         click.echo(f"Study {slug!r} is closed to new workers.")
 
+    @study_group.command("reopen")
+    @click.argument("slug")
+    def reopen(slug: str) -> None:
+        """Admit new workers to study SLUG again."""
+        studies.set_open(_study(slug), True)
+        click.echo(f"Study {slug!r} is open to new workers.")
 
-def write_decisions(out: Path, decisions, mturk: bool, submissions) -> None:
-    lines = ["worker_id,decision,reasons"]
-    for d in decisions:
-        reasons = "; ".join(d.reasons).replace('"', "'")
-        lines.append(f'{d.worker_id},{d.decision},"{reasons}"')
-    (out / "decisions.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    if mturk:
-        fieldnames = list(submissions[0].row) if submissions and submissions[0].row else []
-        (out / "mturk-decisions.csv").write_text(
-            reports.mturk_batch_with_decisions(decisions, fieldnames), encoding="utf-8"
+    @study_group.command("delete")
+    @click.argument("slug")
+    @click.option(
+        "--force",
+        is_flag=True,
+        help="Delete a study that has participants, with their rounds (needs --export).",
+    )
+    @click.option(
+        "--export",
+        "export_to",
+        type=click.Path(path_type=Path, file_okay=False),
+        help="With --force: first export the study's rounds (private, with worker ids) here.",
+    )
+    @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+    def delete(slug: str, force: bool, export_to: Path | None, yes: bool) -> None:
+        """Delete study SLUG, its attention checks and, with --force, its workers' data.
+
+        A study with participants is deleted only with --force and --export DIR: the export is
+        written first, and nothing is deleted if it fails.
+        """
+        study = _study(slug)
+        count = studies.participant_count(study)
+        if count and not force:
+            raise click.ClickException(
+                f"study {slug!r} has {count} participant(s). To delete it with their rounds, "
+                "pass --force --export DIR (the export is written first)."
+            )
+        if count and export_to is None:
+            raise click.ClickException("--force needs --export DIR: the data is exported first")
+        if not yes:
+            click.confirm(
+                f"Delete study {slug!r}"
+                + (f" and its {count} participant(s)" if count else "")
+                + "?",
+                abort=True,
+            )
+        if count:
+            try:
+                result = export(
+                    ExportOptions(out=export_to, private=True, include_unconsented=True, study=slug)
+                )
+            except ExportError as error:
+                raise click.ClickException(f"export failed, nothing deleted: {error}") from None
+            (Path(export_to) / "workers.csv").write_text(
+                reports.workers_csv(reports.study_report(study)), encoding="utf-8"
+            )
+            click.echo(f"Exported {result.counts['rounds']} rounds to {result.folder}.")
+        deleted = studies.delete_study(study, force=force)
+        click.echo(f"Deleted study {slug!r} ({deleted} participant(s)).")
+
+
+def _prolific_client() -> ProlificClient:
+    try:
+        return ProlificClient(
+            current_app.config.get("PROLIFIC_API_TOKEN") or "",
+            current_app.config["PROLIFIC_API_URL"],
         )
-    else:
-        for kind in ("approve", "reject", "review"):
-            ids = [d.worker_id for d in decisions if d.decision == kind]
-            (out / f"{kind}.txt").write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
+    except ProlificError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _read_rows(source: Path, prolific: bool, mturk: bool) -> list[verify.Submission]:
+    try:
+        text = source.read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise click.ClickException(f"{source}: cannot read file ({error.strerror})") from None
+    try:
+        if prolific:
+            return verify.read_prolific_export(text)
+        if mturk:
+            return verify.read_mturk_batch(text)
+        return verify.read_id_list(text)
+    except ValueError as error:
+        raise click.ClickException(f"{source}: {error}") from None
+
+
+def decision_lines(decisions: list[verify.Decision], currency: str) -> list[str]:
+    """A table of the decisions for the terminal, then the counts."""
+    width = max([len(d.worker_id) for d in decisions] + [6])
+    lines = [f"{'worker':<{width}}  {'decision':<8}  {'platform':<15}  reasons"]
+    for d in decisions:
+        reasons = "; ".join(d.reasons)
+        if d.bonus_minor:
+            reasons = f"bonus {d.bonus_minor / 100:.2f} {currency}" + (
+                f"; {reasons}" if reasons else ""
+            )
+        if not d.actionable:
+            reasons = f"already {d.platform_status.lower()} there" + (
+                f"; {reasons}" if reasons else ""
+            )
+        lines.append(
+            f"{d.worker_id:<{width}}  {d.decision:<8}  {d.platform_status or '-':<15}  {reasons}"
+        )
+    counts = {k: sum(d.decision == k for d in decisions) for k in verify.DECISIONS}
+    lines.append(
+        f"{len(decisions)} submission(s): {counts['approve']} approve, {counts['reject']} reject, "
+        f"{counts['review']} review, {counts['returned']} returned or timed out and "
+        f"{counts['pending']} still active (no action)."
+    )
+    return lines
 
 
 def report_lines(r: reports.StudyReport) -> list[str]:
@@ -172,10 +426,13 @@ def report_lines(r: reports.StudyReport) -> list[str]:
         return "—" if value is None else fmt.format(value)
 
     status = ", ".join(f"{k} {v}" for k, v in r.by_status.items()) or "none yet"
-    return [
-        f"Study {r.slug!r}: {r.title} ({r.platform}), {r.rounds_required} rounds per worker",
+    places = f"; places {r.places_taken} of {r.places}" if r.places else ""
+    a = r.agreement
+    lines = [
+        f"Study {r.slug!r}: {r.title} ({r.platform}), {r.rounds_required} rounds per worker, "
+        f"{'open' if r.is_open else 'closed'}",
         f"Participants: {r.participants} ({status}); finished {r.finished}, "
-        f"completion rate {num(r.completion_rate, '{:.0%}')}",
+        f"completion rate {num(r.completion_rate, '{:.0%}')}{places}",
         f"Time: median {num(r.median_round_seconds)} s per round; median "
         f"{num(r.median_gap_seconds)} s between submissions; median "
         f"{num(r.median_total_minutes)} min in total",
@@ -185,5 +442,13 @@ def report_lines(r: reports.StudyReport) -> list[str]:
         f"Coverage: {r.pool_size} examples, {r.examples_at_target} at the target of "
         f"{r.target_per_example}; annotations per example min {r.annotations_min}, median "
         f"{r.annotations_median:g}, max {r.annotations_max}",
-        f"Flags: {r.flagged_too_fast} too fast, {r.flagged_straight_lining} straight-lining",
+        f"Agreement: {a.texts} texts with 2+ answers, {a.pairs} pairs; exact "
+        f"{num(a.exact_rate, '{:.0%}')}, within one {num(a.within_one_rate, '{:.0%}')}; "
+        f"Krippendorff's alpha (interval) {num(a.alpha_interval, '{:.2f}')}",
+        f"Flags: {r.flagged_too_fast} too fast (under "
+        f"{num(r.speed_threshold_seconds)} s per round), {r.flagged_straight_lining} "
+        "straight-lining",
     ]
+    if r.decisions:
+        lines.append("Decisions: " + ", ".join(f"{k} {v}" for k, v in r.decisions.items()))
+    return lines

@@ -10,11 +10,14 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from app.crowd import schedule
+
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,63}$")
 CODE_RE = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 PLATFORMS = ("prolific", "mturk", "generic")
 OUTCOMES = ("completed", "failed_checks", "screened_out")
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc={code}"
+PLATFORM_NAMES = {"prolific": "Prolific", "mturk": "Mechanical Turk", "generic": "your platform"}
 
 
 class StudyConfigError(ValueError):
@@ -32,6 +35,17 @@ class LikertCriterion:
     # machine-written part).
     target: str = "flagged"
     examples: list[str] = field(default_factory=list)
+    # Asked instead of `question` when there is nothing to rate: the worker said the whole text
+    # is human (target "flagged"), or the text has no machine part (target "continuation").
+    question_all_human: str = ""
+
+    def wording(self, nothing_to_rate: bool) -> str:
+        if not nothing_to_rate:
+            return self.question
+        return self.question_all_human or (
+            f"You said every sentence is human-written: rate the text as a whole "
+            f"({self.name.replace('_', ' ')})."
+        )
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,28 @@ class Screening:
     question: str
     options: list[str]
     accept: list[str]
+
+
+@dataclass(frozen=True)
+class ComprehensionQuestion:
+    """A question about the instructions, answered after reading them (two tries)."""
+
+    question: str
+    options: list[str]
+    answer: str
+
+
+@dataclass(frozen=True)
+class BonusRule:
+    """A bonus per point and per exact hit on the scored rounds, capped per worker (in the
+    study's currency); paid only to approved workers."""
+
+    per_point: float = 0.0
+    per_exact: float = 0.0
+    cap: float = 0.0
+
+    def amount(self, points: int, exact: int) -> float:
+        return round(min(self.per_point * points + self.per_exact * exact, self.cap), 2)
 
 
 @dataclass(frozen=True)
@@ -50,8 +86,13 @@ class StudyConfig:
     attention_check_rate: float = 0.1
     target_per_example: int = 3
     max_rounds: int | None = None
-    min_seconds_per_round: float = 10.0
+    # Flag a worker whose median round time is below this share of the study's median.
+    speeder_fraction: float = 1 / 3
+    # Optional absolute floor (seconds); 0 = off.
+    min_seconds_per_round: float = 0.0
     fail_after_checks: int = 2
+    # How many of a worker's attention checks are all-human texts; the others are inside a text.
+    all_human_checks: int = 0
     straight_line_threshold: int = 6
     reward: float = 0.0
     currency: str = "GBP"
@@ -67,6 +108,16 @@ class StudyConfig:
     likert: list[LikertCriterion] = field(default_factory=list)
     likert_when: str = "after"
     screening: Screening | None = None
+    comprehension: list[ComprehensionQuestion] = field(default_factory=list)
+    # Minutes from consent to the last answer; a worker past it frees their place.
+    time_limit_minutes: float | None = None
+    # The most workers who may hold or have finished a place; None = no limit.
+    places: int | None = None
+    # Show the truth and points after each paid round (practice rounds always show them).
+    show_feedback: bool = True
+    # The platform's name in messages, e.g. "SONA" for a generic link; default per platform.
+    platform_name: str = ""
+    bonus: BonusRule | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -75,13 +126,24 @@ class StudyConfig:
     def from_json(cls, data: dict) -> StudyConfig:
         data = dict(data)
         data["likert"] = [LikertCriterion(**c) for c in data.get("likert", [])]
+        data["comprehension"] = [ComprehensionQuestion(**q) for q in data.get("comprehension", [])]
         if data.get("screening"):
             data["screening"] = Screening(**data["screening"])
+        if data.get("bonus"):
+            data["bonus"] = BonusRule(**data["bonus"])
         return cls(**data)
 
     @property
     def hourly_reward(self) -> float | None:
         return self.reward * 60.0 / self.expected_minutes if self.expected_minutes else None
+
+    @property
+    def total_rounds(self) -> int:
+        return self.max_rounds or self.rounds
+
+    @property
+    def display_platform(self) -> str:
+        return self.platform_name or PLATFORM_NAMES[self.platform]
 
 
 KNOWN = {
@@ -89,8 +151,22 @@ KNOWN = {
     "max_rounds", "min_seconds_per_round", "fail_after_checks", "straight_line_threshold",
     "reward", "currency", "expected_minutes", "consent", "instructions", "categories", "systems",
     "examples", "tutorial", "completion_codes", "completion_url", "likert", "likert_when",
-    "screening",
+    "screening", "all_human_checks", "speeder_fraction", "comprehension", "time_limit_minutes",
+    "places", "show_feedback", "platform_name", "bonus",
 }  # fmt: skip
+LIKERT_KEYS = {"name", "question", "definition", "labels", "target", "examples",
+               "question_all_human"}  # fmt: skip
+SCREENING_KEYS = {"question", "options", "accept"}
+COMPREHENSION_KEYS = {"question", "options", "answer"}
+BONUS_KEYS = {"per_point", "per_exact", "cap"}
+
+
+def _known(data: dict, keys: set[str], source: str, where: str) -> None:
+    """Every nested table is checked for typos too: an unknown key is an error, never ignored."""
+    unknown = sorted(set(data) - keys)
+    if unknown:
+        key = f"{where}.{unknown[0]}" if where else unknown[0]
+        raise StudyConfigError(source, key, "is not a known setting (check the spelling)")
 
 
 def _text(data, key, source, required=False, default=""):
@@ -116,6 +192,13 @@ def _number(data, key, source, default, kind=float, low=None, high=None):
     return value
 
 
+def _flag(data, key, source, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise StudyConfigError(source, key, "must be true or false")
+    return value
+
+
 def _strings(data, key, source):
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
@@ -132,6 +215,7 @@ def _likert(data, source) -> tuple[list[LikertCriterion], str]:
         where = f"likert[{i}]"
         if not isinstance(item, dict):
             raise StudyConfigError(source, where, "must be a table")
+        _known(item, LIKERT_KEYS, source, where)
         name = _text(item, "name", f"{source}: {where}", required=True)
         if not re.match(r"^[a-z][a-z0-9_]{0,31}$", name):
             raise StudyConfigError(source, f"{where}.name", "must be a short lowercase identifier")
@@ -149,6 +233,7 @@ def _likert(data, source) -> tuple[list[LikertCriterion], str]:
                 labels=labels,
                 target=target,
                 examples=_strings(item, "examples", f"{source}: {where}"),
+                question_all_human=_text(item, "question_all_human", f"{source}: {where}"),
             )
         )
     if len({c.name for c in criteria}) != len(criteria):
@@ -159,13 +244,60 @@ def _likert(data, source) -> tuple[list[LikertCriterion], str]:
     return criteria, when
 
 
+def _comprehension(data, source) -> list[ComprehensionQuestion]:
+    raw = data.get("comprehension", [])
+    if not isinstance(raw, list):
+        raise StudyConfigError(
+            source, "comprehension", "must be a list of [[comprehension]] tables"
+        )
+    questions = []
+    for i, item in enumerate(raw):
+        where = f"comprehension[{i}]"
+        if not isinstance(item, dict):
+            raise StudyConfigError(source, where, "must be a table")
+        _known(item, COMPREHENSION_KEYS, source, where)
+        options = _strings(item, "options", f"{source}: {where}")
+        answer = _text(item, "answer", f"{source}: {where}", required=True)
+        if len(options) < 2 or len(set(options)) != len(options):
+            raise StudyConfigError(
+                source, f"{where}.options", "needs at least two different options"
+            )
+        if answer not in options:
+            raise StudyConfigError(source, f"{where}.answer", "must be one of the options")
+        question = _text(item, "question", f"{source}: {where}", required=True)
+        questions.append(ComprehensionQuestion(question, options, answer))
+    return questions
+
+
+def _bonus(data, source) -> BonusRule | None:
+    raw = data.get("bonus")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise StudyConfigError(source, "bonus", "must be a table")
+    _known(raw, BONUS_KEYS, source, "bonus")
+    where = f"{source}: bonus"
+    rule = BonusRule(
+        per_point=_number(raw, "per_point", where, 0.0, low=0),
+        per_exact=_number(raw, "per_exact", where, 0.0, low=0),
+        cap=_number(raw, "cap", where, 0.0, low=0),
+    )
+    if not (rule.per_point or rule.per_exact):
+        raise StudyConfigError(source, "bonus", "needs per_point or per_exact")
+    if rule.cap <= 0:
+        raise StudyConfigError(source, "bonus.cap", "is required: the most one worker can get")
+    return rule
+
+
+def _optional(data, key, source, kind, low, high=None):
+    return None if data.get(key) is None else _number(data, key, source, None, kind, low, high)
+
+
 def parse_study(data: dict, source: str = "study") -> StudyConfig:
     """Validate a decoded study file."""
     if not isinstance(data, dict):
         raise StudyConfigError(source, "", "expected a table of settings")
-    unknown = sorted(set(data) - KNOWN)
-    if unknown:
-        raise StudyConfigError(source, unknown[0], "is not a known setting (check the spelling)")
+    _known(data, KNOWN, source, "")
     slug = _text(data, "slug", source, required=True)
     if not SLUG_RE.match(slug):
         raise StudyConfigError(source, "slug", "must be 2–64 lowercase letters, digits or hyphens")
@@ -200,6 +332,7 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
     if screening is not None:
         if not isinstance(screening, dict):
             raise StudyConfigError(source, "screening", "must be a table")
+        _known(screening, SCREENING_KEYS, source, "screening")
         options = _strings(screening, "options", f"{source}: screening")
         accept = _strings(screening, "accept", f"{source}: screening")
         if len(options) < 2 or not set(accept) <= set(options) or not accept:
@@ -218,8 +351,10 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
         attention_check_rate=_number(data, "attention_check_rate", source, 0.1, low=0, high=0.5),
         target_per_example=_number(data, "target_per_example", source, 3, int, low=1),
         max_rounds=max_rounds,
-        min_seconds_per_round=_number(data, "min_seconds_per_round", source, 10.0, low=0),
+        speeder_fraction=_number(data, "speeder_fraction", source, 1 / 3, low=0, high=1),
+        min_seconds_per_round=_number(data, "min_seconds_per_round", source, 0.0, low=0),
         fail_after_checks=_number(data, "fail_after_checks", source, 2, int, low=1),
+        all_human_checks=_number(data, "all_human_checks", source, 0, int, low=0),
         straight_line_threshold=_number(data, "straight_line_threshold", source, 6, int, low=0),
         reward=_number(data, "reward", source, 0.0, low=0),
         currency=_text(data, "currency", source, default="GBP"),
@@ -235,6 +370,12 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
         likert=likert,
         likert_when=likert_when,
         screening=screening,
+        comprehension=_comprehension(data, source),
+        time_limit_minutes=_optional(data, "time_limit_minutes", source, float, 1),
+        places=_optional(data, "places", source, int, 1),
+        show_feedback=_flag(data, "show_feedback", source, True),
+        platform_name=_text(data, "platform_name", source),
+        bonus=_bonus(data, source),
     )
     if config.platform == "prolific" and "completed" not in config.completion_codes:
         raise StudyConfigError(
@@ -256,3 +397,113 @@ def load_study_file(path: Path) -> StudyConfig:
     except tomllib.TOMLDecodeError as error:
         raise StudyConfigError(str(path), "", f"not valid TOML: {error}") from None
     return parse_study(data, str(path))
+
+
+# -- the platforms' rules -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PayRules:
+    """Hourly pay figures per currency: below `minimum` Prolific will not run a study, below
+    `recommended` the pay is not fair by Prolific's own advice (settings STUDY_PAY_MINIMUM and
+    STUDY_PAY_RECOMMENDED)."""
+
+    minimum: dict[str, float]
+    recommended: dict[str, float]
+
+
+def parse_rates(text: str, name: str) -> dict[str, float]:
+    """'GBP=6,USD=8' -> {'GBP': 6.0, 'USD': 8.0}; ValueError naming the setting otherwise."""
+    rates = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        currency, _, amount = part.partition("=")
+        try:
+            rates[currency.strip().upper()] = float(amount)
+        except ValueError:
+            raise ValueError(f"{name}: {part!r} is not CURRENCY=AMOUNT (e.g. GBP=6)") from None
+    return rates
+
+
+@dataclass(frozen=True)
+class Findings:
+    errors: list[str]
+    warnings: list[str]
+
+
+def platform_findings(config: StudyConfig, pay: PayRules) -> Findings:
+    """What the platform's rules say about a valid study file: errors where the study cannot run
+    as written, warnings where it runs but breaks a rule or can never do what it says."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    prolific = config.platform == "prolific"
+    human, inside = schedule.check_mix(config.rounds, config.attention_check_rate,
+                                       config.all_human_checks)  # fmt: skip
+    checks = human + inside
+    if checks:
+        if config.fail_after_checks > checks:
+            warnings.append(
+                f"fail_after_checks = {config.fail_after_checks} but each worker sees only "
+                f"{checks} attention check(s): the failed_checks outcome can never happen."
+            )
+        elif inside < config.fail_after_checks:
+            warnings.append(
+                f"only {inside} of the {checks} checks are inside a text: a worker who answers "
+                f"'all human' everywhere fails {inside} and passes (fail_after_checks = "
+                f"{config.fail_after_checks}); lower all_human_checks or raise the rate."
+            )
+        if prolific and (checks < 2 or config.fail_after_checks < 2):
+            warnings.append(
+                "Prolific allows a rejection only after a participant fails at least two attention "
+                f"checks: this study has {checks} per worker and fail_after_checks = "
+                f"{config.fail_after_checks}."
+            )
+    if config.all_human_checks > checks:
+        warnings.append(
+            f"all_human_checks = {config.all_human_checks} but each worker sees only {checks} "
+            "check(s)."
+        )
+    outcomes = {
+        "failed_checks": checks > 0 and config.fail_after_checks <= checks,
+        "screened_out": bool(config.screening or config.comprehension),
+    }
+    for outcome, possible in outcomes.items():
+        if prolific and possible and outcome not in config.completion_codes:
+            warnings.append(
+                f"completion_codes.{outcome} is missing: workers with this outcome get a personal "
+                "code that Prolific does not know. Add the code Prolific shows for it."
+            )
+    hourly = config.hourly_reward
+    currency = config.currency.upper()
+    paid = prolific or config.reward > 0
+    if paid and hourly is not None:
+        minimum = pay.minimum.get(currency)
+        recommended = pay.recommended.get(currency)
+        shown = f"{config.reward:.2f} {currency} for {config.expected_minutes:g} minutes"
+        if minimum is None and recommended is None:
+            warnings.append(
+                f"no pay figures are known for {currency}: check the hourly pay yourself."
+            )
+        elif prolific and minimum is not None and hourly < minimum:
+            errors.append(
+                f"pay of {shown} is {hourly:.2f} {currency}/h, below Prolific's minimum of "
+                f"{minimum:.2f} {currency}/h: raise reward or check expected_minutes."
+            )
+        elif recommended is not None and hourly < recommended:
+            warnings.append(
+                f"pay of {shown} is {hourly:.2f} {currency}/h, below the recommended "
+                f"{recommended:.2f} {currency}/h."
+            )
+    if (
+        config.time_limit_minutes is not None
+        and config.time_limit_minutes < config.expected_minutes
+    ):
+        warnings.append(
+            f"time_limit_minutes = {config.time_limit_minutes:g} is shorter than "
+            f"expected_minutes = {config.expected_minutes:g}: most workers would run out of time."
+        )
+    if not config.show_feedback and not config.tutorial:
+        warnings.append(
+            "show_feedback = false and no tutorial: workers never see a right answer before the "
+            "paid rounds; consider a few practice texts."
+        )
+    return Findings(errors, warnings)

@@ -10,10 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from app.crowd.config import PLATFORM_NAMES
+
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
-MTURK_FRAME_ANCESTORS = "https://www.mturk.com https://workersandbox.mturk.com"
+# Where a framed task's forms may go: MTurk's externalSubmit on either host.
+MTURK_SUBMIT_ORIGINS = " ".join(f"https://{host}" for host in sorted(MTURK_HOSTS))
 
 # platform -> (worker id, platform session, platform study) parameter names
 PARAMETERS = {
@@ -21,7 +24,6 @@ PARAMETERS = {
     "mturk": ("workerId", "assignmentId", "hitId"),
     "generic": ("pid", "session", "study"),
 }
-PLATFORM_NAMES = {"prolific": "Prolific", "mturk": "Mechanical Turk", "generic": "your platform"}
 
 
 class EntryError(ValueError):
@@ -37,18 +39,18 @@ class Entry:
     preview: bool = False
 
 
-def _check(name: str, value: str | None, platform: str, required: bool) -> str | None:
+def _check(name: str, value: str | None, where: str, required: bool) -> str | None:
     if value is None or value == "":
         if required:
             raise EntryError(
                 f"This study link is missing your {name}. Please open the study again from "
-                f"{PLATFORM_NAMES[platform]}, so that we can credit your work."
+                f"{where}, so that we can credit your work."
             )
         return None
     if not ID_RE.match(value):
         raise EntryError(
             f"The {name} in this link does not look right. Please open the study again from "
-            f"{PLATFORM_NAMES[platform]}."
+            f"{where}."
         )
     return value
 
@@ -62,14 +64,16 @@ def _mturk_host(address: str) -> str | None:
     return parts.hostname if parts.scheme == "https" and parts.hostname in MTURK_HOSTS else None
 
 
-def parse_entry(platform: str, args: Mapping[str, str]) -> Entry:
+def parse_entry(platform: str, args: Mapping[str, str], name: str | None = None) -> Entry:
+    """The worker's ids from an entry link; `name` is the platform's name in messages."""
     worker_key, session_key, study_key = PARAMETERS[platform]
+    where = name or PLATFORM_NAMES[platform]
     if platform == "mturk" and args.get("assignmentId") == MTURK_PREVIEW:
         return Entry(worker_id="", session=None, study=None, preview=True)
     required_session = platform in ("prolific", "mturk")
-    worker = _check(worker_key, args.get(worker_key), platform, required=True)
-    session = _check(session_key, args.get(session_key), platform, required=required_session)
-    study = _check(study_key, args.get(study_key), platform, required=False)
+    worker = _check(worker_key, args.get(worker_key), where, required=True)
+    session = _check(session_key, args.get(session_key), where, required=required_session)
+    study = _check(study_key, args.get(study_key), where, required=False)
     submit_to = None
     if platform == "mturk":
         host = _mturk_host(args.get("turkSubmitTo", ""))

@@ -1,4 +1,4 @@
-"""Study progress, time on task, pay and quality flags; decisions for the platforms' files."""
+"""Study progress, time on task, pay, quality flags and live agreement."""
 
 from __future__ import annotations
 
@@ -6,15 +6,20 @@ import csv
 import io
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from statistics import median
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from app.crowd import codes, quality
-from app.crowd.studies import FINISHED, completion_code, config_of
+from app.crowd import agreement, quality, studies
+from app.crowd.studies import FINISHED, LEFT, completion_code, config_of
 from app.extensions import db
 from app.game import rounds as game
-from app.models import Participant, ParticipantStatus, Round, Study
+from app.models import Example, Participant, ParticipantStatus, Round, Study, StudyDecision
+
+# Below this many workers with answered rounds, the study's median time says too little for
+# the relative speeder flag.
+MIN_WORKERS_FOR_SPEED = 3
 
 
 @dataclass
@@ -30,6 +35,14 @@ class WorkerStats:
     straight_lining: bool
     too_fast: bool
     completion_code: str | None
+    participant_id: int = 0
+    player_id: int = 0
+    points: int = 0  # on scored (normal) rounds
+    exact: int = 0  # scored rounds where the guess was the boundary
+    comprehension_failures: int = 0
+    decision: str | None = None  # the latest `flask study verify --apply` decision
+    started_at: datetime | None = None
+    left_at: datetime | None = None
 
     @property
     def flags(self) -> list[str]:
@@ -69,11 +82,40 @@ class StudyReport:
     flagged_too_fast: int
     flagged_straight_lining: int
     workers: list[WorkerStats] = field(default_factory=list)
+    is_open: bool = True
+    places: int | None = None
+    places_taken: int = 0
+    time_limit_minutes: float | None = None
+    left: int = 0  # returned or timed out
+    speed_threshold_seconds: float | None = None
+    agreement: agreement.Agreement | None = None
+    decisions: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["workers"] = [asdict(w) | {"flags": w.flags} for w in self.workers]
         return data
+
+
+def latest_decisions(study: Study) -> dict[int, StudyDecision]:
+    """The current decision per participant: the newest row of the latest applied runs."""
+    newest = (
+        select(func.max(StudyDecision.id))
+        .where(StudyDecision.study_id == study.id)
+        .group_by(StudyDecision.participant_id)
+    )
+    rows = db.session.scalars(select(StudyDecision).where(StudyDecision.id.in_(newest)))
+    return {row.participant_id: row for row in rows}
+
+
+def speed_threshold(config, medians: list[float]) -> float | None:
+    """Seconds per round under which a worker is flagged: a share of the study's median (the
+    median of the workers' medians) once enough workers played, and the optional floor."""
+    relative = (
+        config.speeder_fraction * median(medians) if len(medians) >= MIN_WORKERS_FOR_SPEED else 0
+    )
+    threshold = max(relative, config.min_seconds_per_round)
+    return threshold or None
 
 
 def worker_stats(study: Study) -> list[WorkerStats]:
@@ -84,8 +126,17 @@ def worker_stats(study: Study) -> list[WorkerStats]:
         )
     )
     rows = db.session.execute(
-        select(Round.participant_id, Round.kind, Round.guess, Round.started_at, Round.answered_at)
+        select(
+            Round.participant_id,
+            Round.kind,
+            Round.guess,
+            Round.points,
+            Round.started_at,
+            Round.answered_at,
+            Example.boundary,
+        )
         .join(Participant, Participant.id == Round.participant_id)
+        .join(Example, Example.id == Round.example_id)
         .where(Participant.study_id == study.id, Round.guess.is_not(None))
         .order_by(Round.participant_id, Round.answered_at)
     ).all()
@@ -93,14 +144,22 @@ def worker_stats(study: Study) -> list[WorkerStats]:
     for row in rows:
         if row.kind != game.PRACTICE:
             by_worker[row.participant_id].append(row)
+    decided = latest_decisions(study)
+    medians = {}
+    for participant in participants:
+        durations = [
+            (r.answered_at - r.started_at).total_seconds() for r in by_worker[participant.id]
+        ]
+        medians[participant.id] = quality.median_or_none(durations)
+    threshold = speed_threshold(config, [m for m in medians.values() if m is not None])
     stats = []
     for participant in participants:
         mine = by_worker.get(participant.id, [])
-        durations = [(r.answered_at - r.started_at).total_seconds() for r in mine]
         gaps = quality.seconds_between([r.answered_at for r in mine])
-        guesses = [r.guess for r in mine if r.kind == game.NORMAL]
-        median_round = quality.median_or_none(durations)
+        scored = [r for r in mine if r.kind == game.NORMAL]
+        median_round = medians[participant.id]
         total = (mine[-1].answered_at - participant.started_at).total_seconds() if mine else None
+        decision = decided.get(participant.id)
         stats.append(
             WorkerStats(
                 worker_id=participant.worker_id,
@@ -111,16 +170,45 @@ def worker_stats(study: Study) -> list[WorkerStats]:
                 median_round_seconds=median_round,
                 median_gap_seconds=quality.median_or_none(gaps),
                 total_seconds=total,
-                straight_lining=quality.straight_lining(guesses, config.straight_line_threshold),
-                too_fast=median_round is not None and median_round < config.min_seconds_per_round,
+                straight_lining=quality.straight_lining(
+                    [r.guess for r in scored], config.straight_line_threshold
+                ),
+                too_fast=threshold is not None
+                and median_round is not None
+                and median_round < threshold,
                 completion_code=completion_code(participant),
+                participant_id=participant.id,
+                player_id=participant.player_id,
+                points=sum(r.points or 0 for r in scored),
+                exact=sum(r.guess == r.boundary for r in scored),
+                comprehension_failures=participant.comprehension_failures,
+                decision=decision.decision if decision else None,
+                started_at=participant.started_at,
+                left_at=participant.left_at,
             )
         )
     return stats
 
 
+def study_agreement(study: Study) -> agreement.Agreement:
+    """Agreement on the study's scored texts, from the answered rounds so far."""
+    answers: dict[int, list[int]] = defaultdict(list)
+    for example_id, guess in db.session.execute(
+        select(Round.example_id, Round.guess)
+        .join(Participant, Participant.id == Round.participant_id)
+        .where(
+            Participant.study_id == study.id,
+            Round.kind == game.NORMAL,
+            Round.guess.is_not(None),
+        )
+    ):
+        answers[example_id].append(guess)
+    return agreement.agreement(answers.values())
+
+
 def study_report(study: Study) -> StudyReport:
     config = config_of(study)
+    studies.expire_overdue(study)
     workers = worker_stats(study)
     statuses = Counter(w.status for w in workers)
     finished = sum(n for s, n in statuses.items() if ParticipantStatus(s) in FINISHED)
@@ -136,7 +224,11 @@ def study_report(study: Study) -> StudyReport:
         )
     )
     counts = [per_example.get(example_id, 0) for example_id in study.pool["normal"]] or [0]
-    done_totals = [w.total_seconds for w in workers if w.status != "started" and w.total_seconds]
+    done_totals = [
+        w.total_seconds
+        for w in workers
+        if ParticipantStatus(w.status) in FINISHED and w.total_seconds
+    ]
     median_total = median(done_totals) if done_totals else None
     all_rounds = [w.median_round_seconds for w in workers if w.median_round_seconds is not None]
     all_gaps = [w.median_gap_seconds for w in workers if w.median_gap_seconds is not None]
@@ -165,24 +257,34 @@ def study_report(study: Study) -> StudyReport:
         flagged_too_fast=sum(w.too_fast for w in workers),
         flagged_straight_lining=sum(w.straight_lining for w in workers),
         workers=workers,
+        is_open=study.is_open,
+        places=config.places,
+        places_taken=studies.places_taken(study),
+        time_limit_minutes=config.time_limit_minutes,
+        left=sum(n for s, n in statuses.items() if ParticipantStatus(s) in LEFT),
+        speed_threshold_seconds=speed_threshold(config, all_rounds),
+        agreement=study_agreement(study),
+        decisions=dict(sorted(Counter(w.decision for w in workers if w.decision).items())),
     )
 
 
+WORKER_COLUMNS = (
+    "worker_id", "status", "decision", "rounds_done", "checks_passed", "checks_failed",
+    "points", "exact", "median_round_seconds", "median_gap_seconds", "total_seconds", "flags",
+)  # fmt: skip
+
+
 def workers_csv(report: StudyReport) -> str:
+    """One row per worker; the header is the first line (no banner: see docs)."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(
-        [
-            "worker_id", "status", "rounds_done", "checks_passed", "checks_failed",
-            "median_round_seconds", "median_gap_seconds", "total_seconds", "flags",
-        ]
-    )  # fmt: skip
+    writer.writerow(WORKER_COLUMNS)
     for w in report.workers:
         writer.writerow(
             [
-                w.worker_id, w.status, w.rounds_done, w.checks_passed, w.checks_failed,
-                _fmt(w.median_round_seconds), _fmt(w.median_gap_seconds), _fmt(w.total_seconds),
-                "; ".join(w.flags),
+                w.worker_id, w.status, w.decision or "", w.rounds_done, w.checks_passed,
+                w.checks_failed, w.points, w.exact, _fmt(w.median_round_seconds),
+                _fmt(w.median_gap_seconds), _fmt(w.total_seconds), "; ".join(w.flags),
             ]
         )  # fmt: skip
     return out.getvalue()
@@ -190,128 +292,3 @@ def workers_csv(report: StudyReport) -> str:
 
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.1f}"
-
-
-# -- verification ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Submission:
-    """One row of a platform's results file: who, and the code they entered (if the file has it)."""
-
-    worker_id: str
-    code: str | None = None
-    row: dict | None = None
-
-
-@dataclass(frozen=True)
-class Decision:
-    worker_id: str
-    decision: str  # approve / reject / review
-    reasons: list[str]
-    row: dict | None = None
-
-
-def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
-    """Approve, reject or review each submission, with the reasons."""
-    config = config_of(study)
-    stats = {w.worker_id: w for w in worker_stats(study)}
-    decisions = []
-    for sub in submissions:
-        w = stats.get(sub.worker_id)
-        if w is None:
-            decisions.append(
-                Decision(sub.worker_id, "review", ["never joined this study"], sub.row)
-            )
-            continue
-        reject, review = [], []
-        if w.status == "failed_checks":
-            reject.append(f"failed {w.checks_failed} attention check(s)")
-        elif w.status == "screened_out":
-            review.append("screened out (pay per the platform's rules for screen-outs)")
-        elif w.status == "started":
-            review.append(f"unfinished: {w.rounds_done} of {config.rounds} rounds")
-        if sub.code is not None and w.completion_code is not None:
-            if not codes.codes_match(sub.code, w.completion_code):
-                reject.append("completion code does not match")
-        elif sub.code is not None and w.completion_code is None:
-            review.append("entered a code before finishing")
-        if w.too_fast:
-            review.append(
-                f"median round time {w.median_round_seconds:.0f} s is below the study's "
-                f"minimum of {config.min_seconds_per_round:.0f} s"
-            )
-        if w.straight_lining:
-            review.append("straight-lining: the same answer position many times in a row")
-        decision = "reject" if reject else "review" if review else "approve"
-        decisions.append(Decision(sub.worker_id, decision, reject + review, sub.row))
-    return decisions
-
-
-def read_prolific_export(text: str) -> list[Submission]:
-    """Prolific's submissions export: 'Participant id' and, when present, 'Completion code'."""
-    reader = csv.DictReader(io.StringIO(text))
-    headers = {h.lower().replace("_", " ").strip(): h for h in reader.fieldnames or []}
-    id_col = headers.get("participant id")
-    if id_col is None:
-        raise ValueError("the Prolific export has no 'Participant id' column")
-    code_col = headers.get("completion code")
-    return [
-        Submission(row[id_col].strip(), (row.get(code_col) or None) if code_col else None, row)
-        for row in reader
-        if row.get(id_col, "").strip()
-    ]
-
-
-def read_mturk_batch(text: str) -> list[Submission]:
-    """MTurk's batch results CSV: 'WorkerId' and the code in 'Answer.completion_code'."""
-    reader = csv.DictReader(io.StringIO(text))
-    if "WorkerId" not in (reader.fieldnames or []):
-        raise ValueError("the MTurk batch file has no 'WorkerId' column")
-    return [
-        Submission(row["WorkerId"].strip(), row.get("Answer.completion_code") or None, row)
-        for row in reader
-        if row.get("WorkerId", "").strip()
-    ]
-
-
-def read_id_list(text: str) -> list[Submission]:
-    """One worker id per line (blank lines and # comments ignored)."""
-    ids = [line.strip() for line in text.splitlines()]
-    return [Submission(i) for i in ids if i and not i.startswith("#")]
-
-
-def mturk_batch_with_decisions(decisions: list[Decision], fieldnames: list[str]) -> str:
-    """The batch file with MTurk's Approve and Reject columns filled in (review rows left blank)."""
-    out = io.StringIO()
-    names = [*fieldnames, *(c for c in ("Approve", "Reject") if c not in fieldnames)]
-    writer = csv.DictWriter(out, fieldnames=names)
-    writer.writeheader()
-    for d in decisions:
-        row = dict(d.row or {"WorkerId": d.worker_id})
-        row["Approve"] = "x" if d.decision == "approve" else ""
-        row["Reject"] = "; ".join(d.reasons) if d.decision == "reject" else ""
-        writer.writerow(row)
-    return out.getvalue()
-
-
-def apply_decisions(study: Study, decisions: list[Decision]) -> int:
-    """Record approve/reject on the participants (review is left for a person); returns count."""
-    changed = 0
-    for d in decisions:
-        if d.decision not in ("approve", "reject"):
-            continue
-        participant = db.session.scalar(
-            select(Participant).where(
-                Participant.study_id == study.id, Participant.worker_id == d.worker_id
-            )
-        )
-        if participant is None or participant.status not in FINISHED:
-            continue
-        participant.status = (
-            ParticipantStatus.approved if d.decision == "approve" else ParticipantStatus.rejected
-        )
-        participant.decision_note = "; ".join(d.reasons)
-        changed += 1
-    db.session.commit()
-    return changed

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, g, redirect, render_template, request, session, url_for
+from urllib.parse import urlencode
+
+from flask import Blueprint, flash, g, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_user
 
 from app.crowd import studies
@@ -15,6 +17,11 @@ from app.models import Participant, Round, Study
 bp = Blueprint("crowd", __name__, url_prefix="/study")
 
 BOUND = "participant_id"
+# MTurk shows the task in a frame. Whether this browser keeps our cookie there is tested with one
+# redirect: the landing page sets a session value and sends the browser back with PROBE=1.
+PROBE = "cookie_check"
+# A task opened in its own tab (because the frame could not keep a cookie) carries TAB=1.
+TAB = "tab"
 
 
 def bound_participant(study) -> Participant:
@@ -64,20 +71,40 @@ def current():
     return redirect(url_for("crowd.resume", slug=participant.study.slug))
 
 
+def _landing_with(slug: str, params: dict, flag: str) -> str:
+    """The study's landing address with the link's own parameters and `flag`=1."""
+    return url_for("crowd.landing", slug=slug) + "?" + urlencode({**params, flag: "1"})
+
+
 @bp.get("/<slug>")
 def landing(slug: str):
     study = load_study(slug)
     config = studies.config_of(study)
     try:
-        entry = parse_entry(study.platform, request.args)
+        entry = parse_entry(study.platform, request.args, config.display_platform)
     except EntryError as error:
         return render_template("crowd/problem.html", study=study, message=str(error)), 400
     if entry.preview:
         return render_template("crowd/preview.html", study=study, config=config)
+    params = {k: v for k, v in request.args.items() if v and k != PROBE}
+    if study.platform == "mturk" and not session.get("cookies_kept"):
+        if request.args.get(PROBE) != "1":
+            session["cookies_kept"] = True
+            return redirect(_landing_with(slug, params, PROBE))
+        # The cookie set one request ago did not come back: this frame cannot keep it (Safari,
+        # private windows, third-party cookies blocked). Run the task in a tab of its own.
+        tab_link = _landing_with(slug, params, TAB)
+        return render_template(
+            "crowd/new_tab.html",
+            study=study,
+            config=config,
+            tab_link=tab_link,
+            submit_to=f"{entry.submit_to}/mturk/externalSubmit",
+            assignment_id=entry.session,
+        )
     existing = studies.find_participant(study, entry.worker_id)
     if existing is not None and session.get(BOUND) == existing.id:
         return redirect(url_for("crowd.resume", slug=slug))
-    params = {k: v for k, v in request.args.items() if v}
     return render_landing(study, entry, params, returning=existing is not None)
 
 
@@ -86,7 +113,7 @@ def landing(slug: str):
 def join(slug: str):
     study = load_study(slug)
     try:
-        entry = parse_entry(study.platform, request.form)
+        entry = parse_entry(study.platform, request.form, studies.config_of(study).display_platform)
     except EntryError as error:
         return render_template("crowd/problem.html", study=study, message=str(error)), 400
     try:
@@ -106,27 +133,79 @@ def join(slug: str):
     login_user(participant.player, remember=False)
     session[BOUND] = participant.id
     session["frame_mturk"] = study.platform == "mturk"
+    session["in_tab"] = request.form.get(TAB) == "1"
     return redirect(url_for("crowd.resume", slug=slug))
+
+
+def render_left(study, participant):
+    """The page of a worker who returned the task or ran out of time: no code, no more rounds."""
+    config = studies.config_of(study)
+    return render_template(
+        "crowd/left.html", study=study, config=config, participant=participant
+    ), 410
+
+
+def render_instructions(study, participant, error: str | None = None):
+    return render_template(
+        "crowd/instructions.html",
+        study=study,
+        config=studies.config_of(study),
+        practice=bool(study.pool["tutorial"]),
+        error=error,
+        attempt=participant.comprehension_failures,
+        tries_left=studies.COMPREHENSION_TRIES - participant.comprehension_failures,
+    ), 400 if error else 200
 
 
 @bp.get("/<slug>/continue")
 def resume(slug: str):
     study = load_study(slug)
     participant = bound_participant(study)
+    studies.check_time(participant)
+    if participant.status in studies.LEFT:
+        return render_left(study, participant)
+    if (waiting := studies.pending_ratings(study, participant)) is not None:
+        return redirect(url_for("game.show", round_id=waiting.id, _anchor="result"))
     if participant.status in studies.FINISHED:
         return redirect(url_for("crowd.done", slug=slug))
     if participant.instructions_at is None:
-        return render_template(
-            "crowd/instructions.html",
-            study=study,
-            config=studies.config_of(study),
-            practice=bool(study.pool["tutorial"]),
-        )
+        return render_instructions(study, participant)
     current = studies.open_round(participant)
     if current is not None:
         return redirect(url_for("game.show", round_id=current.id))
     number, total = studies.slot_progress(study, participant)
     return render_template("crowd/ready.html", study=study, number=number, total=total)
+
+
+@bp.post("/<slug>/comprehension")
+@limiter.limit("30 per minute")
+def comprehension(slug: str):
+    study = load_study(slug)
+    participant = bound_participant(study)
+    outcome = studies.answer_comprehension(study, participant, request.form)
+    if outcome == "screened_out":
+        return redirect(url_for("crowd.done", slug=slug))
+    if outcome == "retry":
+        return render_instructions(
+            study,
+            participant,
+            error="Not all of your answers are right. Please read the instructions again and "
+            "have one more try.",
+        )
+    return _start_next(study, participant)
+
+
+def _start_next(study, participant, extra: bool = False):
+    try:
+        made = studies.next_round(study, participant, extra=extra)
+    except studies.RatingsPending as waiting:
+        flash(waiting.message)
+        return redirect(url_for("game.show", round_id=waiting.round.id, _anchor="result"))
+    # Only now: a refused request (another's round, missing ratings) must change nothing.
+    studies.finish_instructions(participant)
+    if made is None:
+        return redirect(url_for("crowd.done", slug=study.slug))
+    return redirect(url_for("game.show", round_id=made.id))
 
 
 @bp.post("/<slug>/next")
@@ -151,31 +230,26 @@ def next_round(slug: str):
                 ),
                 400,
             )
-    made = studies.next_round(study, participant, extra=request.form.get("extra") == "1")
-    # Only now: a refused request (another's round, missing ratings) must change nothing.
-    studies.finish_instructions(participant)
-    if made is None:
-        return redirect(url_for("crowd.done", slug=slug))
-    return redirect(url_for("game.show", round_id=made.id))
+    return _start_next(study, participant, extra=request.form.get("extra") == "1")
 
 
 @bp.get("/<slug>/done")
 def done(slug: str):
     study = load_study(slug)
     participant = bound_participant(study)
-    if participant.status not in studies.FINISHED:
-        # No code before the quota is met.
+    if participant.status not in studies.FINISHED or studies.pending_ratings(study, participant):
+        # No code before the quota is met and the last round is rated.
         return redirect(url_for("crowd.resume", slug=slug))
+    mturk = study.platform == "mturk" and participant.submit_to
     return render_template(
         "crowd/done.html",
         study=study,
+        config=studies.config_of(study),
         participant=participant,
         code=studies.completion_code(participant),
         extra_left=studies.extra_rounds_left(study, participant),
         redirect_url=studies.completion_url(participant),
-        mturk_submit=(
-            f"{participant.submit_to}/mturk/externalSubmit"
-            if study.platform == "mturk" and participant.submit_to
-            else None
-        ),
+        # In a tab of its own the task is submitted from MTurk's tab, where the worker pastes it.
+        mturk_submit=f"{participant.submit_to}/mturk/externalSubmit" if mturk else None,
+        in_tab=bool(session.get("in_tab")),
     )

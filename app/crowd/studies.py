@@ -7,9 +7,12 @@ with the round.
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import Mapping
+from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.crowd import codes, schedule
@@ -18,6 +21,7 @@ from app.crowd.platforms import Entry
 from app.errors import BadRequest, Conflict, Forbidden, NotFound
 from app.extensions import db
 from app.game import rounds
+from app.leaderboard import standings
 from app.models import (
     Category,
     Example,
@@ -26,6 +30,8 @@ from app.models import (
     Player,
     Round,
     Study,
+    StudyBonus,
+    StudyDecision,
     System,
 )
 from app.models.base import utcnow
@@ -35,6 +41,9 @@ CHECK_INSTRUCTION = (
     "This is an attention check, so please answer that every sentence of this text is "
     "human-written: choose “still human” at each step and “all human” at the end."
 )
+INSIDE_INSTRUCTION = (
+    "This sentence is an attention check: please say that a machine wrote this sentence."
+)
 FINISHED = {
     ParticipantStatus.completed,
     ParticipantStatus.failed_checks,
@@ -42,6 +51,16 @@ FINISHED = {
     ParticipantStatus.approved,
     ParticipantStatus.rejected,
 }
+# Workers who returned the task or ran out of time: their place is free again.
+LEFT = {ParticipantStatus.returned, ParticipantStatus.timed_out}
+
+
+class RatingsPending(Conflict):
+    """The worker's last round still needs its ratings before anything else."""
+
+    def __init__(self, round_: Round):
+        super().__init__("Please give your ratings for this text before you go on.")
+        self.round = round_
 
 
 def config_of(study: Study) -> StudyConfig:
@@ -104,51 +123,104 @@ def _system(name: str) -> System:
     return found
 
 
-def _attention_checks(config: StudyConfig, pool: list[int], needed: int) -> list[int]:
-    """All-human texts whose first sentence tells the worker what to answer."""
-    if needed == 0:
-        return []
-    sources = list(
-        db.session.scalars(
-            select(Example)
-            .where(Example.id.in_(pool), Example.boundary == Example.n_sentences)
-            .order_by(Example.id)
-        )
+def _check_sources(pool: list[int], needed: int, all_human: bool) -> list[Example]:
+    """Texts to build checks from, from the pool if it has enough, else from every normal text:
+    all-human ones (whose other sentences are then human too), then, unless `all_human`, others.
+    """
+    human = Example.boundary == Example.n_sentences
+    found: list[Example] = []
+    for where in (Example.id.in_(pool), Example.kind == rounds.NORMAL):
+        query = select(Example).where(where, Example.n_sentences >= 2).order_by(Example.id)
+        found = list(db.session.scalars(query.where(human)))
+        if not all_human:
+            found += db.session.scalars(query.where(~human))
+        if len(found) >= needed:
+            return found
+    kind = "all-human texts" if all_human else "texts of two or more sentences"
+    raise BadRequest(
+        f"attention checks: {needed} {kind} are needed to build them, found {len(found)}; "
+        "import more examples"
     )
-    if len(sources) < needed:
-        sources = list(
-            db.session.scalars(
-                select(Example)
-                .where(Example.kind == rounds.NORMAL, Example.boundary == Example.n_sentences)
-                .order_by(Example.id)
+
+
+def _make_check(config: StudyConfig, source: Example, name: str, sentences, boundary, kind) -> int:
+    check = Example(
+        external_id=f"check-{config.slug}-{name}",
+        category_id=source.category_id,
+        system_id=_system(CHECK_SYSTEM).id,
+        sentences=sentences,
+        n_sentences=len(sentences),
+        boundary=boundary,
+        decoding=None,
+        source={
+            "attention_check_for": config.slug,
+            "check": kind,
+            "from_example": source.external_id,
+        },
+        meta={},
+        kind=rounds.CHECK,
+        annotation_count=0,
+    )
+    db.session.add(check)
+    db.session.flush()
+    return check.id
+
+
+def _attention_checks(config: StudyConfig, pool: list[int]) -> tuple[list[int], list[int]]:
+    """Build the study's checks: (all-human texts, texts with a check sentence inside).
+
+    An all-human check's first sentence asks for "all human" at the end. An inside check has one
+    sentence, at a random position from the third on, that asks to be marked machine-written; it
+    is the text's boundary, so the right answer is exactly that sentence. Each worker needs as
+    many of each kind as their schedule holds; inside checks are made three times over (as texts
+    allow) so that workers do not all meet the check at the same sentence of the same text.
+    """
+    human_needed, inside_needed = schedule.check_mix(
+        config.rounds, config.attention_check_rate, config.all_human_checks
+    )
+    inside_needed += schedule.check_count(
+        config.total_rounds - config.rounds, config.attention_check_rate
+    )
+    rng = random.Random(config.slug)
+    human = []
+    if human_needed:
+        sources = _check_sources(pool, human_needed, all_human=True)
+        for i, source in enumerate(rng.sample(sources, human_needed)):
+            sentences = [CHECK_INSTRUCTION, *source.sentences[1:]]
+            human.append(
+                _make_check(config, source, str(i + 1), sentences, len(sentences), "all_human")
             )
-        )
-    if len(sources) < needed:
+    inside = []
+    if inside_needed:
+        sources = _check_sources(pool, inside_needed, all_human=False)
+        # All-human texts first: the sentences around the check are then all human too.
+        wanted = min(len(sources), 3 * inside_needed)
+        humans = [e for e in sources if e.boundary == e.n_sentences]
+        chosen = rng.sample(humans, min(len(humans), wanted))
+        others = [e for e in sources if e.boundary != e.n_sentences]
+        chosen += rng.sample(others, wanted - len(chosen))
+        for i, source in enumerate(chosen):
+            sentences = list(source.sentences)
+            position = schedule.check_position(len(sentences), rng)
+            sentences[position] = INSIDE_INSTRUCTION
+            inside.append(_make_check(config, source, f"in-{i + 1}", sentences, position, "inside"))
+    return human, inside
+
+
+def _build_pool(config: StudyConfig) -> dict:
+    pool = _pool(config)
+    tutorial = _resolve_ids(config.tutorial, "tutorial") if config.tutorial else []
+    pool = [i for i in pool if i not in set(tutorial)]
+    human, inside = _attention_checks(config, pool)
+    normal_needed = config.rounds - sum(schedule.check_mix(
+        config.rounds, config.attention_check_rate, config.all_human_checks
+    ))  # fmt: skip
+    if len(pool) < normal_needed:
         raise BadRequest(
-            f"attention checks: {needed} all-human texts are needed to build them, "
-            f"found {len(sources)}; import more all-human examples"
+            f"the pool has {len(pool)} examples, fewer than the {normal_needed} "
+            "normal rounds each worker plays"
         )
-    system = _system(CHECK_SYSTEM)
-    made = []
-    for i, source in enumerate(random.Random(config.slug).sample(sources, needed)):
-        sentences = [CHECK_INSTRUCTION, *source.sentences[1:]]
-        check = Example(
-            external_id=f"check-{config.slug}-{i + 1}",
-            category_id=source.category_id,
-            system_id=system.id,
-            sentences=sentences,
-            n_sentences=len(sentences),
-            boundary=len(sentences),
-            decoding=None,
-            source={"attention_check_for": config.slug, "from_example": source.external_id},
-            meta={},
-            kind=rounds.CHECK,
-            annotation_count=0,
-        )
-        db.session.add(check)
-        db.session.flush()
-        made.append(check.id)
-    return made
+    return {"normal": pool, "checks": human, "inside_checks": inside, "tutorial": tutorial}
 
 
 def create_study(config: StudyConfig) -> Study:
@@ -156,24 +228,12 @@ def create_study(config: StudyConfig) -> Study:
     if db.session.scalar(select(Study.id).where(Study.slug == config.slug)):
         raise Conflict(f"a study called {config.slug!r} already exists")
     try:
-        pool = _pool(config)
-        tutorial = _resolve_ids(config.tutorial, "tutorial") if config.tutorial else []
-        pool = [i for i in pool if i not in set(tutorial)]
-        needed = schedule.check_count(
-            config.max_rounds or config.rounds, config.attention_check_rate
-        )
-        checks = _attention_checks(config, pool, needed)
-        if len(pool) < config.rounds - needed:
-            raise BadRequest(
-                f"the pool has {len(pool)} examples, fewer than the {config.rounds - needed} "
-                "normal rounds each worker plays"
-            )
         study = Study(
             slug=config.slug,
             title=config.title,
             platform=config.platform,
             config=config.to_json(),
-            pool={"normal": pool, "checks": checks, "tutorial": tutorial},
+            pool=_build_pool(config),
         )
         db.session.add(study)
         db.session.commit()
@@ -206,6 +266,30 @@ def _may_resume(participant: Participant, entry: Entry, bound_id: int | None) ->
     )
 
 
+def _cutoff(config: StudyConfig, now: datetime) -> datetime | None:
+    """Workers who started before this are out of time (None: the study has no time limit)."""
+    if config.time_limit_minutes is None:
+        return None
+    return now - timedelta(minutes=config.time_limit_minutes)
+
+
+def _holding_place(config: StudyConfig, now: datetime):
+    """Participants who hold a place: anyone finished, or started and still within the time."""
+    started = Participant.status == ParticipantStatus.started
+    cutoff = _cutoff(config, now)
+    in_time = started if cutoff is None else and_(started, Participant.started_at >= cutoff)
+    return or_(Participant.status.not_in(LEFT | {ParticipantStatus.started}), in_time)
+
+
+def places_taken(study: Study) -> int:
+    config = config_of(study)
+    return db.session.scalar(
+        select(func.count(Participant.id)).where(
+            Participant.study_id == study.id, _holding_place(config, utcnow())
+        )
+    )
+
+
 def enter(
     study: Study, entry: Entry, bound_id: int | None, consent: bool, screening: str | None
 ) -> Participant:
@@ -225,12 +309,25 @@ def enter(
         raise BadRequest("Please tick the consent box to take part, or close this page.")
     if config.screening is not None and screening not in config.screening.options:
         raise BadRequest("Please answer the question above.")
+    expire_overdue(study)
+    if config.places is not None:
+        # One admission at a time per study where the database can lock (PostgreSQL).
+        db.session.execute(select(Study.id).where(Study.id == study.id).with_for_update())
+        if places_taken(study) >= config.places:
+            db.session.rollback()
+            raise Conflict(
+                "This study is full at the moment. Places may free up when others return the "
+                f"task, so you could try again later from {config.display_platform}."
+            )
     player = Player(is_guest=True, kind="crowd", research_consent_at=utcnow())
     db.session.add(player)
     db.session.flush()
-    total = config.max_rounds or config.rounds
     plan = schedule.attention_schedule(
-        total, config.attention_check_rate, schedule.worker_seed(study.slug, entry.worker_id)
+        config.rounds,
+        config.attention_check_rate,
+        schedule.worker_seed(study.slug, entry.worker_id),
+        all_human=config.all_human_checks,
+        extra=config.total_rounds - config.rounds,
     )
     participant = Participant(
         study_id=study.id,
@@ -242,7 +339,6 @@ def enter(
         schedule=plan,
         consent_at=utcnow(),
         status=ParticipantStatus.started,
-        decision_note="",
     )
     db.session.add(participant)
     if config.screening is not None and screening not in config.screening.accept:
@@ -259,10 +355,105 @@ def enter(
     return participant
 
 
+# -- time limits and returns ----------------------------------------------------------------
+
+
+def deadline(participant: Participant) -> datetime | None:
+    config = config_of(participant.study)
+    if config.time_limit_minutes is None:
+        return None
+    return participant.started_at + timedelta(minutes=config.time_limit_minutes)
+
+
+def _out_of_time(participant: Participant, now: datetime) -> bool:
+    end = deadline(participant)
+    return participant.status == ParticipantStatus.started and end is not None and now > end
+
+
+def check_time(participant: Participant) -> None:
+    """Mark this worker timed out once past the study's time limit (their place is freed)."""
+    now = utcnow()
+    if _out_of_time(participant, now):
+        mark_left(participant, ParticipantStatus.timed_out, now)
+        db.session.commit()
+
+
+def expire_overdue(study: Study) -> int:
+    """Mark every started worker past the time limit as timed out; returns how many."""
+    cutoff = _cutoff(config_of(study), utcnow())
+    if cutoff is None:
+        return 0
+    result = db.session.execute(
+        update(Participant)
+        .where(
+            Participant.study_id == study.id,
+            Participant.status == ParticipantStatus.started,
+            Participant.started_at < cutoff,
+        )
+        .values(status=ParticipantStatus.timed_out, left_at=utcnow())
+    )
+    db.session.commit()
+    return result.rowcount
+
+
+def mark_left(participant: Participant, status: ParticipantStatus, now: datetime | None = None):
+    """A started worker returned the task or ran out of time (the caller commits)."""
+    if participant.status == ParticipantStatus.started:
+        participant.status = status
+        participant.left_at = now or utcnow()
+
+
+# -- instructions and comprehension ---------------------------------------------------------
+
+
 def finish_instructions(participant: Participant) -> None:
     if participant.instructions_at is None:
         participant.instructions_at = utcnow()
         db.session.commit()
+
+
+def comprehension_pending(study: Study, participant: Participant) -> bool:
+    return bool(config_of(study).comprehension) and participant.instructions_at is None
+
+
+COMPREHENSION_TRIES = 2
+
+
+def answer_comprehension(study: Study, participant: Participant, values: Mapping) -> str:
+    """Check the answers to the questions after the instructions: "passed", "retry" (one more
+    try) or "screened_out" after the second wrong try (Prolific allows two).
+
+    The form carries the number of wrong tries it was shown after (`attempt`): a form sent twice
+    (a double click) counts once, and answers sent again after passing pass again.
+    """
+    config = config_of(study)
+    if participant.status == ParticipantStatus.screened_out:
+        return "screened_out"
+    if participant.status != ParticipantStatus.started:
+        raise Conflict("These questions are already answered.")
+    if not comprehension_pending(study, participant):
+        return "passed"
+    given = [values.get(f"comprehension_{i}") for i in range(len(config.comprehension))]
+    if any(answer is None for answer in given):
+        raise BadRequest("Please answer every question.")
+    if all(a == q.answer for a, q in zip(given, config.comprehension, strict=True)):
+        participant.instructions_at = utcnow()
+        db.session.commit()
+        return "passed"
+    attempt = values.get("attempt", "")
+    counted = db.session.execute(
+        update(Participant)
+        .where(
+            Participant.id == participant.id,
+            Participant.comprehension_failures == (int(attempt) if attempt.isdigit() else -1),
+        )
+        .values(comprehension_failures=Participant.comprehension_failures + 1)
+    )
+    db.session.refresh(participant)
+    if counted.rowcount and participant.comprehension_failures >= COMPREHENSION_TRIES:
+        _finish(participant, config, ParticipantStatus.screened_out)
+    db.session.commit()
+    return "screened_out" if participant.status == ParticipantStatus.screened_out else "retry"
 
 
 # -- rounds ---------------------------------------------------------------------------------
@@ -278,12 +469,17 @@ def _played(participant: Participant) -> select:
     return select(Round.example_id).where(Round.player_id == participant.player_id)
 
 
-def _pick_normal(study: Study, participant: Participant, k: int) -> Example | None:
-    """The pool example with the fewest study rounds so far (answered or in play), under K first."""
+def _pick_normal(study: Study, participant: Participant, config: StudyConfig) -> Example | None:
+    """The pool example with the fewest study rounds so far, under K first.
+
+    A round counts once answered, or while its worker still holds a place: the open rounds of
+    workers who returned or ran out of time no longer keep texts from others.
+    """
+    counted = or_(Round.guess.is_not(None), _holding_place(config, utcnow()))
     in_study = (
         select(Round.example_id, func.count(Round.id).label("n"))
         .join(Participant, Participant.id == Round.participant_id)
-        .where(Participant.study_id == study.id, Round.kind == rounds.NORMAL)
+        .where(Participant.study_id == study.id, Round.kind == rounds.NORMAL, counted)
         .group_by(Round.example_id)
         .subquery()
     )
@@ -292,7 +488,7 @@ def _pick_normal(study: Study, participant: Participant, k: int) -> Example | No
         select(Example)
         .outerjoin(in_study, in_study.c.example_id == Example.id)
         .where(Example.id.in_(study.pool["normal"]), Example.id.not_in(_played(participant)))
-        .order_by((load >= k).asc(), load.asc(), func.random())
+        .order_by((load >= config.target_per_example).asc(), load.asc(), func.random())
         .limit(1)
     )
 
@@ -316,22 +512,53 @@ def extra_rounds_left(study: Study, participant: Participant) -> int:
     config = config_of(study)
     if participant.status not in (ParticipantStatus.completed, ParticipantStatus.approved):
         return 0
-    return max((config.max_rounds or config.rounds) - participant.rounds_done, 0)
+    return max(config.total_rounds - participant.rounds_done, 0)
+
+
+def pending_ratings(study: Study, participant: Participant) -> Round | None:
+    """The worker's last answered round, when the study rates after the reveal and it has no
+    ratings yet: nothing else (a new round, the code) comes before them."""
+    config = config_of(study)
+    if not config.likert or config.likert_when != "after":
+        return None
+    last = db.session.scalar(
+        select(Round)
+        .where(
+            Round.participant_id == participant.id,
+            Round.guess.is_not(None),
+            Round.kind != rounds.PRACTICE,
+        )
+        .order_by(Round.answered_at.desc(), Round.id.desc())
+        .limit(1)
+    )
+    return (
+        last if last is not None and last.kind == rounds.NORMAL and last.ratings is None else None
+    )
+
+
+SLOT_POOLS = {schedule.CHECK: "checks", schedule.INSIDE: "inside_checks"}
 
 
 def next_round(study: Study, participant: Participant, extra: bool = False) -> Round | None:
     """The worker's open round, or a new one for their next slot; None when they are done.
 
     With `extra`, a worker who completed the study may play on up to max_rounds (optional).
+    Raises RatingsPending while the last round lacks its ratings, and Conflict before the
+    comprehension questions are passed.
     """
+    check_time(participant)
     current = open_round(participant)
     if current is not None:
         return current
+    if (waiting := pending_ratings(study, participant)) is not None:
+        raise RatingsPending(waiting)
     config = config_of(study)
     if participant.status != ParticipantStatus.started and not (
         extra and extra_rounds_left(study, participant)
     ):
         return None
+    if comprehension_pending(study, participant):
+        raise Conflict("Please answer the questions after the instructions first.")
     player = db.session.get(Player, participant.player_id)
     if practice_pending(study, participant):
         example = _pick_from(study.pool["tutorial"], participant, ordered=True)
@@ -340,32 +567,44 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
         participant.practice_done_at = utcnow()
         db.session.commit()
     slot = participant.rounds_done
-    if slot >= (config.max_rounds or config.rounds) or (slot >= config.rounds and not extra):
+    if slot >= config.total_rounds or (slot >= config.rounds and not extra):
         return None
-    if participant.schedule[slot] == schedule.CHECK:
-        example = _pick_from(study.pool["checks"], participant, ordered=False)
-        kind = rounds.CHECK
+    kind = participant.schedule[slot]
+    if kind in SLOT_POOLS:
+        example = _pick_from(study.pool.get(SLOT_POOLS[kind], []), participant, ordered=False)
+        round_kind = rounds.CHECK
     else:
-        example = _pick_normal(study, participant, config.target_per_example)
-        kind = rounds.NORMAL
+        example = _pick_normal(study, participant, config)
+        round_kind = rounds.NORMAL
     if example is None:
         raise Conflict("We have run out of texts for this study. Please contact the researcher.")
-    made = rounds.create_round(player, example, study.slug, kind, participant.id)
+    made = rounds.create_round(player, example, study.slug, round_kind, participant.id)
     return made or open_round(participant)
 
 
-def record_answer(participant_id: int, kind: str, said_all_human: bool) -> None:
-    """Called by the game service inside the answer's transaction."""
+def record_answer(participant_id: int, kind: str, passed: bool) -> None:
+    """Called by the game service inside the answer's transaction; `passed` says whether the
+    guess is the text's boundary (the right answer of an attention check).
+
+    Raises Conflict, which undoes the answer, when the worker is past the time limit or has
+    left: their open round no longer counts and another worker may have its text.
+    """
+    participant = db.session.get(Participant, participant_id)
+    now = utcnow()
+    if participant.status in LEFT or _out_of_time(participant, now):
+        raise Conflict(
+            "Your time for this study has run out, so this answer cannot be counted. "
+            "Thank you for your work so far."
+        )
     if kind == rounds.PRACTICE:
         return
     values = {"rounds_done": Participant.rounds_done + 1}
     if kind == rounds.CHECK:
-        if said_all_human:
+        if passed:
             values["checks_passed"] = Participant.checks_passed + 1
         else:
             values["checks_failed"] = Participant.checks_failed + 1
     db.session.execute(update(Participant).where(Participant.id == participant_id).values(**values))
-    participant = db.session.get(Participant, participant_id)
     db.session.refresh(participant)
     config = config_of(participant.study)
     if participant.status == ParticipantStatus.started and participant.rounds_done >= config.rounds:
@@ -447,8 +686,30 @@ def save_ratings(participant: Participant, round_: Round, values) -> None:
         store_ratings(round_.id, ratings)
 
 
+def _criteria(config: StudyConfig, round_: Round) -> list:
+    """The criteria to ask now, each worded for what there is to rate: after an "all human"
+    answer no sentence was flagged, and an all-human text has no machine-written part."""
+    if round_.kind != rounds.NORMAL or round_.ratings is not None:
+        return []
+    if not round_.answered:
+        return config.likert
+    example = round_.example
+    said_human = round_.guess == example.n_sentences
+    no_machine = example.boundary == example.n_sentences
+    return [
+        dataclasses.replace(
+            c, question=c.wording(said_human if c.target == "flagged" else no_machine)
+        )
+        for c in config.likert
+    ]
+
+
 def round_context(round_: Round) -> dict:
-    """What the round page shows for a study round: progress, the next step, ratings to give."""
+    """What the round page shows for a study round: progress, the next step, ratings to give.
+
+    With show_feedback = false, an answered paid round is shown on its own page that says the
+    answer is recorded and shows neither the truth nor the points.
+    """
     participant = db.session.get(Participant, round_.participant_id)
     study = participant.study
     config = config_of(study)
@@ -456,17 +717,152 @@ def round_context(round_: Round) -> dict:
     if round_.guess is not None and round_.kind != rounds.PRACTICE:
         number = participant.rounds_done  # this round is counted once answered
     extra = participant.finished_at is not None and round_.started_at > participant.finished_at
-    return {
+    context = {
         "study": study,
         "study_extra": extra,
         "study_number": number,
         "study_total": total,
         "study_finished": participant.status in FINISHED,
-        "likert": config.likert if round_.kind == rounds.NORMAL and round_.ratings is None else [],
+        "likert": _criteria(config, round_),
         "likert_when": config.likert_when,
     }
+    if round_.answered and round_.kind == rounds.CHECK:
+        example = round_.example
+        context.update(
+            check_kind=(example.source or {}).get("check", "all_human"),
+            check_sentence=example.boundary + 1,
+            check_passed=round_.guess == example.boundary,
+        )
+    if round_.answered and round_.kind != rounds.PRACTICE and not config.show_feedback:
+        # Only what the worker saw, and nothing that tells the truth.
+        context.update(
+            template="crowd/recorded.html",
+            sentences=list(round_.example.sentences[: round_.revealed]),
+        )
+    return context
+
+
+# -- managing studies -----------------------------------------------------------------------
 
 
 def set_open(study: Study, is_open: bool) -> None:
     study.is_open = is_open
     db.session.commit()
+
+
+def participant_count(study: Study) -> int:
+    return db.session.scalar(
+        select(func.count(Participant.id)).where(Participant.study_id == study.id)
+    )
+
+
+# Settings that decide what each worker plays and how they are judged: fixed once anyone joined.
+LOCKED_ONCE_JOINED = (
+    "platform", "rounds", "max_rounds", "attention_check_rate", "all_human_checks",
+    "fail_after_checks", "categories", "systems", "examples", "tutorial", "likert_when",
+    "screening",
+)  # fmt: skip
+
+
+def _likert_shape(config: StudyConfig) -> list[tuple[str, str]]:
+    return [(c.name, c.target) for c in config.likert]
+
+
+def edit_study(study: Study, new: StudyConfig) -> list[str]:
+    """Replace the study's settings with a new version of its file; returns the changed keys.
+
+    Before anyone joined, anything may change (the pool and checks are built again). After,
+    only wording, pay, codes, limits and similar may change: the settings that decide what
+    workers play and how they are judged, and the names of the ratings, stay as they were.
+    """
+    if new.slug != study.slug:
+        raise BadRequest(f"slug: the file is for {new.slug!r}, not {study.slug!r}")
+    old = config_of(study)
+    before, after = old.to_json(), new.to_json()
+    changed = sorted(k for k in after if before.get(k) != after[k])
+    if not changed:
+        return []
+    try:
+        if participant_count(study):
+            locked = [k for k in LOCKED_ONCE_JOINED if before.get(k) != after[k]]
+            if _likert_shape(old) != _likert_shape(new):
+                locked.append("likert (names or targets)")
+            if locked:
+                raise BadRequest(
+                    f"workers have joined, so these settings cannot change: {', '.join(locked)}"
+                )
+        else:
+            _drop_checks(study)
+            study.pool = _build_pool(new)
+            study.platform = new.platform
+        study.title = new.title
+        study.config = after
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    return changed
+
+
+def _drop_checks(study: Study) -> None:
+    ids = [*study.pool.get("checks", []), *study.pool.get("inside_checks", [])]
+    if ids:
+        db.session.execute(delete(Example).where(Example.id.in_(ids)))
+
+
+def delete_study(study: Study, force: bool = False) -> int:
+    """Delete a study and everything it made: its checks, its workers' rounds and accounts,
+    decisions and bonus records. Refused while it has participants unless `force` (the CLI
+    exports first). Returns the number of participants deleted."""
+    participants = list(
+        db.session.scalars(select(Participant).where(Participant.study_id == study.id))
+    )
+    if participants and not force:
+        raise Conflict(
+            f"study {study.slug!r} has {len(participants)} participant(s); export first and "
+            "pass --force to delete them with it"
+        )
+    try:
+        ids = [p.id for p in participants]
+        players = [p.player_id for p in participants]
+        categories = set()
+        if ids:
+            scored = db.session.execute(
+                select(Round.example_id, func.count(Round.id))
+                .where(
+                    Round.participant_id.in_(ids),
+                    Round.kind == rounds.NORMAL,
+                    Round.guess.is_not(None),
+                )
+                .group_by(Round.example_id)
+            ).all()
+            for example_id, n in scored:
+                db.session.execute(
+                    update(Example)
+                    .where(Example.id == example_id)
+                    .values(annotation_count=Example.annotation_count - n)
+                )
+            categories = set(
+                db.session.scalars(
+                    select(Category.slug)
+                    .join(Example, Example.category_id == Category.id)
+                    .join(Round, Round.example_id == Example.id)
+                    .where(Round.participant_id.in_(ids))
+                )
+            )
+        for model in (StudyDecision, StudyBonus):
+            db.session.execute(delete(model).where(model.study_id == study.id))
+        if ids:
+            db.session.execute(delete(Round).where(Round.participant_id.in_(ids)))
+            db.session.execute(delete(Participant).where(Participant.id.in_(ids)))
+            for player in db.session.scalars(select(Player).where(Player.id.in_(players))):
+                db.session.delete(player)  # the ORM events keep the leaderboard counts right
+        _drop_checks(study)
+        db.session.delete(study)
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    for slug in categories:
+        standings.invalidate(slug)
+    return len(participants)

@@ -358,7 +358,7 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     if current.participant_id is not None:
         from app.crowd import studies  # the crowd service imports this module
 
-        studies.record_answer(current.participant_id, current.kind, guess == n)
+        studies.record_answer(current.participant_id, current.kind, guess == example.boundary)
     category_slug = example.category.slug
     db.session.commit()
     if scored:

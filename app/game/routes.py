@@ -212,7 +212,10 @@ def _render_round(round_, status: int = 200, error: str | None = None, flag: boo
         )
     if round_.participant_id is not None:
         context.update(studies.round_context(round_))
-    template = "game/_round.html" if _wants_fragment() else "game/round.html"
+    # A study may show an answered round on its own page (app/crowd: round_context).
+    template = context.pop("template", None) or (
+        "game/_round.html" if _wants_fragment() else "game/round.html"
+    )
     return render_template(template, **context), status
 
 

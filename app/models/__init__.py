@@ -5,7 +5,14 @@ from app.models.players import Player, PlayerSurvey
 from app.models.rounds import ExplanationVote, Reveal, Round
 from app.models.sets import DailyChallenge, GameSet
 from app.models.standings import CategoryTotal, PlayerTotal
-from app.models.studies import Participant, ParticipantStatus, Platform, Study
+from app.models.studies import (
+    Participant,
+    ParticipantStatus,
+    Platform,
+    Study,
+    StudyBonus,
+    StudyDecision,
+)
 
 __all__ = [
     "Category",
@@ -26,5 +33,7 @@ __all__ = [
     "Reveal",
     "Round",
     "Study",
+    "StudyBonus",
+    "StudyDecision",
     "System",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
-from sqlalchemy import JSON, Enum, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Enum, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -20,13 +20,19 @@ class Platform(enum.StrEnum):
 
 
 class ParticipantStatus(enum.StrEnum):
-    """psiTurk's lifecycle, named: started -> an outcome -> the researcher's decision."""
+    """What the site saw (psiTurk's lifecycle, named): started -> an outcome, or left.
+
+    `returned` and `timed_out` free the worker's place. The researcher's approve / reject
+    decisions are kept apart, in study_decisions, so that the evidence never changes under them;
+    `approved` and `rejected` are only read from data made before that split (migration 0007).
+    """
 
     started = "started"
     completed = "completed"
     failed_checks = "failed_checks"
     screened_out = "screened_out"
     returned = "returned"
+    timed_out = "timed_out"
     approved = "approved"
     rejected = "rejected"
 
@@ -80,10 +86,64 @@ class Participant(db.Model):
     rounds_done: Mapped[int] = mapped_column(Integer, default=0)
     checks_passed: Mapped[int] = mapped_column(Integer, default=0)
     checks_failed: Mapped[int] = mapped_column(Integer, default=0)
-    # completed / failed_checks / screened_out: kept when a decision later sets approved/rejected.
+    # completed / failed_checks / screened_out once finished.
     outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
     completion_code: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    decision_note: Mapped[str] = mapped_column(Text, default="")
+    # Wrong tries at the comprehension questions (two are allowed).
+    comprehension_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # When the worker returned the task or ran out of time (status returned / timed_out).
+    left_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     study: Mapped[Study] = relationship()
     player: Mapped[Player] = relationship()
+
+
+class StudyDecision(db.Model):
+    """One `flask study verify --apply` decision about one participant.
+
+    Decisions are stored apart from the evidence (the participant row): each run adds a row only
+    for participants whose decision changed, the latest row is the current decision, and
+    `flask study undo-verify` deletes the latest run's rows (and puts back the statuses that run
+    changed, kept in `previous_status`).
+    """
+
+    __tablename__ = "study_decisions"
+    __table_args__ = (Index("ix_study_decisions_study_run", "study_id", "run"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    participant_id: Mapped[int] = mapped_column(
+        ForeignKey("participants.id", ondelete="CASCADE"), index=True
+    )
+    run: Mapped[int] = mapped_column(Integer)
+    # approve / reject / review / returned / pending
+    decision: Mapped[str] = mapped_column(String(16))
+    reasons: Mapped[list] = mapped_column(JSON, default=list)
+    # Prolific's rejection category and the message sent with a rejection.
+    rejection_category: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+    # The platform's status for the submission in the file this run read (e.g. AWAITING REVIEW).
+    platform_status: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # The participant's status before this run marked them returned / timed_out (for undo).
+    previous_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class StudyBonus(db.Model):
+    """The bonus ledger: what was issued to whom, so that no one is paid twice.
+
+    `flask study verify --apply` adds one row per bonus it writes to bonus.csv; the next run
+    pays only what the study's rule owes beyond the sum of a participant's rows.
+    """
+
+    __tablename__ = "study_bonuses"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    participant_id: Mapped[int] = mapped_column(
+        ForeignKey("participants.id", ondelete="CASCADE"), index=True
+    )
+    run: Mapped[int] = mapped_column(Integer)
+    # In the study currency's minor unit (pence, cents), to keep sums exact.
+    amount_minor: Mapped[int] = mapped_column(Integer)
+    issued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

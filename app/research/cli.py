@@ -30,7 +30,8 @@ def register_research_cli(app: Flask) -> None:
     @click.option(
         "--private",
         is_flag=True,
-        help="Add usernames (the README, manifest and schema then say PRIVATE). "
+        help="Add usernames and crowd workers' platform ids and statuses (the README, manifest "
+        "and schema then say PRIVATE). "
         "Never share such an export.",
     )
     @click.option(
@@ -87,4 +88,4 @@ def register_research_cli(app: Flask) -> None:
             f"{counts['players']} players to {result.folder} ({', '.join(result.files)})."
         )
         if private:
-            click.echo("PRIVATE export: it contains usernames. Do not share it.")
+            click.echo("PRIVATE export: it contains usernames and worker ids. Do not share it.")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.accounts import survey
 from app.extensions import db
@@ -45,6 +45,7 @@ from app.models import (
     Reveal,
     Round,
     Study,
+    StudyDecision,
     System,
 )
 from app.models.base import utcnow
@@ -140,7 +141,8 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "attention_passed": (
         "boolean",
         "",
-        "for attention checks: the worker answered 'all human'; empty otherwise",
+        "for attention checks: the worker gave the answer the check asked for (its check "
+        "sentence, or 'all human'); empty otherwise",
     ),
     "participant_kind": ("string", "", "'public' (site player) or 'crowd' (paid worker)"),
     "study": ("string", "", "crowd study slug; empty for public players"),
@@ -162,6 +164,18 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "boolean",
         "",
         "a researcher hid the explanation from players (it is still exported)",
+    ),
+    "participant_status": (
+        "string",
+        "",
+        "crowd worker's outcome on the site: completed, failed_checks, screened_out, started, "
+        "returned or timed_out; empty for public players",
+    ),
+    "decision": (
+        "string",
+        "",
+        "the latest `flask study verify --apply` decision (approve, reject, review, returned, "
+        "pending); empty when none",
     ),
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
@@ -198,6 +212,14 @@ VOTE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "voted_on": ("date", "UTC", "the day of the vote (day only)"),
 }
 PRIVATE_COLUMNS = {"username": ("string", "", "PRIVATE: the player's username")}
+PRIVATE_STUDY_COLUMNS = {
+    "worker_id": ("string", "", "PRIVATE: the crowd platform's worker id (e.g. PROLIFIC_PID)"),
+    "platform_status": (
+        "string",
+        "",
+        "PRIVATE: the platform's status for the submission in the latest verify run",
+    ),
+}
 
 
 @dataclass
@@ -248,6 +270,16 @@ def _read(conn, statement) -> pd.DataFrame:
     return pd.DataFrame(result.all(), columns=list(result.keys()))
 
 
+def _latest_decision():
+    """The id of the round's participant's current decision (their newest decision row)."""
+    return (
+        select(func.max(StudyDecision.id))
+        .where(StudyDecision.participant_id == Participant.id)
+        .correlate(Participant)
+        .scalar_subquery()
+    )
+
+
 def _queries(options: ExportOptions):
     rounds = (
         select(
@@ -269,6 +301,10 @@ def _queries(options: ExportOptions):
             Player.kind.label("player_kind"),
             Study.slug.label("study"),
             GameSet.kind.label("set_kind"),
+            Participant.worker_id,
+            Participant.status.label("participant_status"),
+            StudyDecision.decision,
+            StudyDecision.platform_status,
         )
         .join(Player, Player.id == Round.player_id)
         .outerjoin(GameSet, GameSet.id == Round.set_id)
@@ -276,6 +312,7 @@ def _queries(options: ExportOptions):
         .join(Category, Category.id == Example.category_id)
         .outerjoin(Participant, Participant.id == Round.participant_id)
         .outerjoin(Study, Study.id == Participant.study_id)
+        .outerjoin(StudyDecision, StudyDecision.id == _latest_decision())
         # Practice rounds of a study's tutorial are not annotations.
         .where(Round.guess.is_not(None), Round.kind != "practice")
         .order_by(Round.id)
@@ -381,6 +418,11 @@ def _rating(ratings: pd.Series, name: str) -> pd.Series:
     return ratings.map(lambda v: (v or {}).get(name)).astype("Int64")
 
 
+def _text_value(value) -> str:
+    """An enum member or None as plain text ('' for None)."""
+    return "" if value is None or value is pd.NA else str(getattr(value, "value", value))
+
+
 def _json(value) -> str:
     return json.dumps(value if value is not None else None, ensure_ascii=False, sort_keys=True)
 
@@ -467,7 +509,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "reveal_seconds": r["round_id"].map(lists).fillna("[]"),
             "seconds": (answered - started).dt.total_seconds().round(3),
             "attention_check": is_check,
-            "attention_passed": (r["guess"] == r["n_sentences"])
+            "attention_passed": (r["guess"] == r["boundary"])
             .astype("boolean")
             .where(is_check, pd.NA),
             "participant_kind": r["player_kind"].fillna("public"),
@@ -479,12 +521,16 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "set_kind": r["set_kind"].fillna(""),
             "explanation_upvotes": r["upvotes"].fillna(0).astype("int64"),
             "explanation_hidden": r["explanation_hidden_at"].notna(),
+            "participant_status": r["participant_status"].map(_text_value),
+            "decision": r["decision"].fillna(""),
         },
         index=r.index,
     )
     if options.private:
         usernames = players.set_index("player_id")["username"]
         out["username"] = r["player_id"].map(usernames).fillna("")
+        out["worker_id"] = r["worker_id"].fillna("")
+        out["platform_status"] = r["platform_status"].fillna("")
 
     answered_counts = rounds.groupby("example_pk").size()
     ex = pd.DataFrame(
@@ -544,8 +590,9 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
 def schema(private: bool = False) -> dict:
     """Every table's columns: name, type, unit, description (the data dictionary)."""
     extra = PRIVATE_COLUMNS if private else {}
+    study_extra = PRIVATE_STUDY_COLUMNS if private else {}
     tables = {
-        "rounds": {**ROFT_ROUND_COLUMNS, **RICH_ROUND_COLUMNS, **extra},
+        "rounds": {**ROFT_ROUND_COLUMNS, **RICH_ROUND_COLUMNS, **extra, **study_extra},
         "examples": EXAMPLE_COLUMNS,
         "players": {**PLAYER_COLUMNS, **extra},
         "votes": VOTE_COLUMNS,
@@ -566,7 +613,11 @@ def schema_markdown(private: bool = False) -> str:
     doc = schema(private)
     lines = ["# Data dictionary", ""]
     if private:
-        lines += ["**PRIVATE EXPORT: the rounds and players tables contain usernames.**", ""]
+        lines += [
+            "**PRIVATE EXPORT: the rounds and players tables contain usernames, and rounds the "
+            "crowd workers' platform ids.**",
+            "",
+        ]
     lines += [
         "Positions: `boundary` is the index of the first machine-written sentence (N = all human) "
         "and `guess` the flagged sentence (N = 'all human'); RoFT's `true_boundary_index` and "
@@ -587,10 +638,10 @@ def _readme(manifest: dict) -> str:
     lines = []
     if manifest["private"]:
         lines += [
-            "# PRIVATE RoFT export: contains usernames",
+            "# PRIVATE RoFT export: contains usernames and worker ids",
             "",
-            "This export was made with --private: the `username` columns identify players. "
-            "Do not share it outside the research team.",
+            "This export was made with --private: the `username` and `worker_id` columns "
+            "identify players and crowd workers. Do not share it outside the research team.",
         ]
     else:
         lines += [

@@ -6,6 +6,7 @@ from flask import (
     Blueprint,
     Response,
     abort,
+    current_app,
     flash,
     jsonify,
     redirect,
@@ -15,7 +16,7 @@ from flask import (
 )
 from flask_login import current_user, login_required
 
-from app.crowd import reports, studies
+from app.crowd import links, reports, studies
 from app.game import insights
 from app.research import overview
 
@@ -44,7 +45,13 @@ def index():
 @bp.get("/studies/<slug>")
 def study(slug: str):
     found = studies.get_study(slug)
-    return render_template("research/study.html", study=found, report=reports.study_report(found))
+    return render_template(
+        "research/study.html",
+        study=found,
+        report=reports.study_report(found),
+        entry_link=links.entry_link(found),
+        refresh_seconds=current_app.config["STUDY_DASHBOARD_REFRESH_SECONDS"],
+    )
 
 
 @bp.get("/studies/<slug>.json")

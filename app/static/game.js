@@ -210,24 +210,3 @@ document.addEventListener("click", function (event) {
     button.textContent = "Copied";
   });
 });
-
-// Live study dashboard: refresh the figures from the JSON endpoint.
-(function () {
-  var panel = document.getElementById("study-live");
-  if (!panel || !window.fetch) return;
-  function refresh() {
-    fetch(panel.dataset.source, { credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (data) {
-        if (!data) return;
-        panel.querySelectorAll("[data-field]").forEach(function (el) {
-          var value = data[el.dataset.field];
-          if (value === null || value === undefined) { el.textContent = "—"; return; }
-          if (el.dataset.format === "percent") el.textContent = Math.round(value * 100) + "%";
-          else if (typeof value === "number" && !Number.isInteger(value)) el.textContent = value.toFixed(1);
-          else el.textContent = value;
-        });
-      });
-  }
-  setInterval(refresh, 15000);
-})();

@@ -45,18 +45,49 @@ def join(study, worker: str = "w1", session: str = "s1", bound=None, consent=Tru
     return studies.enter(study, entry, bound, consent=consent, screening=screening)
 
 
-def play_slot(study, participant: Participant, pass_check: bool = True, flag_at: int = 3):
-    """Play the worker's next round: checks answered all human (or not), others flagged."""
-    round_ = studies.next_round(study, participant)
-    player = db.session.get(Player, participant.player_id)
-    if round_.kind == rounds.CHECK and pass_check:
-        while round_.revealed < round_.example.n_sentences:
-            rounds.reveal_next(player, round_.id, round_.revealed)
-        answer = rounds.parse_answer("human", round_.revealed, [], "")
+def answer(round_, guess: int, player=None):
+    """Reveal up to sentence `guess` and flag it, or answer "all human" when guess == N."""
+    player = player or db.session.get(Player, round_.player_id)
+    n = round_.example.n_sentences
+    target = min(guess, n - 1) + 1
+    while round_.revealed < target:
+        rounds.reveal_next(player, round_.id, round_.revealed)
+    if guess >= n:
+        parsed = rounds.parse_answer("human", round_.revealed, [], "")
     else:
-        while round_.revealed < flag_at + 1:
-            rounds.reveal_next(player, round_.id, round_.revealed)
-        answer = rounds.parse_answer("machine", round_.revealed, ["generic"], "")
-    done = rounds.submit_answer(player, round_.id, answer)
+        parsed = rounds.parse_answer("machine", round_.revealed, ["generic"], "")
+    return rounds.submit_answer(player, round_.id, parsed)
+
+
+def play_slot(
+    study,
+    participant: Participant,
+    pass_check: bool = True,
+    flag_at: int | None = 3,
+    rating: str | None = "3",
+):
+    """Play the worker's next round: checks answered right (or wrongly), others flagged at
+    `flag_at` (None: the right answer, every time); then give every rating the study asks for
+    after the reveal (`rating` None: give none)."""
+    round_ = studies.next_round(study, participant)
+    example = round_.example
+    if round_.kind == rounds.CHECK:
+        right = example.boundary
+        guess = right if pass_check else (example.n_sentences if right < example.n_sentences else 1)
+    else:
+        guess = example.boundary if flag_at is None else flag_at
+    done = answer(round_, guess)
     db.session.refresh(participant)
+    if rating is not None:
+        config = studies.config_of(study)
+        values = {f"rating_{c.name}": rating for c in config.likert}
+        studies.save_ratings(participant, done, values)
     return done
+
+
+def play_lazy(study, participant: Participant, strategy: str):
+    """Play every round as a lazy worker: "human" presses H to the end of every text, "first"
+    says machine at the first chance (the second sentence; the first is always human)."""
+    while (round_ := studies.next_round(study, participant)) is not None:
+        answer(round_, round_.example.n_sentences if strategy == "human" else 1)
+        db.session.refresh(participant)

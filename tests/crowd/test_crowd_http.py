@@ -21,7 +21,8 @@ def setup_study(app, **changes):
 
 
 def join_http(client, link=PROLIFIC):
-    page = client.get(link)
+    # MTurk's landing page first checks, with one redirect, that this browser keeps a cookie.
+    page = client.get(link, follow_redirects=True)
     assert page.status_code == 200, page.get_data(as_text=True)
     body = page.get_data(as_text=True)
     fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', body))
@@ -30,19 +31,33 @@ def join_http(client, link=PROLIFIC):
     return client.post(f"/study/{slug}/join", data=fields)
 
 
-def play_round_http(client, token):
-    """From the study's next step, play one round (all human to the end) and return its id."""
-    response = client.post("/study/pilot/next", data={"csrf_token": token})
+def play_round_http(client, token, careful: bool = True, slug: str = "pilot"):
+    """From the study's next step, play one round and return its id (None when done).
+
+    A careful worker reads every sentence and follows a check's instruction (the sentence that
+    asks to be flagged, or "all human" when the first sentence asks for it); otherwise the worker
+    says "human" at every step, the laziest path.
+    """
+    response = client.post(f"/study/{slug}/next", data={"csrf_token": token})
     if "/done" in response.headers["Location"]:
         return None
     round_id = int(re.search(r"/play/round/(\d+)", response.headers["Location"]).group(1))
-    for seen in range(1, 10):
+    seen = 1
+    while True:
+        page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
+        latest = re.findall(r'<li class="sentence[^"]*"[^>]*>([^<]*)</li>', page)[-1]
+        if careful and "say that a machine wrote this sentence" in latest:
+            data = {"choice": "machine", "explanation": "the sentence said so"}
+            break
+        if seen == 10:
+            data = {"choice": "human"}
+            break
         client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
+        seen += 1
     answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "10", "choice": "human"},
+        f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(seen), **data}
     )
-    assert answered.status_code == 302
+    assert answered.status_code == 302, answered.get_data(as_text=True)
     return round_id
 
 
@@ -70,7 +85,7 @@ def test_prolific_worker_from_link_to_code(app, client):
         assert "Spot the machine" in page
     assert len(ids) == 10
     done = client.get("/study/pilot/done").get_data(as_text=True)
-    # All-human answers everywhere pass both checks: the "completed" code.
+    # A careful worker passes both checks: the "completed" code.
     assert "C1DONE01" in done
     assert "https://app.prolific.com/submissions/complete?cc=C1DONE01" in done
     with app.app_context():

@@ -43,13 +43,36 @@ def test_check_count_is_rate_times_rounds_rounded(rounds, rate, expected):
 
 def test_schedule_has_exactly_the_checks_at_random_deterministic_positions():
     seeds = [schedule.worker_seed("pilot", f"worker{i}") for i in range(200)]
-    plans = [schedule.attention_schedule(10, 0.2, s) for s in seeds]
-    assert all(p.count(schedule.CHECK) == 2 and len(p) == 10 for p in plans)
-    assert plans[0] == schedule.attention_schedule(10, 0.2, seeds[0])  # same worker, same plan
-    positions = {i for p in plans for i, kind in enumerate(p) if kind == schedule.CHECK}
+    plans = [schedule.attention_schedule(10, 0.3, s, all_human=1) for s in seeds]
+    for plan in plans:
+        assert len(plan) == 10
+        assert plan.count(schedule.CHECK) == 1 and plan.count(schedule.INSIDE) == 2
+    assert plans[0] == schedule.attention_schedule(10, 0.3, seeds[0], all_human=1)  # same plan
+    positions = {i for p in plans for i, kind in enumerate(p) if kind != schedule.NORMAL}
     assert positions == set(range(10))  # every position gets used by someone
     assert len({tuple(p) for p in plans}) > 20
+    assert {p.index(schedule.CHECK) for p in plans} == set(range(10))  # the kinds are mixed too
     assert schedule.worker_seed("pilot", "a") != schedule.worker_seed("other", "a")
+
+
+def test_optional_rounds_get_their_own_checks_and_the_required_ones_a_fixed_number():
+    for i in range(100):
+        plan = schedule.attention_schedule(10, 0.2, i, extra=10)
+        # Exactly two checks in the 10 required rounds, whatever the extra rounds hold.
+        assert sum(k != schedule.NORMAL for k in plan[:10]) == 2
+        assert plan[10:].count(schedule.INSIDE) == 2
+    assert schedule.check_mix(10, 0.2, 5) == (2, 0)  # never more all-human checks than checks
+
+
+def test_inside_check_position_is_never_the_first_chance_to_flag():
+    import random
+
+    rng = random.Random(7)
+    seen = {schedule.check_position(10, rng) for _ in range(500)}
+    # Sentence 1 is always human and sentence 2 is the first that may be flagged.
+    assert seen == set(range(2, 10))
+    with pytest.raises(ValueError):
+        schedule.check_position(2, rng)
 
 
 def test_quality_helpers():

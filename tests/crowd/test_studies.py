@@ -17,28 +17,44 @@ from app.models import Example, Participant, ParticipantStatus, Player, PlayerTo
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
 
 
-def test_create_study_fixes_pool_and_builds_attention_checks(ctx):
+def test_create_study_fixes_pool_and_builds_both_kinds_of_check(ctx):
     make_pool(normal=12, human=4)
-    study = make_study()
+    study = make_study(attention_check_rate=0.3, all_human_checks=1)
     assert len(study.pool["normal"]) == 16  # all news examples, all-human ones included
-    checks = db.session.scalars(select(Example).where(Example.id.in_(study.pool["checks"]))).all()
-    assert len(checks) == 2  # round(0.2 × 10)
-    for check in checks:
-        assert check.kind == rounds.CHECK
-        assert check.boundary == check.n_sentences == 10
-        assert "attention check" in check.sentences[0]
+    human = db.session.scalars(select(Example).where(Example.id.in_(study.pool["checks"]))).all()
+    assert len(human) == 1  # one all-human check per worker: one text is enough
+    assert human[0].boundary == human[0].n_sentences == 10
+    assert "attention check" in human[0].sentences[0]
+    inside = db.session.scalars(
+        select(Example).where(Example.id.in_(study.pool["inside_checks"]))
+    ).all()
+    assert len(inside) == 6  # two per worker, made three times over for variety
+    sources = {e.external_id: e for e in db.session.scalars(select(Example))}
+    for check in [*human, *inside]:
+        assert check.kind == rounds.CHECK and check.source["attention_check_for"] == "pilot"
+    for check in inside:
+        # The boundary is the check sentence, never the first (always human) sentence.
+        assert 1 <= check.boundary < check.n_sentences == 10
+        assert check.sentences[check.boundary] == studies.INSIDE_INSTRUCTION
+        assert studies.INSIDE_INSTRUCTION not in check.sentences[: check.boundary]
+        original = sources[check.source["from_example"]].sentences
+        assert check.sentences[: check.boundary] == original[: check.boundary]
+    assert len({c.boundary for c in inside}) > 1  # not always the same sentence
     # Checks never reach the public game.
     assert all(c.slug != "attention-check" for c in rounds.categories_with_examples())
 
 
 def test_create_study_refuses_bad_pools(ctx):
-    make_pool(normal=3, human=0)
+    make_pool(normal=12, human=0)
     with pytest.raises(BadRequest, match="all-human texts are needed"):
-        make_study()
+        make_study(all_human_checks=1)
     with pytest.raises(BadRequest, match="unknown category"):
         make_study(categories=["poetry"])
     with pytest.raises(BadRequest, match="unknown example"):
         make_study(examples=["nope"])
+    few = list(db.session.scalars(select(Example.external_id).limit(2)))
+    with pytest.raises(BadRequest, match="fewer than the 8 normal rounds"):
+        make_study(categories=[], examples=few)
     assert db.session.scalar(select(func.count()).select_from(Study)) == 0
     assert db.session.scalar(select(func.count()).where(Example.kind == rounds.CHECK)) == 0
 
@@ -61,7 +77,7 @@ def test_a_worker_plays_the_quota_and_gets_one_code_only_then(ctx):
         kinds.append(play_slot(study, participant).kind)
         assert participant.rounds_done == slot + 1
     assert Counter(kinds) == {rounds.NORMAL: 8, rounds.CHECK: 2}
-    assert [("check" if k == rounds.CHECK else "normal") for k in kinds] == participant.schedule
+    assert [k == rounds.CHECK for k in kinds] == [k != "normal" for k in participant.schedule]
     assert participant.status == ParticipantStatus.completed
     assert participant.checks_passed == 2
     assert studies.completion_code(participant) == "C1DONE01"
@@ -184,7 +200,7 @@ def test_likert_ratings_are_validated_and_stored_once(ctx):
     }
     study = make_study(likert=[criterion], attention_check_rate=0)
     participant = join(study)
-    done = play_slot(study, participant)
+    done = play_slot(study, participant, rating=None)
     with pytest.raises(BadRequest):
         studies.save_ratings(participant, done, {"rating_fluency": "9"})
     studies.save_ratings(participant, done, {"rating_fluency": "4"})

@@ -1,32 +1,25 @@
-"""`flask study create / report / verify / close` on files written here.
-
-Sample platform files (columns as the platforms document them; only these are read):
-- Prolific submissions export: "Submission id", "Participant id", "Status", "Completion code"
-  (the code column is absent in some exports; then codes are not compared).
-- MTurk batch results: "HITId", "AssignmentId", "WorkerId", "AssignmentStatus",
-  "Answer.completion_code" (the field our finish page posts); the output adds "Approve"/"Reject".
-- A plain list: one worker id per line, "#" comments allowed.
-"""
+"""`flask study create / check / link / report / edit / close / reopen / delete` on files
+written here. Verification has its own file (test_verify.py)."""
 
 from __future__ import annotations
 
 import csv
 import io
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
+from app.crowd import studies
 from app.extensions import db
-from app.models import Participant, ParticipantStatus
+from app.models import Example, Participant, Player, Round, Study
 from tests.crowd.helpers import join, make_pool, play_slot
 
 STUDY_TOML = """
 slug = "pilot"
 title = "Spot the machine"
 platform = "prolific"
-rounds = 4
-attention_check_rate = 0.25
+rounds = 6
+attention_check_rate = 0.34
 target_per_example = 2
-min_seconds_per_round = 0
 reward = 1.50
 currency = "GBP"
 expected_minutes = 6
@@ -40,147 +33,178 @@ failed_checks = "C2FAIL02"
 """
 
 
-def create(runner, tmp_path, text=STUDY_TOML):
+def create(runner, tmp_path, text=STUDY_TOML, command="create"):
     path = tmp_path / "study.toml"
     path.write_text(text, encoding="utf-8")
-    return runner.invoke(args=["study", "create", str(path)])
+    return runner.invoke(args=["study", command, str(path)])
 
 
-def test_create_prints_pool_pay_and_link(runner, ctx, tmp_path):
+def test_create_prints_pool_pay_and_a_public_link(app, runner, ctx, tmp_path):
     make_pool()
+    app.config["PUBLIC_URL"] = "https://roft.example.org"
     result = create(runner, tmp_path)
     assert result.exit_code == 0, result.output
     assert "Created study 'pilot' (prolific)" in result.output
-    assert "1 attention checks" in result.output
+    assert "2 attention checks (2 inside a text, 0 all-human)" in result.output
     assert "15.00 GBP/hour" in result.output
-    assert "/study/pilot?PROLIFIC_PID={{%PROLIFIC_PID%}}" in result.output
+    assert (
+        "Entry link: https://roft.example.org/study/pilot?PROLIFIC_PID={{%PROLIFIC_PID%}}"
+        in result.output
+    )
+    assert "localhost" not in result.output
+    assert "Warning" not in result.output
+    link = runner.invoke(args=["study", "link", "pilot"])
+    assert link.output.startswith("Entry link: https://roft.example.org/study/pilot?")
 
 
-def test_create_reports_file_errors(runner, ctx, tmp_path):
+def test_without_public_url_no_link_is_made_up(app, runner, ctx, tmp_path):
     make_pool()
-    bad = create(runner, tmp_path, STUDY_TOML.replace("rounds = 4", "rounds = -1"))
+    result = create(runner, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "Set PUBLIC_URL" in result.output and "localhost" not in result.output
+    app.config["SERVER_NAME"] = "roft.example.net"
+    app.config["PREFERRED_URL_SCHEME"] = "https"
+    link = runner.invoke(args=["study", "link", "pilot"])
+    assert "Entry link: https://roft.example.net/study/pilot?PROLIFIC_PID=" in link.output
+
+
+def test_create_reports_file_errors_rule_breaks_and_warnings(runner, ctx, tmp_path):
+    make_pool()
+    bad = create(runner, tmp_path, STUDY_TOML.replace("rounds = 6", "rounds = -1"))
     assert bad.exit_code != 0 and "study.toml: rounds: must be at least 1" in bad.output
     syntax = create(runner, tmp_path, 'slug = "ok"\ntitle = \n')
     assert syntax.exit_code != 0 and "not valid TOML" in syntax.output and "line 2" in syntax.output
+    cheap = create(runner, tmp_path, STUDY_TOML.replace("reward = 1.50", "reward = 0.25"))
+    assert cheap.exit_code != 0 and "below Prolific's minimum of 6.00 GBP/h" in cheap.output
+    assert db.session.scalar(select(func.count()).select_from(Study)) == 0
+    one_check = STUDY_TOML.replace("attention_check_rate = 0.34", "attention_check_rate = 0.17")
+    warned = create(runner, tmp_path, one_check)
+    assert warned.exit_code == 0, warned.output
+    assert "Warning:" in warned.output and "at least two attention checks" in warned.output
 
 
-def finish_workers(ctx_study):
-    """w-good completes; w-fail fails both... (one check: fails it); w-mid stops halfway."""
-    good = join(ctx_study, worker="w-good", session="s1")
-    for _ in range(4):
-        play_slot(ctx_study, good)
-    failing = join(ctx_study, worker="w-fail", session="s2")
-    for _ in range(4):
-        play_slot(ctx_study, failing, pass_check=False)
-    middle = join(ctx_study, worker="w-mid", session="s3")
-    play_slot(ctx_study, middle)
+def test_check_validates_without_creating(runner, ctx, tmp_path):
+    result = create(runner, tmp_path, command="check")
+    assert result.exit_code == 0, result.output
+    assert "valid for prolific" in result.output and "2 attention check(s)" in result.output
+    assert db.session.scalar(select(func.count()).select_from(Study)) == 0
+
+
+def finish_workers(study):
+    """w-good completes; w-fail fails both checks; w-mid stops after one round."""
+    good = join(study, worker="w-good", session="s1")
+    for _ in range(6):
+        play_slot(study, good)
+    failing = join(study, worker="w-fail", session="s2")
+    for _ in range(6):
+        play_slot(study, failing, pass_check=False)
+    middle = join(study, worker="w-mid", session="s3")
+    play_slot(study, middle)
     return good, failing, middle
 
 
-def test_report_and_verify_prolific(runner, ctx, tmp_path):
+def test_report_shows_progress_agreement_and_flags(runner, ctx, tmp_path):
     make_pool()
-    create(runner, tmp_path, STUDY_TOML.replace("failed_checks = \"C2FAIL02\"\n", "")
-           .replace("rounds = 4", "rounds = 4\nfail_after_checks = 1"))  # fmt: skip
-    from app.crowd import studies
-
-    study = studies.get_study("pilot")
-    finish_workers(study)
+    create(runner, tmp_path)
+    finish_workers(studies.get_study("pilot"))
     report = runner.invoke(args=["study", "report", "pilot"])
     assert report.exit_code == 0, report.output
     assert "Participants: 3 (completed 1, failed_checks 1, started 1)" in report.output
     assert "configured 15.00 GBP/h" in report.output
-
-    export = tmp_path / "prolific.csv"
-    export.write_text(
-        "Submission id,Participant id,Status,Completion code\n"
-        "sub1,w-good,AWAITING REVIEW,C1DONE01\n"
-        "sub2,w-fail,AWAITING REVIEW,C1DONE01\n"
-        "sub3,w-mid,RETURNED,\n"
-        "sub4,w-stranger,AWAITING REVIEW,C1DONE01\n",
-        encoding="utf-8",
-    )
-    out = tmp_path / "decisions"
-    result = runner.invoke(
-        args=[
-            "study",
-            "verify",
-            "pilot",
-            "--prolific-export",
-            str(export),
-            "--out",
-            str(out),
-            "--apply",
-        ]
-    )
-    assert result.exit_code == 0, result.output
-    assert "4 submission(s): 1 approve, 1 reject, 2 review" in result.output
-    rows = {
-        r["worker_id"]: r for r in csv.DictReader(io.StringIO((out / "decisions.csv").read_text()))
-    }
-    assert rows["w-good"]["decision"] == "approve"
-    assert rows["w-fail"]["decision"] == "reject"
-    assert "failed 1 attention check" in rows["w-fail"]["reasons"]
-    assert "code does not match" in rows["w-fail"]["reasons"]  # its outcome has a per-worker code
-    assert rows["w-mid"]["decision"] == "review" and "unfinished" in rows["w-mid"]["reasons"]
-    assert rows["w-stranger"]["reasons"] == "never joined this study"
-    assert (out / "approve.txt").read_text() == "w-good\n"
-    assert (out / "reject.txt").read_text() == "w-fail\n"
-    statuses = dict(db.session.execute(select(Participant.worker_id, Participant.status)).all())
-    assert statuses["w-good"] == ParticipantStatus.approved
-    assert statuses["w-fail"] == ParticipantStatus.rejected
-    assert statuses["w-mid"] == ParticipantStatus.started
+    assert "Agreement:" in report.output and "Krippendorff's alpha" in report.output
+    workers = runner.invoke(args=["study", "report", "pilot", "--workers"])
+    table = workers.output[workers.output.index("worker_id,") :]
+    rows = {r["worker_id"]: r for r in csv.DictReader(io.StringIO(table))}
+    assert rows["w-fail"]["checks_failed"] == "2" and rows["w-good"]["status"] == "completed"
 
 
-def test_verify_mturk_batch_fills_approve_and_reject(runner, ctx, tmp_path):
+def test_edit_changes_wording_but_not_what_workers_play(runner, ctx, tmp_path):
     make_pool()
-    create(runner, tmp_path, STUDY_TOML.replace('platform = "prolific"', 'platform = "mturk"'))
-    from app.crowd import studies
-
+    create(runner, tmp_path)
     study = studies.get_study("pilot")
-    good, _failing, _ = finish_workers(study)
-    good_code = studies.completion_code(good)
-    batch = tmp_path / "batch.csv"
-    batch.write_text(
-        "HITId,AssignmentId,WorkerId,AssignmentStatus,Answer.completion_code\n"
-        f"H1,A1,w-good,Submitted,{good_code.lower()}\n"
-        "H1,A2,w-fail,Submitted,WRONGCODE1\n",
-        encoding="utf-8",
-    )
-    out = tmp_path / "turk"
-    result = runner.invoke(
-        args=["study", "verify", "pilot", "--mturk-batch", str(batch), "--out", str(out)]
-    )
+    assert len(study.pool["inside_checks"]) == 6  # 2 per worker, three times over
+    # Nobody joined yet: anything may change, and the checks are built again.
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY_TOML.replace("rounds = 6", "rounds = 9"), encoding="utf-8")
+    result = runner.invoke(args=["study", "edit", "pilot", str(path)])
     assert result.exit_code == 0, result.output
-    rows = list(csv.DictReader(io.StringIO((out / "mturk-decisions.csv").read_text())))
-    assert rows[0]["WorkerId"] == "w-good" and rows[0]["Approve"] == "x" and rows[0]["Reject"] == ""
-    assert rows[1]["Approve"] == "" and "code does not match" in rows[1]["Reject"]
-    assert rows[1]["AssignmentId"] == "A2"
-
-
-def test_verify_plain_id_list_and_bad_input(runner, ctx, tmp_path):
-    make_pool()
-    create(runner, tmp_path)
-    from app.crowd import studies
-
-    finish_workers(studies.get_study("pilot"))
-    ids = tmp_path / "ids.txt"
-    ids.write_text("# paid batch 1\nw-good\n\nw-mid\n", encoding="utf-8")
-    result = runner.invoke(
-        args=["study", "verify", "pilot", "--ids", str(ids), "--out", str(tmp_path)]
+    assert "Study 'pilot' updated: rounds." in result.output
+    db.session.refresh(study)
+    assert studies.config_of(study).rounds == 9
+    assert len(study.pool["inside_checks"]) == 9  # 3 per worker now
+    assert db.session.scalar(select(func.count()).where(Example.kind == "attention_check")) == 9
+    join(study, worker="w1")
+    locked = STUDY_TOML.replace("rounds = 6", "rounds = 12")
+    path.write_text(locked, encoding="utf-8")
+    refused = runner.invoke(args=["study", "edit", "pilot", str(path)])
+    assert refused.exit_code != 0 and "cannot change: rounds" in refused.output
+    wording = STUDY_TOML.replace("rounds = 6", "rounds = 9").replace(
+        'title = "Spot the machine"', 'title = "Spot the machine (wave 2)"'
     )
-    assert "2 submission(s): 1 approve, 0 reject, 1 review" in result.output
-    wrong = tmp_path / "wrong.csv"
-    wrong.write_text("name,score\nx,1\n", encoding="utf-8")
-    bad = runner.invoke(args=["study", "verify", "pilot", "--prolific-export", str(wrong)])
-    assert bad.exit_code != 0 and "no 'Participant id' column" in bad.output
-    neither = runner.invoke(args=["study", "verify", "pilot"])
-    assert neither.exit_code != 0 and "exactly one of" in neither.output
-    missing = runner.invoke(args=["study", "report", "nope"])
-    assert missing.exit_code != 0 and "no study called 'nope'" in missing.output
+    path.write_text(wording, encoding="utf-8")
+    ok = runner.invoke(args=["study", "edit", "pilot", str(path)])
+    assert ok.exit_code == 0 and "updated: title" in ok.output
+    db.session.refresh(study)
+    assert study.title == "Spot the machine (wave 2)"
 
 
-def test_close_stops_new_workers(runner, ctx, tmp_path):
+def test_close_and_reopen(runner, ctx, tmp_path):
     make_pool()
     create(runner, tmp_path)
-    result = runner.invoke(args=["study", "close", "pilot"])
-    assert result.exit_code == 0 and "closed" in result.output
+    assert "closed" in runner.invoke(args=["study", "close", "pilot"]).output
+    study = studies.get_study("pilot")
+    assert not study.is_open
+    assert "open to new workers" in runner.invoke(args=["study", "reopen", "pilot"]).output
+    db.session.refresh(study)
+    assert study.is_open
+
+
+def test_delete_needs_force_and_an_export_when_workers_joined(runner, ctx, tmp_path):
+    make_pool()
+    create(runner, tmp_path)
+    study = studies.get_study("pilot")
+    finish_workers(study)
+    examples_before = db.session.scalar(select(func.count()).select_from(Example))
+    checks = len(study.pool["inside_checks"]) + len(study.pool["checks"])
+    refused = runner.invoke(args=["study", "delete", "pilot", "--yes"])
+    assert refused.exit_code != 0 and "3 participant(s)" in refused.output
+    no_export = runner.invoke(args=["study", "delete", "pilot", "--yes", "--force"])
+    assert no_export.exit_code != 0 and "--force needs --export" in no_export.output
+    out = tmp_path / "before-delete"
+    done = runner.invoke(
+        args=["study", "delete", "pilot", "--yes", "--force", "--export", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    rounds_csv = (out / "rounds.csv").read_text(encoding="utf-8")
+    assert rounds_csv.startswith("date,") and "w-good" in rounds_csv  # private: worker ids
+    assert "w-fail" in (out / "workers.csv").read_text(encoding="utf-8")
+    for model in (Study, Participant, Round):
+        assert db.session.scalar(select(func.count()).select_from(model)) == 0
+    assert db.session.scalar(select(func.count()).where(Player.kind == "crowd")) == 0
+    remaining = db.session.scalar(select(func.count()).select_from(Example))
+    assert remaining == examples_before - checks  # its checks went with it, nothing else
+    assert db.session.scalar(select(func.max(Example.annotation_count))) == 0
+
+
+def test_delete_an_unused_study(runner, ctx, tmp_path):
+    make_pool()
+    create(runner, tmp_path)
+    result = runner.invoke(args=["study", "delete", "pilot", "--yes"])
+    assert result.exit_code == 0 and "0 participant(s)" in result.output
+    assert db.session.scalar(select(func.count()).select_from(Study)) == 0
+
+
+def test_the_guides_example_runs_on_the_demo_data_without_a_warning(app, runner, ctx):
+    """docs/running-a-study.md, steps 1 to 3, with the shipped example file."""
+    from app import PROJECT_ROOT
+
+    app.config["PUBLIC_URL"] = "https://roft.example.org"
+    example = PROJECT_ROOT / "docs" / "examples" / "study.toml"
+    assert runner.invoke(args=["load-demo"]).exit_code == 0
+    checked = runner.invoke(args=["study", "check", str(example)])
+    assert checked.exit_code == 0 and "Warning" not in checked.output, checked.output
+    created = runner.invoke(args=["study", "create", str(example)])
+    assert created.exit_code == 0 and "Warning" not in created.output, created.output
+    assert "3 attention checks (2 inside a text, 1 all-human)" in created.output
+    assert "10.00 GBP/hour" in created.output
+    assert "Entry link: https://roft.example.org/study/news-pilot?PROLIFIC_PID=" in created.output

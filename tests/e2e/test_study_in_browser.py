@@ -38,33 +38,64 @@ def study_server(app, live_server):
     return live_server
 
 
-def play_study(page, pass_checks: bool, shots=None) -> int:
+INSIDE_CHECK = "say that a machine wrote this sentence"
+
+
+def progress(page) -> tuple[int, int]:
+    text = page.locator(".progress").inner_text()
+    return tuple(map(int, re.search(r"Sentence (\d+) of (\d+)", text).groups()))
+
+
+def flag_latest(page) -> None:
+    if progress(page)[0] == 1:  # the first sentence is always human: flag the second
+        press(page, "h")
+        expect(page.locator(".progress")).to_contain_text("Sentence 2 of")
+    press(page, "m")
+    page.get_by_role("checkbox", name=re.compile("Generic")).check()
+    page.get_by_role("button", name=re.compile("^Submit: a machine wrote sentence")).click()
+
+
+def human_to_the_end(page) -> None:
+    shown, total = progress(page)
+    for n in range(shown + 1, total + 1):
+        press(page, "h")
+        expect(page.locator(".progress")).to_contain_text(f"Sentence {n} of {total}")
+    page.get_by_role("button", name=re.compile("whole text is human-written")).click()
+
+
+def play_round(page, strategy: str) -> bool:
+    """Play the open round; returns whether it was an attention check.
+
+    "careful" reads every sentence, flags one that asks for it and otherwise says "all human" at
+    the end (right for both kinds of check); "human" presses H to the end of every text without
+    reading; "first" flags the first sentence it may (the second) every time.
+    """
+    if strategy == "first":
+        flag_latest(page)
+    elif strategy == "human":
+        human_to_the_end(page)
+    else:
+        while INSIDE_CHECK not in page.locator("ol.sentences li").last.inner_text():
+            shown, total = progress(page)
+            if shown == total:
+                break
+            press(page, "h")
+            expect(page.locator(".progress")).to_contain_text(f"Sentence {shown + 1} of {total}")
+        if INSIDE_CHECK in page.locator("ol.sentences li").last.inner_text():
+            flag_latest(page)
+        else:
+            page.get_by_role("button", name=re.compile("whole text is human-written")).click()
+    expect(page.locator("#result")).to_be_visible()
+    return "attention check" in page.locator("#result").inner_text().lower()
+
+
+def play_study(page, strategy: str, shots=None) -> int:
     """Play every round; returns how many attention checks were seen."""
     checks = 0
     while "/play/round/" in page.url:
-        first = page.locator("ol.sentences li").first.inner_text()
-        is_check = "attention check" in first
-        checks += is_check
-        if is_check and pass_checks:
-            shown, total = map(
-                int,
-                re.search(
-                    r"Sentence (\d+) of (\d+)", page.locator(".progress").inner_text()
-                ).groups(),
-            )
-            for n in range(shown + 1, total + 1):
-                press(page, "h")
-                expect(page.locator(".progress")).to_contain_text(f"Sentence {n} of {total}")
-            page.get_by_role("button", name=re.compile("whole text is human-written")).click()
-        else:
-            # "Machine" at the first chance: sentence 2 (the first is always human).
-            press(page, "h")
-            expect(page.locator(".progress")).to_contain_text("Sentence 2 of")
-            press(page, "m")
-            page.get_by_role("checkbox", name=re.compile("Generic")).check()
-            page.get_by_role("button", name="Submit: a machine wrote sentence 2").click()
-        expect(page.locator("#result")).to_be_visible()
-        if shots is not None and checks == 1 and is_check:
+        was_check = play_round(page, strategy)
+        checks += was_check
+        if shots is not None and checks == 1 and was_check:
             page.screenshot(path=str(shots / "study-check-result.png"), full_page=True)
         page.get_by_role("button", name=re.compile("^(Next|Finish and get your code)")).click()
     return checks
@@ -83,7 +114,7 @@ def test_prolific_worker_passes_checks_and_gets_the_code(study_server, page, sho
     enter(page, study_server, "pw1")
     expect(page.locator("h1")).to_contain_text("round 1 of 5")
     page.screenshot(path=str(shots / "study-round.png"), full_page=True)
-    assert play_study(page, pass_checks=True, shots=shots) == 2
+    assert play_study(page, "careful", shots=shots) == 2
     expect(page.locator("#completion-code")).to_have_text("C1DONE01")
     link = page.locator("#return-to-platform")
     expect(link).to_have_attribute(
@@ -92,9 +123,9 @@ def test_prolific_worker_passes_checks_and_gets_the_code(study_server, page, sho
     page.screenshot(path=str(shots / "study-done.png"), full_page=True)
 
 
-def test_worker_who_fails_two_checks_gets_the_failure_code(study_server, page):
+def test_lazy_worker_pressing_human_fails_the_checks_inside_texts(study_server, page):
     enter(page, study_server, "pw2")
-    assert play_study(page, pass_checks=False) == 2
+    assert play_study(page, "human") == 2
     expect(page.locator(".done")).to_contain_text("did not pass enough of the attention checks")
     expect(page.locator("#completion-code")).to_have_text("C2FAIL02")
 

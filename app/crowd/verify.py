@@ -1,0 +1,574 @@
+"""`flask study verify`: decide approve / reject / review for each platform submission, write the
+platforms' files, and record decisions and bonuses apart from the evidence.
+
+The evidence is what the site saw (the participant's status, checks, rounds, times) and what the
+platform's file says (status, entered code). The decision follows from both and nothing else, so
+a second run on the same files gives the same decisions. Safety rules:
+
+- RETURNED / TIMED-OUT submissions are neither approved nor rejected; with --apply a worker who
+  had not finished is marked returned / timed out and frees their place.
+- A missing code (Prolific's NOCODE) is never alone a reason to reject: the site knows who
+  finished.
+- Only failed attention checks lead to "reject", each with Prolific's category and a message of
+  at least 100 characters built from the evidence; everything else doubtful goes to review.
+- A worker appears once, however many rows the file has for them.
+- Bonuses owed by the study's rule are paid once: the ledger (study_bonuses) records what
+  --apply issued, and later runs pay only the difference.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import delete, func, select
+
+from app.crowd import codes
+from app.crowd.config import StudyConfig
+from app.crowd.reports import WorkerStats, latest_decisions, speed_threshold, worker_stats
+from app.crowd.studies import FINISHED, LEFT, config_of, expire_overdue, mark_left
+from app.errors import Conflict
+from app.extensions import db
+from app.models import Participant, ParticipantStatus, Study, StudyBonus, StudyDecision
+from app.models.base import utcnow
+
+APPROVE, REJECT, REVIEW, RETURNED, PENDING = "approve", "reject", "review", "returned", "pending"
+DECISIONS = (APPROVE, REJECT, REVIEW, RETURNED, PENDING)
+NOCODE = "NOCODE"
+LEFT_STATUSES = {"RETURNED": ParticipantStatus.returned, "TIMED-OUT": ParticipantStatus.timed_out}
+ACTIVE_STATUSES = {"ACTIVE", "RESERVED", "PROCESSING"}
+# Already decided on the platform: listed, but left out of the files to upload.
+CLOSED_STATUSES = {"APPROVED", "REJECTED", "PARTIALLY APPROVED", "SCREENED OUT"}
+MIN_MESSAGE = 100  # Prolific refuses shorter rejection messages
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One row of a platform's results file: who, the code they entered, the platform's status."""
+
+    worker_id: str
+    code: str | None = None
+    status: str | None = None
+    row: dict | None = None
+
+
+@dataclass
+class Decision:
+    worker_id: str
+    decision: str
+    reasons: list[str]
+    platform_status: str | None = None
+    participant_id: int | None = None
+    player_id: int | None = None
+    rejection_category: str | None = None
+    message: str = ""
+    bonus_minor: int = 0  # new bonus to pay now (owed by the rule minus already issued)
+    row: dict | None = field(default=None, repr=False)
+
+    @property
+    def actionable(self) -> bool:
+        """Still to be done on the platform (not already approved / rejected there)."""
+        return self.platform_status not in CLOSED_STATUSES
+
+
+# -- reading the platforms' files -----------------------------------------------------------
+
+
+def normal_status(value: str | None) -> str | None:
+    """'Awaiting review' / 'TIMED_OUT' / 'timed out' -> 'AWAITING REVIEW' / 'TIMED-OUT'."""
+    if not value or not value.strip():
+        return None
+    text = " ".join(value.replace("_", " ").upper().split())
+    return "TIMED-OUT" if text in ("TIMED OUT", "TIMEDOUT") else text
+
+
+def _column(headers: dict[str, str], *names: str) -> str | None:
+    return next((headers[n] for n in names if n in headers), None)
+
+
+def read_prolific_export(text: str) -> list[Submission]:
+    """Prolific's submissions export: 'Participant id', 'Status' and, when present, the code
+    the participant entered ('Completion code'; older exports call it 'Entered code')."""
+    reader = csv.DictReader(io.StringIO(text))
+    headers = {h.lower().replace("_", " ").strip(): h for h in reader.fieldnames or []}
+    id_col = _column(headers, "participant id")
+    if id_col is None:
+        raise ValueError("the Prolific export has no 'Participant id' column")
+    code_col = _column(headers, "completion code", "entered code", "study code")
+    status_col = _column(headers, "status")
+    return [
+        Submission(
+            row[id_col].strip(),
+            (row.get(code_col) or "").strip() or None if code_col else None,
+            normal_status(row.get(status_col)) if status_col else None,
+            row,
+        )
+        for row in reader
+        if (row.get(id_col) or "").strip()
+    ]
+
+
+def read_mturk_batch(text: str) -> list[Submission]:
+    """MTurk's batch results CSV: 'WorkerId', 'AssignmentStatus', 'Answer.completion_code'."""
+    reader = csv.DictReader(io.StringIO(text))
+    if "WorkerId" not in (reader.fieldnames or []):
+        raise ValueError("the MTurk batch file has no 'WorkerId' column")
+    return [
+        Submission(
+            row["WorkerId"].strip(),
+            (row.get("Answer.completion_code") or "").strip() or None,
+            normal_status(row.get("AssignmentStatus")),
+            row,
+        )
+        for row in reader
+        if (row.get("WorkerId") or "").strip()
+    ]
+
+
+def from_prolific_api(results) -> list[Submission]:
+    """Submissions as Prolific's API lists them (id, participant_id, status, study_code)."""
+    return [
+        Submission(
+            r["participant_id"],
+            r.get("study_code") or r.get("entered_code") or None,
+            normal_status(r.get("status")),
+            {"Submission id": r["id"], "Participant id": r["participant_id"]},
+        )
+        for r in results
+        if r.get("participant_id")
+    ]
+
+
+def read_id_list(text: str) -> list[Submission]:
+    """One worker id per line (blank lines and # comments ignored)."""
+    ids = [line.strip() for line in text.splitlines()]
+    return [Submission(i) for i in ids if i and not i.startswith("#")]
+
+
+def _rank(status: str | None) -> int:
+    if status in LEFT_STATUSES:
+        return 0
+    return 1 if status in ACTIVE_STATUSES or status is None else 2
+
+
+def one_per_worker(submissions: list[Submission]) -> tuple[list[Submission], int]:
+    """A worker once, in first-seen order: the row that went furthest (submitted over active over
+    returned). Returns the rows kept and how many were left out."""
+    kept: dict[str, Submission] = {}
+    for sub in submissions:
+        seen = kept.get(sub.worker_id)
+        if seen is None or _rank(sub.status) > _rank(seen.status):
+            kept[sub.worker_id] = sub
+    return list(kept.values()), len(submissions) - len(kept)
+
+
+# -- deciding -------------------------------------------------------------------------------
+
+
+def rejection_message(config: StudyConfig, w: WorkerStats) -> str:
+    checks = w.checks_passed + w.checks_failed
+    message = (
+        f"Thank you for taking part in “{config.title}”. We cannot approve this submission: "
+        f"{w.checks_failed} of the {checks} attention checks were not answered as they asked "
+        f"(the study asks that at least {checks - config.fail_after_checks + 1} be followed). "
+        "Each check was an instruction written into a text, for example a sentence asking to be "
+        "marked as machine-written, and the instructions said that such checks were included. "
+        "If you think this is a mistake, please message us through the platform."
+    )
+    return message
+
+
+def _expected_codes(config: StudyConfig, w: WorkerStats) -> dict[str, str]:
+    """outcome -> the code a worker with that outcome is given (theirs or the study's)."""
+    known = dict(config.completion_codes)
+    if w.completion_code:
+        known.setdefault(w.status, w.completion_code)
+    return known
+
+
+def decide_one(
+    config: StudyConfig, sub: Submission, w: WorkerStats | None, speed: float | None = None
+) -> Decision:
+    """One submission's decision; `speed` is the study's too-fast threshold (seconds a round)."""
+    status = sub.status
+    if w is None:
+        return Decision(sub.worker_id, REVIEW, ["never joined this study on the site"], status)
+    base = {"participant_id": w.participant_id, "player_id": w.player_id}
+    site = ParticipantStatus(w.status)
+    outcome = w.status
+    finished = site in FINISHED
+    if status in LEFT_STATUSES:
+        note = f"{status.lower()} on the platform: neither approve nor reject"
+        if finished:
+            note += f" (the site saw them finish: {outcome})"
+        return Decision(sub.worker_id, RETURNED, [note], status, **base)
+    if status in ACTIVE_STATUSES:
+        return Decision(sub.worker_id, PENDING, ["still working on the platform"], status, **base)
+    reject, review, notes = [], [], []
+    if outcome == "failed_checks":
+        reject.append(f"failed {w.checks_failed} of {w.checks_passed + w.checks_failed} checks")
+    elif outcome == "screened_out":
+        why = "the comprehension questions" if w.comprehension_failures >= 2 else "screening"
+        review.append(f"screened out by {why}: pay as for a screen-out, or ask them to return")
+    elif site == ParticipantStatus.timed_out:
+        review.append(
+            f"ran out of time on the site after {w.rounds_done} of {config.rounds} rounds"
+        )
+    elif site == ParticipantStatus.returned:
+        review.append("marked returned by an earlier run, yet submitted")
+    elif not finished:
+        review.append(f"unfinished: {w.rounds_done} of {config.rounds} rounds")
+    code = sub.code
+    if code is not None and code.upper() == NOCODE:
+        if finished:
+            notes.append("no code entered (NOCODE), but the site saw them finish")
+        else:
+            review.append("no code entered (NOCODE)")
+    elif code is not None:
+        expected = _expected_codes(config, w)
+        matched = next((o for o, c in expected.items() if codes.codes_match(code, c)), None)
+        if not finished:
+            review.append("entered a code without finishing on the site")
+        elif matched is None:
+            review.append("entered code matches no code of this study (a typo?)")
+        elif matched != outcome:
+            review.append(
+                f"entered the code of another outcome ({matched}) than theirs ({outcome})"
+            )
+    if w.too_fast:
+        review.append(
+            f"too fast: median {w.median_round_seconds:.1f} s a round, under the study's "
+            f"threshold of {speed or 0:.1f} s"
+        )
+    if w.straight_lining:
+        review.append("straight-lining: the same answer position many times in a row")
+    if reject:
+        return Decision(
+            sub.worker_id,
+            REJECT,
+            reject + review + notes,
+            status,
+            rejection_category="FAILED_CHECK",
+            message=rejection_message(config, w),
+            **base,
+        )
+    decision = REVIEW if review else APPROVE
+    return Decision(sub.worker_id, decision, review + notes, status, **base)
+
+
+def issued_bonuses(study: Study) -> dict[int, int]:
+    """participant id -> bonus already issued (minor units), from the ledger."""
+    rows = db.session.execute(
+        select(StudyBonus.participant_id, func.sum(StudyBonus.amount_minor))
+        .where(StudyBonus.study_id == study.id)
+        .group_by(StudyBonus.participant_id)
+    )
+    return {pid: int(total) for pid, total in rows}
+
+
+def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
+    """A decision per worker (duplicates already removed), with the bonus still owed."""
+    config = config_of(study)
+    expire_overdue(study)
+    stats = {w.worker_id: w for w in worker_stats(study)}
+    speed = speed_threshold(
+        config, [w.median_round_seconds for w in stats.values() if w.median_round_seconds]
+    )
+    issued = issued_bonuses(study)
+    decisions = []
+    for sub in submissions:
+        w = stats.get(sub.worker_id)
+        made = decide_one(config, sub, w, speed)
+        made.row = sub.row
+        if config.bonus and w is not None and made.decision == APPROVE:
+            owed = round(config.bonus.amount(w.points, w.exact) * 100)
+            made.bonus_minor = max(owed - issued.get(w.participant_id, 0), 0)
+        decisions.append(made)
+    return decisions
+
+
+# -- recording ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Applied:
+    run: int | None  # None when nothing new was recorded
+    changed: int
+    unchanged: int
+    marked_left: int
+    bonuses: int
+    bonus_minor: int
+
+
+def apply_decisions(study: Study, decisions: list[Decision]) -> Applied:
+    """Record the decisions that changed as one run; mark returned / timed-out workers who had not
+    finished; add the bonuses written to bonus.csv to the ledger. One transaction."""
+    run = (
+        db.session.scalar(
+            select(func.max(StudyDecision.run)).where(StudyDecision.study_id == study.id)
+        )
+        or 0
+    ) + 1
+    current = latest_decisions(study)
+    changed = unchanged = marked = bonuses = total = 0
+    now = utcnow()
+    try:
+        for d in decisions:
+            if d.participant_id is None:
+                continue
+            participant = db.session.get(Participant, d.participant_id)
+            previous = participant.status.value
+            if d.decision == RETURNED and d.platform_status in LEFT_STATUSES:
+                mark_left(participant, LEFT_STATUSES[d.platform_status], now)
+            moved = participant.status.value != previous
+            marked += moved
+            before = current.get(d.participant_id)
+            same = (
+                before is not None
+                and before.decision == d.decision
+                and before.reasons == d.reasons
+                and not moved
+            )
+            if same:
+                unchanged += 1
+            else:
+                changed += 1
+                db.session.add(
+                    StudyDecision(
+                        study_id=study.id,
+                        participant_id=d.participant_id,
+                        run=run,
+                        decision=d.decision,
+                        reasons=d.reasons,
+                        rejection_category=d.rejection_category,
+                        message=d.message,
+                        platform_status=d.platform_status,
+                        previous_status=previous if moved else None,
+                        created_at=now,
+                    )
+                )
+            if d.bonus_minor > 0:
+                bonuses += 1
+                total += d.bonus_minor
+                db.session.add(
+                    StudyBonus(
+                        study_id=study.id,
+                        participant_id=d.participant_id,
+                        run=run,
+                        amount_minor=d.bonus_minor,
+                        issued_at=now,
+                    )
+                )
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    recorded = changed or bonuses
+    return Applied(run if recorded else None, changed, unchanged, marked, bonuses, total)
+
+
+@dataclass(frozen=True)
+class Undone:
+    run: int
+    decisions: int
+    restored: int
+    bonuses_dropped: int
+    bonuses_kept: int
+
+
+def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
+    """Delete the latest applied run's decisions and put back the statuses it changed.
+
+    Its bonuses stay in the ledger unless `drop_bonuses`: once bonus.csv was uploaded they were
+    paid, and forgetting them would pay them again.
+    """
+    run = db.session.scalar(
+        select(func.max(StudyDecision.run)).where(StudyDecision.study_id == study.id)
+    ) or db.session.scalar(select(func.max(StudyBonus.run)).where(StudyBonus.study_id == study.id))
+    if not run:
+        raise Conflict(f"study {study.slug!r} has no recorded verify run to undo")
+    rows = list(
+        db.session.scalars(
+            select(StudyDecision).where(
+                StudyDecision.study_id == study.id, StudyDecision.run == run
+            )
+        )
+    )
+    restored = 0
+    try:
+        for row in rows:
+            participant = db.session.get(Participant, row.participant_id)
+            if row.previous_status and participant.status in LEFT:
+                participant.status = ParticipantStatus(row.previous_status)
+                participant.left_at = None
+                restored += 1
+        db.session.execute(
+            delete(StudyDecision).where(
+                StudyDecision.study_id == study.id, StudyDecision.run == run
+            )
+        )
+        in_run = select(StudyBonus).where(StudyBonus.study_id == study.id, StudyBonus.run == run)
+        bonuses = len(list(db.session.scalars(in_run)))
+        if drop_bonuses:
+            db.session.execute(
+                delete(StudyBonus).where(StudyBonus.study_id == study.id, StudyBonus.run == run)
+            )
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    return Undone(
+        run, len(rows), restored, bonuses if drop_bonuses else 0, 0 if drop_bonuses else bonuses
+    )
+
+
+def send_to_prolific(client, study_id: str, decisions: list[Decision]) -> dict[str, int]:
+    """Act on the decisions through Prolific's API: bulk approve, reject each with its category
+    and message, pay the new bonuses once. Call it after apply_decisions(), which has put the
+    bonuses in the ledger: a payment that fails half-way is then never sent twice."""
+    act = [d for d in decisions if d.actionable]
+    approve = [d.worker_id for d in act if d.decision == APPROVE]
+    client.approve(study_id, approve)
+    rejected = 0
+    for d in act:
+        if d.decision == REJECT:
+            client.reject((d.row or {})["Submission id"], d.rejection_category, d.message)
+            rejected += 1
+    bonuses = [(d.worker_id, _money(d.bonus_minor)) for d in decisions if d.bonus_minor > 0]
+    client.pay_bonuses(study_id, bonuses)
+    return {"approved": len(approve), "rejected": rejected, "bonuses": len(bonuses)}
+
+
+# -- the files ------------------------------------------------------------------------------
+
+
+def _csv(rows: list[list], header: list[str] | None) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if header:
+        writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def mturk_batch_with_decisions(decisions: list[Decision], fieldnames: list[str]) -> str:
+    """The batch file with MTurk's Approve and Reject columns filled in (others left blank)."""
+    out = io.StringIO()
+    names = [*fieldnames, *(c for c in ("Approve", "Reject") if c not in fieldnames)]
+    writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    for d in decisions:
+        row = dict(d.row or {"WorkerId": d.worker_id})
+        row["Approve"] = "x" if d.decision == APPROVE and d.actionable else ""
+        row["Reject"] = d.message if d.decision == REJECT and d.actionable else ""
+        writer.writerow(row)
+    return out.getvalue()
+
+
+def _money(minor: int) -> str:
+    return f"{minor // 100}.{minor % 100:02d}"
+
+
+README = """# Decisions for study {slug}
+
+Made by `flask study verify` from {source} on {when}. {applied}
+
+These files name workers by their platform ids: keep them with the study's private records and
+do not share them. Every CSV starts with its header, except bonus.csv, which is in the
+platform's own format.
+
+- decisions.csv: every submission once, with its decision, the platform's status, the reasons,
+  the bonus, and `annotator` (the worker's pseudonym in research exports: join on it to leave
+  rejected workers out of an export).
+- approve.txt: ids to approve ({approve}). Prolific: approve by upload.
+- reject.csv: id, Prolific's rejection category and the message, at least 100 characters
+  ({reject}). Reject each with that category and message.
+- review.csv: submissions a person must look at, with the reasons ({review}).
+- bonus.csv: `id,amount` lines in {currency} ({bonus}). Prolific: bulk bonus payment. Upload it
+  once: a second upload pays again.
+{mturk}
+Returned or timed-out submissions ({returned}) and those still active ({pending}) are listed in
+decisions.csv only: they are neither approved nor rejected.
+"""
+
+
+def _applied_note(study: Study, applied: Applied | None) -> str:
+    if applied is None:
+        return "Not recorded: run again with --apply once you act on these files."
+    if applied.run is None:
+        return "Already recorded by an earlier run: nothing new."
+    return f"Recorded as run {applied.run} (`flask study undo-verify {study.slug}` reverts it)."
+
+
+def write_files(
+    out: Path,
+    study: Study,
+    decisions: list[Decision],
+    source: str,
+    applied: Applied | None,
+    mturk_fieldnames: list[str] | None,
+    pseudonym=None,
+) -> list[str]:
+    """Write the decision files into `out`; returns their names. `pseudonym(player_id)` gives
+    the research exports' annotator key."""
+    config = config_of(study)
+    out.mkdir(parents=True, exist_ok=True)
+    act = [d for d in decisions if d.actionable]
+    files: dict[str, str] = {}
+    files["decisions.csv"] = _csv(
+        [
+            [
+                d.worker_id,
+                pseudonym(d.player_id) if pseudonym and d.player_id else "",
+                d.decision,
+                d.platform_status or "",
+                d.rejection_category or "",
+                _money(d.bonus_minor) if d.bonus_minor else "",
+                "; ".join(d.reasons),
+            ]
+            for d in decisions
+        ],
+        ["worker_id", "annotator", "decision", "platform_status", "rejection_category",
+         "bonus", "reasons"],
+    )  # fmt: skip
+    approve = [d for d in act if d.decision == APPROVE]
+    reject = [d for d in act if d.decision == REJECT]
+    review = [d for d in decisions if d.decision == REVIEW]
+    bonus = [d for d in decisions if d.bonus_minor > 0]
+    files["approve.txt"] = "".join(f"{d.worker_id}\n" for d in approve)
+    files["reject.csv"] = _csv(
+        [[d.worker_id, d.rejection_category, d.message] for d in reject],
+        ["participant_id", "rejection_category", "message"],
+    )
+    files["review.csv"] = _csv(
+        [[d.worker_id, d.platform_status or "", "; ".join(d.reasons)] for d in review],
+        ["worker_id", "platform_status", "reasons"],
+    )
+    files["bonus.csv"] = "".join(f"{d.worker_id},{_money(d.bonus_minor)}\n" for d in bonus)
+    mturk_line = ""
+    if mturk_fieldnames is not None:
+        files["mturk-decisions.csv"] = mturk_batch_with_decisions(decisions, mturk_fieldnames)
+        mturk_line = (
+            "- mturk-decisions.csv: the batch file with Approve and Reject filled in; upload it "
+            "to MTurk's batch review.\n"
+        )
+    count = {k: sum(d.decision == k for d in decisions) for k in DECISIONS}
+    files["README.md"] = README.format(
+        slug=study.slug,
+        source=source,
+        when=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+        applied=_applied_note(study, applied),
+        approve=len(approve),
+        reject=len(reject),
+        review=len(review),
+        bonus=f"{len(bonus)}, {_money(sum(d.bonus_minor for d in bonus))} {config.currency}",
+        currency=config.currency,
+        returned=count[RETURNED],
+        pending=count[PENDING],
+        mturk=mturk_line,
+    )
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+    return list(files)
