@@ -84,8 +84,10 @@ def create_app(overrides: dict | None = None) -> Flask:
         app.register_blueprint(blueprint)
 
     from app.cli import register_cli
+    from app.leaderboard import integrity
 
     register_cli(app)
+    integrity.init_app(app)
     configure_logging(app)
     _register_error_pages(app)
     _register_security_headers(app)
