@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from flask import Flask, url_for
 from app.crowd import reports, studies
 from app.crowd.config import StudyConfigError, load_study_file
 from app.errors import ServiceError
+from app.spreadsheet import neutralise_row
 
 
 def _study(slug: str):
@@ -151,11 +153,11 @@ def register_study_cli(app: Flask) -> None:
 
 
 def write_decisions(out: Path, decisions, mturk: bool, submissions) -> None:
-    lines = ["worker_id,decision,reasons"]
-    for d in decisions:
-        reasons = "; ".join(d.reasons).replace('"', "'")
-        lines.append(f'{d.worker_id},{d.decision},"{reasons}"')
-    (out / "decisions.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with open(out / "decisions.csv", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["worker_id", "decision", "reasons"])
+        for d in decisions:
+            writer.writerow(neutralise_row([d.worker_id, d.decision, "; ".join(d.reasons)]))
     if mturk:
         fieldnames = list(submissions[0].row) if submissions and submissions[0].row else []
         (out / "mturk-decisions.csv").write_text(

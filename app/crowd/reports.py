@@ -15,6 +15,7 @@ from app.crowd.studies import FINISHED, completion_code, config_of
 from app.extensions import db
 from app.game import rounds as game
 from app.models import Participant, ParticipantStatus, Round, Study
+from app.spreadsheet import neutralise, neutralise_row
 
 
 @dataclass
@@ -179,11 +180,11 @@ def workers_csv(report: StudyReport) -> str:
     )  # fmt: skip
     for w in report.workers:
         writer.writerow(
-            [
+            neutralise_row([
                 w.worker_id, w.status, w.rounds_done, w.checks_passed, w.checks_failed,
                 _fmt(w.median_round_seconds), _fmt(w.median_gap_seconds), _fmt(w.total_seconds),
                 "; ".join(w.flags),
-            ]
+            ])
         )  # fmt: skip
     return out.getvalue()
 
@@ -291,7 +292,7 @@ def mturk_batch_with_decisions(decisions: list[Decision], fieldnames: list[str])
         row = dict(d.row or {"WorkerId": d.worker_id})
         row["Approve"] = "x" if d.decision == "approve" else ""
         row["Reject"] = "; ".join(d.reasons) if d.decision == "reject" else ""
-        writer.writerow(row)
+        writer.writerow({name: neutralise(value) for name, value in row.items()})
     return out.getvalue()
 
 
