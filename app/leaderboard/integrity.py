@@ -80,7 +80,9 @@ def client() -> Client:
 
 
 def init_app(app: Flask) -> None:
-    """Give a browser its device cookie on the response that first needed it."""
+    """Give a browser its device cookie on the response that first needed it, and let pages say
+    why a round did not count (`round.uncounted|uncounted_reason`)."""
+    app.add_template_filter(explain, "uncounted_reason")
 
     @app.after_request
     def set_device_cookie(response):
