@@ -118,12 +118,16 @@ def test_careful_reader_ranks_above_lazy_players_and_answer_key_farmers(ctx, clo
         # flash plays from the key at machine speed.
         round_ = rounds.start_round(flash, "random")
         play_to(flash, key[round_.example_id], clock, 0.05)
-    board = standings.top()
-    assert [s.name for s in board] == ["cara", "hugo", "sam"]
-    assert board[0].skill > 0 and board[1].skill == 0 > board[2].skill
-    assert board[1].points > 0  # "all human" scores points, but no skill
+    board = {s.name: s for s in standings.top()}
+    # The texts each player gets are drawn at random, so only what holds for any draw is checked
+    # here (the whole demo set is checked above): "all human" has exactly no skill, the careful
+    # reader ranks first, by far, and the farmers are not on the board.
+    assert set(board) == {"cara", "hugo", "sam"}
+    assert board["cara"].rank == 1 and board["cara"].skill > 0
+    assert board["hugo"].skill == 0 and board["hugo"].points > 0
+    assert board["sam"].skill < board["cara"].skill
     # On points alone the farmers would lead; they are not on the most-played board either.
-    assert [s.name for s in standings.top(**POINTS)][0] == "cara"
+    assert next(s.name for s in standings.top(**POINTS)) == "cara"
     db.session.refresh(kim)
     db.session.refresh(flash)
     assert kim.unlisted_reason.startswith("exact hits:")
