@@ -10,9 +10,10 @@ from flask_wtf.csrf import CSRFError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
+from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app.config import build_config
+from app.config import build_config, check_production
 from app.crowd.platforms import MTURK_FRAME_ANCESTORS as MTURK_ORIGINS
 from app.errors import ServiceError
 from app.extensions import cache, csrf, db, limiter, login_manager, migrate
@@ -57,6 +58,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     app.config.update(build_config(Path(app.instance_path)))
     if overrides:
         app.config.update(overrides)
+    check_production(app.config)
 
     app.session_interface = FramedSessionInterface()
     if app.config.get("PROXY_FIX"):
@@ -108,6 +110,15 @@ def _register_error_pages(app: Flask) -> None:
     @app.errorhandler(ServiceError)
     def service_error(error: ServiceError):
         return page("Sorry", error.message, error.status)
+
+    @app.errorhandler(SecurityError)
+    def untrusted_host(error: SecurityError):
+        # No page template: links cannot be built for a host the site does not answer to.
+        return (
+            "Bad request: this site does not answer to that host name.\n",
+            400,
+            {"Content-Type": "text/plain; charset=utf-8"},
+        )
 
     @app.errorhandler(CSRFError)
     def csrf_error(error: CSRFError):

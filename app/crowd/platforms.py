@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
 MTURK_FRAME_ANCESTORS = "https://www.mturk.com https://workersandbox.mturk.com"
@@ -45,7 +45,7 @@ def _check(name: str, value: str | None, platform: str, required: bool) -> str |
                 f"{PLATFORM_NAMES[platform]}, so that we can credit your work."
             )
         return None
-    if not ID_RE.match(value):
+    if not ID_RE.fullmatch(value):
         raise EntryError(
             f"The {name} in this link does not look right. Please open the study again from "
             f"{PLATFORM_NAMES[platform]}."

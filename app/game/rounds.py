@@ -57,7 +57,7 @@ def open_round(player: Player) -> Round | None:
 
 def category_by_slug(slug: str) -> Category | None:
     """The category with this slug; None for a slug no category can have (no query is made)."""
-    if not SLUG_RE.match(slug):
+    if not SLUG_RE.fullmatch(slug):
         return None
     return db.session.scalar(select(Category).where(Category.slug == slug))
 
