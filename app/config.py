@@ -41,7 +41,8 @@ def load_secret_key(instance_path: Path) -> str:
 
 
 # Host names the site answers to when TRUSTED_HOSTS is not set (outside production).
-LOCAL_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+# (Werkzeug cannot match an IPv6 literal such as [::1]: use localhost.)
+LOCAL_HOSTS = ["localhost", "127.0.0.1"]
 
 
 class ConfigurationError(RuntimeError):
