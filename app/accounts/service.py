@@ -21,6 +21,7 @@ from app.errors import BadRequest, Conflict, ServiceError
 from app.extensions import db
 from app.leaderboard import standings
 from app.models import LoginFailure, Player, PlayerSurvey
+from app.models.players import hash_method
 from app.models.base import UTCDateTime, utcnow
 
 USERNAME_RE = re.compile(r"[A-Za-z0-9_-]{3,32}")
@@ -124,10 +125,10 @@ def find_by_username(username: str) -> Player | None:
 
 
 @functools.cache
-def _dummy_hash() -> str:
+def _dummy_hash(method: str) -> str:
     """A hash to check a password against when no account has the name: the answer takes as long
     as for a real account."""
-    return generate_password_hash("no account has this name")
+    return generate_password_hash("no account has this name", method=method)
 
 
 def name_key(username: str) -> str:
@@ -180,7 +181,7 @@ def authenticate(username: str, password: str) -> Player | None:
     player = find_by_username(username)
     stored = player.password_hash if player is not None and player.password_hash else None
     # Always one password check, against a dummy hash for an unknown name (equal timing).
-    matches = check_password_hash(stored or _dummy_hash(), password or "")
+    matches = check_password_hash(stored or _dummy_hash(hash_method()), password or "")
     if stored and matches:
         db.session.execute(delete(LoginFailure).where(LoginFailure.name_key == key))
         db.session.commit()

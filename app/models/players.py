@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from flask import current_app
 from flask_login import UserMixin
 from sqlalchemy import Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
@@ -11,6 +12,12 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
+
+
+def hash_method() -> str:
+    """Werkzeug's password hash method: scrypt unless PASSWORD_HASH_METHOD says otherwise (the
+    tests use a cheap one, so that hundreds of logins stay fast)."""
+    return current_app.config.get("PASSWORD_HASH_METHOD", "scrypt")
 
 
 class Player(UserMixin, db.Model):
@@ -39,7 +46,7 @@ class Player(UserMixin, db.Model):
     restored_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     def set_password(self, password: str) -> None:
-        self.password_hash = generate_password_hash(password)
+        self.password_hash = generate_password_hash(password, method=hash_method())
 
     def check_password(self, password: str) -> bool:
         return bool(self.password_hash) and check_password_hash(self.password_hash, password)
