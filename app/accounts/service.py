@@ -21,8 +21,8 @@ from app.errors import BadRequest, Conflict, ServiceError
 from app.extensions import db
 from app.leaderboard import standings
 from app.models import LoginFailure, Player, PlayerSurvey
-from app.models.players import hash_method
 from app.models.base import UTCDateTime, utcnow
+from app.models.players import hash_method
 
 USERNAME_RE = re.compile(r"[A-Za-z0-9_-]{3,32}")
 # Failed logins for one name: LOCK_AFTER within FAILURE_WINDOW lock it for LOCK_FOR.
