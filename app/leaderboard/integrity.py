@@ -156,13 +156,15 @@ def count(
         fast=fairness.is_fast((now - started_at).total_seconds(), revealed),
         when=now,
     )
-    if player.unlisted_at is not None or player.restored_at is not None:
+    judged = player.unlisted_at is not None or player.restored_at is not None
+    if judged or stats.rounds < fairness.JUDGE_AFTER:
         return
     reason = fairness.implausible(stats.rounds, stats.exact, stats.fast_rounds, site_rate())
     if reason is not None:
         player.unlisted_at = now
         player.unlisted_reason = reason
         db.session.flush()  # the Player event takes the rows off the boards in this transaction
+        standings.forget_boards_of(player.id)
 
 
 def site_rate() -> float:
