@@ -11,8 +11,9 @@ ones, with values that are valid, random text (NUL bytes and every plane of unic
 100,000-character strings, repeated keys or missing.
 
 Every response must be below 500. A rejected response (400 and up) must leave the stored data as
-it was (except a refused login, which is counted in `login_failures` by design): every table's rows, in primary-key order, are compared with the seeded rows whenever the
-request sent anything but a SELECT to the database (with only SELECTs nothing can have changed).
+it was (except a refused login, which is counted in `login_failures` by design): every table's
+rows, in primary-key order, are compared with the seeded rows whenever the request sent anything
+but a SELECT to the database (with only SELECTs nothing can have changed).
 A successful request may change data; the tables are then put back to the seeded rows before the
 next request, so every request starts from the same data.
 
