@@ -18,7 +18,6 @@ from app.accounts.service import name_key
 from app.errors import BadRequest, Forbidden
 from app.extensions import db
 from app.leaderboard import standings
-from app.leaderboard.skill import MIN_ROUNDS
 from app.models import (
     BoardTotal,
     Category,
@@ -73,7 +72,7 @@ def delete_account(player: Player, password: str = "", confirmed: bool = False) 
         )
         db.session.add(anonymous)
         db.session.flush()
-        relist(connection, player_id, False, MIN_ROUNDS)
+        relist(connection, player_id, False)
         db.session.execute(
             update(Round)
             .where(Round.player_id == player_id)

@@ -229,7 +229,7 @@ def record_answer(
     if misfiled:
         # The player joined or left the boards without the ORM event (a bulk UPDATE, or a sign-up
         # racing this answer): put the rows right now.
-        relist(connection, player_id, on_boards, skill_rule.MIN_ROUNDS)
+        relist(connection, player_id, on_boards)
     return PlayerStats(mine.rounds, mine.exact, mine.fast_rounds)
 
 

@@ -38,6 +38,7 @@ from sqlalchemy.orm import Mapped, Mapper, mapped_column
 from sqlalchemy.sql.dml import Delete, Insert
 
 from app.extensions import db
+from app.leaderboard.skill import MIN_ROUNDS
 from app.models.players import Player
 
 # The scope of the boards of all categories; a category's boards have its id as scope.
@@ -166,25 +167,19 @@ def count_row(moves: Moves, row, listed: bool, ranked: bool, sign: int) -> None:
         moves[row.period, row.scope, SKILL, row.skill] += sign
 
 
-def relist(connection: Connection, player_id: int, listed: bool, min_rounds: int) -> None:
+def relist(connection: Connection, player_id: int, listed: bool) -> None:
     """Set `listed` (and `ranked`) on the player's board rows and move the counts with them."""
     table = BoardTotal.__table__
     changed = connection.execute(
         update(table)
         .where(table.c.player_id == player_id, table.c.listed == (not listed))
-        .values(listed=listed, ranked=(table.c.rounds >= min_rounds) if listed else false())
+        .values(listed=listed, ranked=(table.c.rounds >= MIN_ROUNDS) if listed else false())
         .returning(table.c.period, table.c.scope, table.c.points, table.c.skill, table.c.rounds)
     ).all()
     moves: Moves = Counter()
     for row in changed:
-        count_row(moves, row, True, row.rounds >= min_rounds, 1 if listed else -1)
+        count_row(moves, row, True, row.rounds >= MIN_ROUNDS, 1 if listed else -1)
     move_counts(connection, moves)
-
-
-def _min_rounds() -> int:
-    from app.leaderboard.skill import MIN_ROUNDS  # the rule lives with the skill measure
-
-    return MIN_ROUNDS
 
 
 @event.listens_for(Player, "after_update")
@@ -193,10 +188,10 @@ def _relist_on_change(mapper: Mapper, connection: Connection, player: Player) ->
     flush."""
     state = inspect(player).attrs
     if state.username.history.has_changes() or state.unlisted_at.history.has_changes():
-        relist(connection, player.id, player.on_boards, _min_rounds())
+        relist(connection, player.id, player.on_boards)
 
 
 @event.listens_for(Player, "before_delete")
 def _unlist_before_delete(mapper: Mapper, connection: Connection, player: Player) -> None:
     """The database deletes a deleted player's rows (ON DELETE CASCADE); the counts follow."""
-    relist(connection, player.id, False, _min_rounds())
+    relist(connection, player.id, False)
