@@ -213,7 +213,7 @@ def record_answer(
     for row in rows:
         before_rounds = row.rounds - 1
         if before_rounds:
-            before = _Row(
+            before = _Before(
                 row.period,
                 row.scope,
                 row.points - verdict.points,
@@ -234,7 +234,9 @@ def record_answer(
 
 
 @dataclass(frozen=True)
-class _Row:
+class _Before:
+    """A board row as it was before this answer: the counts it leaves."""
+
     period: str
     scope: int
     points: int
