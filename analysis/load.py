@@ -47,6 +47,7 @@ import pandas as pd
 
 from app.catalog.roft_csv import example_key
 from app.game.scoring import points as score_points
+from app.spreadsheet import restore_frame
 
 ROFT_COLUMNS: tuple[str, ...] = (
     "date",
@@ -300,14 +301,22 @@ def read_raw(path: str | Path) -> tuple[pd.DataFrame, str]:
     if path.is_dir():
         for name in ROUNDS_BASENAMES:
             if (path / name).exists():
-                return _read_table(path / name), "dump"
+                return _unguarded(_read_table(path / name), path / name), "dump"
         for candidate in sorted(path.iterdir()):
             if candidate.suffix.lower() in SQLITE_SUFFIXES:
                 return _read_table(candidate), "dump"
         raise LoadError(f"{path}: no rounds.csv, rounds.parquet or SQLite file in this folder")
-    raw = _read_table(path)
+    raw = _unguarded(_read_table(path), path)
     kind = "dump" if "example_id" in raw.columns else "roft-csv"
     return raw, kind
+
+
+def _unguarded(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Our CSV exports prefix formula-like text cells with an apostrophe (app/spreadsheet.py, named
+    in their manifest); remove it so the text is what the player wrote."""
+    if path.suffix.lower() == ".csv" and read_export_info(path).get("csv_cells"):
+        return restore_frame(frame)
+    return frame
 
 
 def load(path: str | Path) -> pd.DataFrame:

@@ -21,6 +21,7 @@ import pandas as pd
 from analysis import agreement as agreement_mod
 from analysis import boundary, cleaning, comments, factors, heds, learning
 from analysis.load import apply_selection, load, read_export_info
+from app.spreadsheet import neutralise_frame
 
 
 @dataclass
@@ -231,7 +232,7 @@ def build_report(
         ),
     }
     for name, table in tables.items():
-        table.to_csv(out / f"{name}.csv", index=False)
+        neutralise_frame(table).to_csv(out / f"{name}.csv", index=False)
     figures = _figures(out, hist, factor, order_t, session_t, means, reasons_cat)
     tick("figures_and_tables")
 

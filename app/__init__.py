@@ -11,9 +11,10 @@ from flask_wtf.csrf import CSRFError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
+from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app.config import build_config
+from app.config import build_config, check_production
 from app.crowd.platforms import MTURK_SUBMIT_ORIGINS
 from app.errors import ServiceError
 from app.extensions import cache, csrf, db, limiter, login_manager, migrate
@@ -58,6 +59,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     app.config.update(build_config(Path(app.instance_path)))
     if overrides:
         app.config.update(overrides)
+    check_production(app.config)
 
     app.session_interface = FramedSessionInterface()
     if app.config.get("PROXY_FIX"):
@@ -85,8 +87,10 @@ def create_app(overrides: dict | None = None) -> Flask:
         app.register_blueprint(blueprint)
 
     from app.cli import register_cli
+    from app.leaderboard import integrity
 
     register_cli(app)
+    integrity.init_app(app)
     configure_logging(app)
     _register_error_pages(app)
     _register_security_headers(app)
@@ -148,6 +152,15 @@ def _register_error_pages(app: Flask) -> None:
     @app.errorhandler(ServiceError)
     def service_error(error: ServiceError):
         return page("Sorry", error.message, error.status)
+
+    @app.errorhandler(SecurityError)
+    def untrusted_host(error: SecurityError):
+        # No page template: links cannot be built for a host the site does not answer to.
+        return (
+            "Bad request: this site does not answer to that host name.\n",
+            400,
+            {"Content-Type": "text/plain; charset=utf-8"},
+        )
 
     @app.errorhandler(CSRFError)
     def csrf_error(error: CSRFError):

@@ -1,8 +1,10 @@
-"""Operator commands: `flask import`, `flask load-demo`, `flask create-researcher`."""
+"""Operator commands: `flask import`, `flask load-demo`, `flask create-researcher`,
+`flask reset-password`."""
 
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 import click
@@ -158,6 +160,34 @@ def register_cli(app: Flask) -> None:
         except ServiceError as refused:
             raise click.ClickException(refused.message) from None
         click.echo(f"Created researcher {player.username}. Log in at /login, then open /research.")
+
+    @app.cli.command("reset-password")
+    @click.argument("username")
+    @click.option(
+        "--generate",
+        is_flag=True,
+        help="Make up a strong random password and print it, instead of asking for one.",
+    )
+    def reset_password(username: str, generate: bool) -> None:
+        """Set a new password for the account USERNAME (the site sends no e-mail).
+
+        Every session and "remember me" cookie of the account ends, and a login lock on the
+        name is lifted. Give the new password to its owner in person or over a channel you trust;
+        they can change it on their account page.
+        """
+        if accounts.find_by_username(username) is None:
+            raise click.ClickException(f"no account is called {username!r}")
+        if generate:
+            password = secrets.token_urlsafe(12)
+        else:
+            password = click.prompt("New password", hide_input=True, confirmation_prompt=True)
+        try:
+            player = accounts.reset_password(username, password)
+        except ServiceError as refused:
+            raise click.ClickException(refused.message) from None
+        click.echo(f"The password of {player.username} is reset; every session of theirs ended.")
+        if generate:
+            click.echo(f"New password: {password}")
 
     @app.cli.command("show-config")
     def show_config() -> None:

@@ -53,6 +53,41 @@ def load_secret_key(instance_path: Path) -> str:
     return key
 
 
+# Host names the site answers to when TRUSTED_HOSTS is not set (outside production).
+# (Werkzeug cannot match an IPv6 literal such as [::1]: use localhost.)
+LOCAL_HOSTS = ["localhost", "127.0.0.1"]
+
+
+class ConfigurationError(RuntimeError):
+    """The site refuses to start with this configuration; the message says what to set."""
+
+
+def _trusted_hosts(production: bool) -> list[str] | None:
+    names = [h.strip() for h in os.environ.get("TRUSTED_HOSTS", "").split(",") if h.strip()]
+    if names:
+        return names
+    return None if production else LOCAL_HOSTS
+
+
+def check_production(config: dict) -> None:
+    """In production, refuse to start without what keeps limits and links honest: shared rate
+    limit storage (each gunicorn worker would otherwise count alone) and the host names the site
+    answers to (links and redirects are built from the Host header)."""
+    if not config.get("PRODUCTION"):
+        return
+    if str(config.get("RATELIMIT_STORAGE_URI", "")).startswith("memory://"):
+        raise ConfigurationError(
+            "ROFT_ENV=production needs REDIS_URL (e.g. redis://localhost:6379/0): without it "
+            "every gunicorn worker keeps its own rate-limit counts, so the limits multiply by "
+            "the number of workers. See docs/operators.md."
+        )
+    if not config.get("TRUSTED_HOSTS"):
+        raise ConfigurationError(
+            "ROFT_ENV=production needs TRUSTED_HOSTS, the host names the site is reached at, "
+            "comma-separated (e.g. roft.example.org). See docs/operators.md."
+        )
+
+
 def build_config(instance_path: Path) -> dict:
     """The settings every environment shares, resolved from the environment."""
     redis_url = os.environ.get("REDIS_URL") or None
@@ -88,6 +123,8 @@ def build_config(instance_path: Path) -> dict:
         "GUEST_GLOBAL_RATE_LIMIT": os.environ.get("GUEST_GLOBAL_RATE_LIMIT", "600 per minute"),
         "DEMO_DATA_PATH": os.environ.get("DEMO_DATA_PATH", "data/demo/examples.jsonl"),
         "PRODUCTION": production,
+        # Requests for any other Host get a 400 (links and redirects use the Host header).
+        "TRUSTED_HOSTS": _trusted_hosts(production),
         "PROXY_FIX": os.environ.get("PROXY_FIX", "0") == "1",
         # JSON log lines on stderr; LOG_REQUESTS=0 drops the per-request access line.
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO").upper(),

@@ -6,19 +6,21 @@
 Builds a fresh database with the migrations (`flask db upgrade`) and fills it with bulk inserts
 (executemany on SQLite, COPY on PostgreSQL): 3 categories, --examples texts of 10 sentences,
 --players named players plus --guests guests, and --rounds answered rounds (heavy-tailed rounds per
-player, a skill per player, about 20% exact guesses). The totals are then filled from the rounds
-with INSERT ... SELECT ... GROUP BY, and `listed` and `points_counts` as migration 0003 fills them:
-what `standings.record_answer` would have kept. Filling is not timed.
+player, a skill per player, about 20% exact guesses, one every 30 s up to BENCH_NOW). The
+statistics and the boards (`board_totals`, `board_counts`) are then filled from the rounds with
+INSERT ... SELECT ... GROUP BY, as migration 0006 fills them: what `standings.record_answer` would
+have kept. Filling is not timed. The site's clock is set to BENCH_NOW (2026-11-20), so "this week"
+and "this month" are the boards of that day.
 
 Then, in the real app with Flask-Caching's NullCache (so every `top` call runs its query), it times
-for the overall board and each category `standings.top(board)` (--repeat calls) and
-`standings.standing_of(player, board)` (--sample random players with rounds there, plus the first
-and the last named one, --passes times), and the naive way without totals: the same top 50 and
-rank from SUM(points) ... GROUP BY player over `rounds` (--naive-repeat calls, the first
---naive-sample players). Every answer, maintained and naive, is checked against one full aggregate
-of the rounds, or the run stops. Also timed: `record_answer` (each call rolled back), a cached
-`top`, and `SELECT 1` as the floor. Prints median and p99 milliseconds and naive / maintained of
-the medians as a Markdown table.
+for each of the 24 boards (skill and points; all time, this month, this week; overall and each
+category) `standings.top` (--repeat calls) and `standings.standing_of` (--sample random players
+with rounds there, plus the first and the last listed one, --passes times), and, for the all-time
+boards, the naive way without totals: the same top 50 and rank from SUM(...) GROUP BY player over
+`rounds` (--naive-repeat calls, the first --naive-sample players). Every answer, maintained and
+naive, is checked against one full aggregate of the rounds, or the run stops. Also timed:
+`record_answer` (each call rolled back), a cached `top`, and `SELECT 1` as the floor. Prints median
+and p99 milliseconds and naive / maintained of the medians as a Markdown table.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import case, create_engine, func, select, text
+from sqlalchemy import DateTime, bindparam, case, create_engine, func, select, text
 from sqlalchemy.engine import make_url
 from tqdm import tqdm
 
@@ -50,16 +53,17 @@ from flask_migrate import upgrade  # noqa: E402
 from app import create_app  # noqa: E402
 from app.extensions import db  # noqa: E402
 from app.game.scoring import MAX_POINTS, Verdict  # noqa: E402
-from app.leaderboard import standings  # noqa: E402
+from app.leaderboard import skill, standings  # noqa: E402
 from app.leaderboard.standings import TOP_N, Standing  # noqa: E402
 from app.models import Category, Example, Player, Round  # noqa: E402
-from app.models.standings import OVERALL_BOARD  # noqa: E402
 
 CATEGORIES = ("news", "stories", "recipes")
 SYSTEMS = ("human", "gpt2-xl", "grover-mega", "ctrl")
 N_SENTENCES = 10
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/roft_bench"
 CHUNK = 100_000
+# The site's "now" during the run: this week's and this month's boards are those of this day.
+BENCH_NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 # Signed distance guess - boundary when the guess is not exact: late more often than early, with a
 # long linear tail (RoFT's published histogram); exact guesses come from each player's skill.
 MISS_OFFSETS = np.array([-4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9])
@@ -132,15 +136,26 @@ def synthesize(n_rounds: int, n_named: int, n_guests: int, n_examples: int, seed
     )
 
 
-def timestamps(count: int, start: int, step_s: int, postgres: bool, shift_s: int = 0) -> np.ndarray:
-    stamps = np.datetime64("2026-01-01T00:00:00", "s") + (start + np.arange(count)) * step_s
+ROUND_SECONDS = 30
+
+
+def origin(data: Synthetic) -> np.datetime64:
+    """The first round's start: one round every ROUND_SECONDS, the last just before BENCH_NOW."""
+    now = np.datetime64(BENCH_NOW.replace(tzinfo=None), "s")
+    return now - (len(data.round_player) + 1) * ROUND_SECONDS
+
+
+def timestamps(
+    origin_: np.datetime64, count: int, start: int, step_s: int, postgres: bool, shift_s: int = 0
+) -> np.ndarray:
+    stamps = origin_ + (start + np.arange(count)) * step_s
     stamps += shift_s
     text_ = np.char.replace(np.datetime_as_string(stamps, unit="us"), "T", " ")
     return np.char.add(text_, "+00") if postgres else text_
 
 
 def example_rows(data: Synthetic, postgres: bool) -> Iterator[tuple]:
-    stamp = timestamps(1, 0, 1, postgres)[0]
+    stamp = timestamps(origin(data), 1, 0, 1, postgres)[0]
     for i, (category, boundary) in enumerate(
         zip(data.example_category.tolist(), data.example_boundary.tolist(), strict=True)
     ):
@@ -180,7 +195,7 @@ ROUND_COLUMNS = (
 
 
 def player_rows(data: Synthetic, postgres: bool) -> Iterator[tuple]:
-    stamp = timestamps(1, 0, 1, postgres)[0]
+    stamp = timestamps(origin(data), 1, 0, 1, postgres)[0]
     for i, name in enumerate(data.usernames):
         yield (i + 1, name, None, name is None, False, "public", False, stamp, 1)
 
@@ -192,8 +207,9 @@ def round_rows(data: Synthetic, start: int, stop: int, postgres: bool) -> Iterat
     category = np.array(CATEGORIES)[data.example_category[example]]
     chosen = np.where(np.arange(start, stop) % 3 == 0, "random", category)
     reasons = np.where(guess == N_SENTENCES, "[]", '["generic"]')
-    started = timestamps(stop - start, start, 30, postgres)
-    answered = timestamps(stop - start, start, 30, postgres, shift_s=20)
+    first = origin(data)
+    started = timestamps(first, stop - start, start, ROUND_SECONDS, postgres)
+    answered = timestamps(first, stop - start, start, ROUND_SECONDS, postgres, shift_s=20)
     revealed = np.minimum(guess + 1, N_SENTENCES)
     columns = (
         range(start + 1, stop + 1),
@@ -244,6 +260,11 @@ def bulk_insert(table: str, columns: str, rows: Iterator[tuple], postgres: bool)
         raw.close()
 
 
+# The rounds a board counts: all of them for all time, or those answered in its week or month.
+EXCESS_SQL = (
+    "(r.points - CASE WHEN 5 - (e.n_sentences - e.boundary) > 0 "
+    "THEN 5 - (e.n_sentences - e.boundary) ELSE 0 END)"
+)
 TOTALS_SELECT = """
     SUM(r.points), COUNT(*),
     SUM(CASE WHEN r.guess = e.boundary THEN 1 ELSE 0 END),
@@ -255,8 +276,42 @@ TOTALS_SELECT = """
 TOTALS_COLUMNS = "points, rounds, exact, too_early, distance_sum, abs_distance_sum"
 
 
+@dataclass(frozen=True)
+class Period:
+    name: str  # "all", "month", "week"
+    key: str
+    start: datetime | None
+    end: datetime | None
+
+
+def periods() -> list[Period]:
+    """The three boards' periods at BENCH_NOW."""
+    week = skill.week_start(BENCH_NOW.date())
+    week_start = datetime(week.year, week.month, week.day, tzinfo=UTC)
+    month_start = BENCH_NOW.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    next_month = (month_start + timedelta(days=32)).replace(day=1)
+    return [
+        Period("all", skill.ALL_TIME, None, None),
+        Period("month", skill.period_key("month", BENCH_NOW), month_start, next_month),
+        Period("week", skill.period_key("week", BENCH_NOW), week_start, week_start + timedelta(7)),
+    ]
+
+
+def _in_period(period: Period) -> str:
+    return "" if period.start is None else " AND r.answered_at >= :start AND r.answered_at < :end"
+
+
+def _period_params(period: Period) -> list:
+    if period.start is None:
+        return []
+    return [
+        bindparam("start", period.start, type_=DateTime(timezone=True)),
+        bindparam("end", period.end, type_=DateTime(timezone=True)),
+    ]
+
+
 def fill(data: Synthetic, postgres: bool) -> dict[str, float]:
-    """Insert the synthetic data and the totals; returns seconds per step."""
+    """Insert the synthetic data, the statistics and the boards; returns seconds per step."""
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     with db.engine.begin() as conn:
@@ -299,21 +354,32 @@ def fill(data: Synthetic, postgres: bool) -> dict[str, float]:
                 "GROUP BY r.player_id, e.category_id"
             )
         )
-        # `listed` and `points_counts` as migration 0003 fills them from existing totals.
-        for table in ("player_totals", "category_totals"):
-            conn.execute(
-                text(
-                    f"UPDATE {table} SET listed = TRUE "
-                    "WHERE player_id IN (SELECT id FROM players WHERE username IS NOT NULL)"
+        # The boards as migration 0006 fills them from the rounds.
+        for period in periods():
+            for scope, group in (("0", ""), ("e.category_id", ", e.category_id")):
+                conn.execute(
+                    text(
+                        "INSERT INTO board_totals (period, scope, player_id, points, rounds, "
+                        "exact, excess, skill, listed, ranked) "
+                        f"SELECT :period, {scope}, r.player_id, SUM(r.points), COUNT(*), "
+                        "SUM(CASE WHEN r.guess = e.boundary THEN 1 ELSE 0 END), "
+                        f"SUM({EXCESS_SQL}), "
+                        f"(100 * SUM({EXCESS_SQL})) / (COUNT(*) + {skill.PRIOR_ROUNDS}), "
+                        "p.username IS NOT NULL, "
+                        f"p.username IS NOT NULL AND COUNT(*) >= {skill.MIN_ROUNDS} "
+                        "FROM rounds r JOIN examples e ON e.id = r.example_id "
+                        "JOIN players p ON p.id = r.player_id "
+                        "WHERE r.kind = 'normal' AND r.guess IS NOT NULL"
+                        f"{_in_period(period)} GROUP BY r.player_id, p.username{group}"
+                    ).bindparams(bindparam("period", period.key), *_period_params(period))
                 )
-            )
         conn.execute(
             text(
-                "INSERT INTO points_counts (board, points, players) "
-                f"SELECT {OVERALL_BOARD}, points, COUNT(*) FROM player_totals WHERE listed "
-                "GROUP BY points UNION ALL "
-                "SELECT category_id, points, COUNT(*) FROM category_totals WHERE listed "
-                "GROUP BY category_id, points"
+                "INSERT INTO board_counts (period, scope, measure, value, players) "
+                "SELECT period, scope, 'points', points, COUNT(*) FROM board_totals "
+                "WHERE listed GROUP BY period, scope, points UNION ALL "
+                "SELECT period, scope, 'skill', skill, COUNT(*) FROM board_totals "
+                "WHERE ranked GROUP BY period, scope, skill"
             )
         )
         conn.execute(
@@ -341,84 +407,152 @@ def fill(data: Synthetic, postgres: bool) -> dict[str, float]:
 
 # The naive leaderboard: no totals, aggregate the rounds on every request.
 
+_EXCESS = Round.points - case(
+    (
+        5 - (Example.n_sentences - Example.boundary) > 0,
+        5 - (Example.n_sentences - Example.boundary),
+    ),
+    else_=0,
+)
 
-def _scored_rounds(category: Category | None, *columns):
-    stmt = select(*columns).where(Round.kind == "normal", Round.guess.is_not(None))
-    if category is not None:
-        stmt = stmt.join(Example, Example.id == Round.example_id).where(
-            Example.category_id == category.id
+
+@dataclass(frozen=True)
+class BenchBoard:
+    measure: str
+    period: Period
+    category: Category | None
+
+    @property
+    def label(self) -> tuple[str, str, str]:
+        scope = self.category.slug if self.category else "overall"
+        return (self.measure, self.period.name, scope)
+
+
+def _scored_rounds(board: BenchBoard, *columns):
+    stmt = (
+        select(*columns)
+        .join(Example, Example.id == Round.example_id)
+        .where(Round.kind == "normal", Round.guess.is_not(None))
+    )
+    if board.category is not None:
+        stmt = stmt.where(Example.category_id == board.category.id)
+    if board.period.start is not None:
+        stmt = stmt.where(
+            Round.answered_at >= board.period.start, Round.answered_at < board.period.end
         )
     return stmt
 
 
 def _sums():
-    # An exact guess is the only way to earn MAX_POINTS, so no join is needed to count them.
+    # An exact guess is the only way to earn MAX_POINTS, so points tell the exact ones.
+    rounds = func.count()
+    excess = func.sum(_EXCESS)
     return (
         func.sum(Round.points).label("points"),
-        func.count().label("rounds"),
+        rounds.label("rounds"),
         func.sum(case((Round.points == MAX_POINTS, 1), else_=0)).label("exact"),
+        ((skill.SCALE * excess) // (rounds + skill.PRIOR_ROUNDS)).label("skill"),
     )
 
 
-def naive_top(category: Category | None) -> list[Standing]:
-    """The top 50 from SUM(points) GROUP BY player over every scored round."""
-    rows = db.session.execute(
-        _scored_rounds(category, Player.id, Player.username, *_sums())
+def _naive_order(board: BenchBoard):
+    sums = _sums()
+    if board.measure == "points":
+        return (sums[0].desc(), sums[1].asc(), Player.id.asc())
+    return (sums[3].desc(), sums[1].desc(), Player.id.asc())
+
+
+def _ranked_rows(board: BenchBoard, rows) -> list[Standing]:
+    value = (lambda r: r.points) if board.measure == "points" else (lambda r: r.skill)
+    out: list[Standing] = []
+    for position, row in enumerate(rows):
+        rank = out[-1].rank if out and value(out[-1]) == value(row) else position + 1
+        out.append(
+            Standing(rank, row.id, row.username, row.points, row.rounds, row.exact, row.skill)
+        )
+    return out
+
+
+def naive_top(board: BenchBoard) -> list[Standing]:
+    """The top 50 from SUM(...) GROUP BY player over every scored round of the board."""
+    stmt = (
+        _scored_rounds(board, Player.id, Player.username, *_sums())
         .join(Player, Player.id == Round.player_id)
         .where(Player.username.is_not(None))
         .group_by(Player.id, Player.username)
-        .order_by(func.sum(Round.points).desc(), func.count().asc(), Player.id.asc())
+        .order_by(*_naive_order(board))
         .limit(TOP_N)
-    ).all()
-    board: list[Standing] = []
-    for position, row in enumerate(rows):
-        shared = board and board[-1].points == row.points
-        rank = board[-1].rank if shared else position + 1
-        board.append(Standing(rank, row.id, row.username, row.points, row.rounds, row.exact))
-    return board
+    )
+    if board.measure == "skill":
+        stmt = stmt.having(func.count() >= skill.MIN_ROUNDS)
+    return _ranked_rows(board, db.session.execute(stmt).all())
 
 
-def naive_standing(player: Player, category: Category | None) -> Standing | None:
+def naive_standing(player: Player, board: BenchBoard) -> Standing | None:
     """The player's sums, and 1 + how many named players' sums exceed theirs."""
     mine = db.session.execute(
-        _scored_rounds(category, *_sums()).where(Round.player_id == player.id)
+        _scored_rounds(board, *_sums()).where(Round.player_id == player.id)
     ).one()
     if not mine.rounds:
         return None
+    sums = _sums()
+    above = sums[0] > mine.points if board.measure == "points" else sums[3] > mine.skill
+    having = [above] + ([func.count() >= skill.MIN_ROUNDS] if board.measure == "skill" else [])
     better = db.session.scalar(
         select(func.count()).select_from(
-            _scored_rounds(category, Round.player_id)
+            _scored_rounds(board, Round.player_id)
             .join(Player, Player.id == Round.player_id)
             .where(Player.username.is_not(None))
             .group_by(Round.player_id)
-            .having(func.sum(Round.points) > mine.points)
+            .having(*having)
             .subquery()
         )
     )
     return Standing(
-        better + 1, player.id, player.display_name, mine.points, mine.rounds, mine.exact
+        better + 1, player.id, player.display_name, mine.points, mine.rounds, mine.exact, mine.skill
     )
 
 
-def expected_standings(category: Category | None) -> dict[int, Standing]:
-    """Every player's standing from one full aggregate, ranked here (the reference answers)."""
+def expected_standings(board: BenchBoard) -> dict[int, Standing]:
+    """Every player's standing on the board from one full aggregate, ranked here (the reference)."""
     rows = db.session.execute(
-        _scored_rounds(category, Round.player_id, Player.username, *_sums())
+        _scored_rounds(board, Round.player_id, Player.username, *_sums(), func.sum(_EXCESS))
         .join(Player, Player.id == Round.player_id)
         .group_by(Round.player_id, Player.username)
     ).all()
-    named = np.sort(np.array([r.points for r in rows if r.username is not None]))
-    return {
-        r.player_id: Standing(
-            int(len(named) - np.searchsorted(named, r.points, side="right")) + 1,
+    expected = {}
+    for r in rows:
+        assert r.skill == skill.shrunk(r[-1], r.rounds), "SQL and the skill rule disagree"
+    if board.measure == "points":
+        on = [r for r in rows if r.username is not None]
+        key = "points"
+    else:
+        on = [r for r in rows if r.username is not None and r.rounds >= skill.MIN_ROUNDS]
+        key = "skill"
+    values = np.sort(np.array([getattr(r, key) for r in on]))
+    on_ids = {r.player_id for r in on}
+    for r in rows:
+        better = int(len(values) - np.searchsorted(values, getattr(r, key), side="right"))
+        expected[r.player_id] = Standing(
+            better + 1,
             r.player_id,
             r.username or "Guest",
             r.points,
             r.rounds,
             r.exact,
+            r.skill,
+            on_board=r.player_id in on_ids,
         )
-        for r in rows
-    }
+    return expected
+
+
+def reference_top(board: BenchBoard, expected: dict[int, Standing]) -> list[Standing]:
+    on = [s for s in expected.values() if s.on_board]
+    if board.measure == "points":
+        on.sort(key=lambda s: (-s.points, s.rounds, s.player_id))
+    else:
+        on.sort(key=lambda s: (-s.skill, -s.rounds, s.player_id))
+    return on[:TOP_N]
 
 
 def timed_ms(fn: Callable[[], object]) -> tuple[float, object]:
@@ -430,7 +564,7 @@ def timed_ms(fn: Callable[[], object]) -> tuple[float, object]:
 @dataclass
 class Row:
     query: str
-    scope: str
+    scope: tuple[str, ...]
     maintained: list[float]
     naive: list[float]
 
@@ -440,86 +574,107 @@ def summary(samples: list[float]) -> tuple[float, float]:
 
 
 def sample_players(expected: dict[int, Standing], size: int, rng: np.random.Generator) -> list[int]:
-    """`size` random players with rounds in this scope, plus the first and the last named one."""
+    """`size` random players with rounds on this board, plus the first and the last listed one."""
     ids = np.array(sorted(expected))
-    named = [s for s in expected.values() if s.name != "Guest"]
-    best = min(named, key=lambda s: (s.rank, -s.points, s.rounds, s.player_id)).player_id
-    worst = max(named, key=lambda s: (s.rank, s.rounds)).player_id
+    listed = [s for s in expected.values() if s.on_board] or list(expected.values())
+    best = min(listed, key=lambda s: (s.rank, s.player_id)).player_id
+    worst = max(listed, key=lambda s: (s.rank, s.player_id)).player_id
     picked = rng.choice(ids, min(size, len(ids)), replace=False).tolist()
     return [best, worst, *(p for p in picked if p not in (best, worst))]
 
 
-def measure(args: argparse.Namespace, rng: np.random.Generator) -> list[Row]:
+def boards() -> list[BenchBoard]:
     scopes: list[Category | None] = [None]
     scopes += db.session.scalars(select(Category).order_by(Category.id)).all()
+    return [
+        BenchBoard(measure, period, category)
+        for measure in ("skill", "points")
+        for period in periods()
+        for category in scopes
+    ]
+
+
+def measure(args: argparse.Namespace, rng: np.random.Generator) -> list[Row]:
     rows: list[Row] = []
-    for category in scopes:
-        rows += measure_scope(category, args, rng)
+    for board in boards():
+        rows += measure_board(board, args, rng)
         db.session.rollback()  # end the read transaction between boards
     return rows
 
 
-def measure_scope(
-    category: Category | None, args: argparse.Namespace, rng: np.random.Generator
+def measure_board(
+    board: BenchBoard, args: argparse.Namespace, rng: np.random.Generator
 ) -> list[Row]:
-    """Time and check the top 50 and sampled ranks of one board, maintained and naive."""
-    scope = category.slug if category else "overall"
-    expected = expected_standings(category)
+    """Time and check the top 50 and sampled ranks of one board, maintained and (for all-time
+    boards) naive."""
+    expected = expected_standings(board)
+    if not expected:
+        return []
     sample = sample_players(expected, args.sample, rng)
     players = {p.id: p for p in db.session.scalars(select(Player).where(Player.id.in_(sample)))}
-    reference = sorted(
-        (s for s in expected.values() if s.name != "Guest"),
-        key=lambda s: (-s.points, s.rounds, s.player_id),
-    )[:TOP_N]
+    reference = reference_top(board, expected)
+    label = "/".join(board.label)
+
+    def top():
+        return standings.top(board.category, measure=board.measure, period=board.period.name)
+
+    def rank(player):
+        return standings.standing_of(player, board.category, board.measure, board.period.name)
 
     for _ in range(args.warmup):
-        standings.top(category)
+        top()
     top_ms: list[float] = []
-    for _ in tqdm(range(args.repeat), desc=f"top {scope}", leave=False, disable=None):
-        ms, board = timed_ms(lambda: standings.top(category))
+    for _ in tqdm(range(args.repeat), desc=f"top {label}", leave=False, disable=None):
+        ms, got = timed_ms(top)
         top_ms.append(ms)
-    check_board(board, reference, f"maintained top ({scope})")
+    check_board(board, got, reference, f"maintained top ({label})")
 
     for pid in sample[: args.warmup]:
-        standings.standing_of(players[pid], category)
+        rank(players[pid])
     rank_ms: list[float] = []
     for _ in range(args.passes):
-        for pid in tqdm(sample, desc=f"rank {scope}", leave=False, disable=None):
-            ms, mine = timed_ms(lambda p=players[pid]: standings.standing_of(p, category))
-            check_standing(mine, expected[pid], f"maintained rank ({scope})")
+        for pid in tqdm(sample, desc=f"rank {label}", leave=False, disable=None):
+            ms, mine = timed_ms(lambda p=players[pid]: rank(p))
+            check_standing(mine, expected[pid], f"maintained rank ({label})")
             rank_ms.append(ms)
 
     naive_top_ms: list[float] = []
-    for _ in tqdm(range(args.naive_repeat), desc=f"naive top {scope}", leave=False, disable=None):
-        ms, board = timed_ms(lambda: naive_top(category))
-        naive_top_ms.append(ms)
-    check_board(board, reference, f"naive top ({scope})")
     naive_rank_ms: list[float] = []
-    for pid in tqdm(
-        sample[: args.naive_sample], desc=f"naive rank {scope}", leave=False, disable=None
-    ):
-        ms, mine = timed_ms(lambda p=players[pid]: naive_standing(p, category))
-        check_standing(mine, expected[pid], f"naive rank ({scope})")
-        naive_rank_ms.append(ms)
+    if board.period.start is None:
+        for _ in tqdm(
+            range(args.naive_repeat), desc=f"naive top {label}", leave=False, disable=None
+        ):
+            ms, got = timed_ms(lambda: naive_top(board))
+            naive_top_ms.append(ms)
+        check_board(board, got, reference, f"naive top ({label})")
+        for pid in tqdm(
+            sample[: args.naive_sample], desc=f"naive rank {label}", leave=False, disable=None
+        ):
+            ms, mine = timed_ms(lambda p=players[pid]: naive_standing(p, board))
+            check_standing(mine, expected[pid], f"naive rank ({label})", on_board=False)
+            naive_rank_ms.append(ms)
     return [
-        Row(f"top {TOP_N}", scope, top_ms, naive_top_ms),
-        Row("rank of one player", scope, rank_ms, naive_rank_ms),
+        Row(f"top {TOP_N}", board.label, top_ms, naive_top_ms),
+        Row("rank of one player", board.label, rank_ms, naive_rank_ms),
     ]
 
 
-def check_board(board: list[Standing], reference: list[Standing], what: str) -> None:
-    """Same players, points, rounds and exact counts in the same order, with the same ranks."""
-    expected = [(s.player_id, s.name, s.points, s.rounds, s.exact) for s in reference]
-    got = [(s.player_id, s.name, s.points, s.rounds, s.exact) for s in board]
-    if got != expected:
+def check_board(
+    board: BenchBoard, got: list[Standing], reference: list[Standing], what: str
+) -> None:
+    """Same players, values and counts in the same order, with the same ranks."""
+    fields = ("player_id", "name", "points", "rounds", "exact", "skill")
+    if [tuple(getattr(s, f) for f in fields) for s in got] != [
+        tuple(getattr(s, f) for f in fields) for s in reference
+    ]:
         raise SystemExit(f"{what} differs from the full aggregate: the benchmark is void")
-    ranks = [1 + sum(r.points > s.points for r in reference) for s in reference]
-    if [s.rank for s in board] != ranks:
+    if [s.rank for s in got] != [s.rank for s in reference]:
         raise SystemExit(f"{what}: ranks differ from the full aggregate: the benchmark is void")
 
 
-def check_standing(mine: Standing | None, expected: Standing, what: str) -> None:
-    fields = ("rank", "player_id", "name", "points", "rounds", "exact")
+def check_standing(mine: Standing | None, expected: Standing, what: str, on_board=True) -> None:
+    fields = ("rank", "player_id", "name", "points", "rounds", "exact", "skill")
+    fields += ("on_board",) if on_board else ()
     if mine is None or any(getattr(mine, f) != getattr(expected, f) for f in fields):
         raise SystemExit(f"{what} of player {expected.player_id}: {mine} != {expected}; void")
 
@@ -538,8 +693,8 @@ def cached_top_ms(url: str, repeat: int) -> list[float]:
 def write_and_floor_ms(args: argparse.Namespace, rng: np.random.Generator) -> list[Row]:
     """What keeping the totals costs an answer, and one trivial query for scale.
 
-    `record_answer` (3 points, 2 sentences late) for random listed players, each call in its own
-    transaction, rolled back untimed; the transaction is begun before the timer starts.
+    `record_answer` (3 points, 2 sentences late, excess 1) for random listed players, each call
+    in its own transaction, rolled back untimed; the transaction is begun before the timer starts.
     """
     ids = db.session.scalars(select(Player.id).where(Player.username.is_not(None))).all()
     categories = db.session.scalars(select(Category.id)).all()
@@ -549,7 +704,12 @@ def write_and_floor_ms(args: argparse.Namespace, rng: np.random.Generator) -> li
         range(args.warmup + args.repeat), desc="record_answer", leave=False, disable=None
     ):
         answer = partial(
-            standings.record_answer, int(rng.choice(ids)), int(rng.choice(categories)), verdict
+            standings.record_answer,
+            int(rng.choice(ids)),
+            int(rng.choice(categories)),
+            verdict,
+            1,
+            when=BENCH_NOW,
         )
         db.session.execute(text("SELECT 1"))
         ms, _ = timed_ms(answer)
@@ -558,8 +718,8 @@ def write_and_floor_ms(args: argparse.Namespace, rng: np.random.Generator) -> li
             written.append(ms)
     floor = [timed_ms(lambda: db.session.execute(text("SELECT 1")).all())[0] for _ in range(500)]
     return [
-        Row("record_answer (write, both boards)", "one answer", written, []),
-        Row("SELECT 1 through the session (floor)", "", floor, []),
+        Row("record_answer (write, six boards)", ("one answer",), written, []),
+        Row("SELECT 1 through the session (floor)", ("",), floor, []),
     ]
 
 
@@ -586,7 +746,8 @@ def print_table(rows: list[Row]) -> None:
         if row.naive:
             naive_med, naive_p99 = summary(row.naive)
             naive = [f"{naive_med:.1f}", f"{naive_p99:.1f}", f"{naive_med / med:,.0f}×"]
-        print(f"| {row.query} | {row.scope} | {med:.3f} | {p99:.3f} | {' | '.join(naive)} |")
+        scope = " ".join(row.scope)
+        print(f"| {row.query} | {scope} | {med:.3f} | {p99:.3f} | {' | '.join(naive)} |")
 
 
 def main() -> None:
@@ -645,6 +806,7 @@ def run(args: argparse.Namespace, folder: Path) -> None:
     data = synthesize(args.rounds, args.players, args.guests, args.examples, args.seed)
     built = time.perf_counter() - started
 
+    standings.utcnow = lambda: BENCH_NOW  # the boards of BENCH_NOW's week and month
     app = create_app(bench_config(url, "NullCache"))
     with app.app_context():
         upgrade(directory=str(ROOT / "migrations"), revision="head")
@@ -656,7 +818,8 @@ def run(args: argparse.Namespace, folder: Path) -> None:
         rows += write_and_floor_ms(args, rng)
         db.session.remove()
         db.engine.dispose()
-    rows.append(Row(f"top {TOP_N}, cached (SimpleCache)", "overall", cached_top_ms(url, 500), []))
+    cached = cached_top_ms(url, 500)
+    rows.append(Row(f"top {TOP_N}, cached (SimpleCache)", ("skill", "all", "overall"), cached, []))
     print(
         json.dumps(
             {

@@ -152,7 +152,9 @@ async def log_in(base: str, username: str) -> tuple[aiohttp.ClientSession, str]:
     )
     if response.status != 302:
         raise RuntimeError(f"log-in of {username} failed with {response.status}")
-    return session, token
+    # Logging in gives the session a new CSRF secret: the token of the page after it.
+    page = await (await session.get(f"{base}/")).text()
+    return session, CSRF.search(page).group(1)
 
 
 async def play_round(

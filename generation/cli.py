@@ -15,7 +15,7 @@ from generation.models import DTYPES, ModelError
 from generation.prompts import PROMPT_FORMATS, PDistribution, PlanError, make_plan, slug
 from generation.records import OutputError, RunWriter, merge, paths_for, shard_path
 
-CATEGORY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+CATEGORY_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 EPILOG = "Guide: docs/generation.md. Every subcommand has its own --help."
 
 
@@ -250,7 +250,7 @@ def _settings(args: argparse.Namespace) -> dict:
 def _load_docs(args) -> tuple[list[Document], str, str]:
     docs = read_corpus(args.corpus)
     category = (args.category or default_category(args.corpus)).lower()
-    if not CATEGORY_RE.match(category):
+    if not CATEGORY_RE.fullmatch(category):
         raise UsageError(f"category {category!r} must be a lowercase slug (letters, digits, -)")
     return docs, category, args.dataset or category
 
@@ -440,9 +440,9 @@ def cmd_merge(args) -> int:
     inputs = list(args.inputs)
     if args.shards:
         name = re.compile(
-            rf"^{re.escape(args.out.stem)}\.shard-\d+-of-(\d+){re.escape(args.out.suffix)}$"
+            rf"{re.escape(args.out.stem)}\.shard-\d+-of-(\d+){re.escape(args.out.suffix)}"
         )
-        found = {p: name.match(p.name) for p in args.out.parent.iterdir()}
+        found = {p: name.fullmatch(p.name) for p in args.out.parent.iterdir()}
         inputs = sorted(p for p, match in found.items() if match)
         if not inputs:
             raise UsageError(f"no shard files {args.out.stem}.shard-I-of-K{args.out.suffix}")

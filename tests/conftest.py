@@ -58,6 +58,8 @@ def make_app(db_uri):
             "SECRET_KEY": "test-secret-key",
             "RATELIMIT_STORAGE_URI": "memory://",
             "CACHE_TYPE": "SimpleCache",
+            # Real hashing, at a cost that keeps hundreds of logins fast (production: scrypt).
+            "PASSWORD_HASH_METHOD": "pbkdf2:sha256:2000",
         }
         config.update(overrides)
         application = create_app(config)

@@ -48,4 +48,10 @@ def test_leaderboard_bench_agrees_with_the_naive_queries():
         *("--sample", "10", "--passes", "1", "--repeat", "5", "--warmup", "1"),
         *("--naive-repeat", "1", "--naive-sample", "3"),
     )
-    assert "| rank of one player | overall |" in out
+    for board in (
+        "skill all overall",
+        "points all news",
+        "skill week overall",
+        "points month recipes",
+    ):
+        assert f"| rank of one player | {board} |" in out, board

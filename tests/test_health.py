@@ -42,7 +42,7 @@ def test_proxy_fix_trusts_forwarded_headers_only_when_enabled(make_app):
         (False, "http://localhost/where"),
         (True, "https://roft.example/where"),
     ):
-        app = make_app(PROXY_FIX=enabled)
+        app = make_app(PROXY_FIX=enabled, TRUSTED_HOSTS=["localhost", "roft.example"])
         app.add_url_rule("/where", "where", lambda: request.url)
         assert app.test_client().get("/where", headers=headers).get_data(as_text=True) == expected
 

@@ -1,9 +1,10 @@
-"""Leaderboards from maintained totals: order, ranks, scopes, visibility, cache invalidation,
-the `listed` flag, points counts and their migration."""
+"""Leaderboards from maintained totals: order, ranks, gaps, periods, scopes, visibility, cache
+invalidation, the `listed` and `ranked` flags, board counts and their migration."""
 
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from flask_migrate import downgrade, upgrade
@@ -13,11 +14,16 @@ from app.accounts import service as accounts
 from app.extensions import db
 from app.game import rounds
 from app.game.scoring import Verdict
-from app.leaderboard import standings
-from app.models import Category, CategoryTotal, Player, PlayerTotal
-from app.models.standings import OVERALL_BOARD, PointsCount
+from app.leaderboard import skill, standings
+from app.models import BoardCount, BoardTotal, Category, Player
+from app.models.standings import OVERALL_SCOPE
 from tests import factories
+from tests.conftest import csrf_token
+from tests.test_accounts import signup
+from tests.test_game_http import client_answer, start
 from tests.test_migrations import MIGRATIONS, backend_url
+
+POINTS = {"measure": "points"}
 
 
 def play(player, category: str, latest_index: int) -> int:
@@ -31,26 +37,41 @@ def play(player, category: str, latest_index: int) -> int:
     return done.points
 
 
-def add_total(player: Player, points: int) -> None:
+def add_total(player: Player, points: int, excess: int = 0, when=None, category=None) -> None:
     """Totals for one round through `record_answer`, with no round behind them (no commit)."""
-    standings.record_answer(player.id, factories.category().id, Verdict(points, 0, ""))
+    category = category or factories.category()
+    standings.record_answer(player.id, category.id, Verdict(points, 0, ""), excess, when=when)
 
 
-def counts_from_totals() -> dict[tuple[int, int], int]:
-    """What `points_counts` must hold: listed totals rows per board and number of points."""
-    counts: Counter[tuple[int, int]] = Counter()
-    for row in db.session.scalars(select(PlayerTotal).where(PlayerTotal.listed)):
-        counts[OVERALL_BOARD, row.points] += 1
-    for row in db.session.scalars(select(CategoryTotal).where(CategoryTotal.listed)):
-        counts[row.category_id, row.points] += 1
+def counts_from_totals() -> dict[tuple[str, int, str, int], int]:
+    """What `board_counts` must hold: listed rows by points, ranked rows by skill, per board."""
+    counts: Counter = Counter()
+    for row in db.session.scalars(select(BoardTotal)):
+        assert row.ranked == (row.listed and row.rounds >= skill.MIN_ROUNDS), row
+        assert row.skill == skill.shrunk(row.excess, row.rounds)
+        if row.listed:
+            counts[row.period, row.scope, "points", row.points] += 1
+        if row.ranked:
+            counts[row.period, row.scope, "skill", row.skill] += 1
     return dict(counts)
 
 
-def stored_counts() -> dict[tuple[int, int], int]:
-    return {(c.board, c.points): c.players for c in db.session.scalars(select(PointsCount))}
+def stored_counts() -> dict[tuple[str, int, str, int], int]:
+    return {
+        (c.period, c.scope, c.measure, c.value): c.players
+        for c in db.session.scalars(select(BoardCount))
+    }
 
 
-def test_order_ranks_ties_and_guests(ctx):
+def all_time_points() -> dict[tuple[int, int], int]:
+    return {
+        (scope, value): n
+        for (period, scope, measure, value), n in stored_counts().items()
+        if period == "all" and measure == "points"
+    }
+
+
+def test_order_ranks_ties_and_guests_on_points_boards(ctx):
     for _ in range(3):
         factories.example(boundary=2, category_slug="news")
     factories.example(boundary=2, category_slug="stories")
@@ -61,23 +82,28 @@ def test_order_ranks_ties_and_guests(ctx):
     play(bob, "stories", 4)  # 3
     play(cyd, "news", 6)  # 1
     play(guest, "news", 2)  # 5, but guests are not listed
-    board = standings.top()
+    board = standings.top(**POINTS)
     assert [(s.name, s.points, s.rank) for s in board] == [
         ("ada", 9, 1),
         ("bob", 8, 2),
         ("cyd", 1, 3),
     ]
     news = db.session.scalar(select(Category).where(Category.slug == "news"))
-    by_news = standings.top(news)
-    assert [(s.name, s.points, s.rank) for s in by_news] == [
+    assert [(s.name, s.points, s.rank) for s in standings.top(news, **POINTS)] == [
         ("ada", 9, 1),
         ("bob", 5, 2),
         ("cyd", 1, 3),
     ]
     stories = db.session.scalar(select(Category).where(Category.slug == "stories"))
-    assert [(s.name, s.points) for s in standings.top(stories)] == [("bob", 3)]
-    assert standings.standing_of(guest).rank == 3  # unlisted, but ranked against the listed
-    assert standings.standing_of(cyd, stories) is None
+    assert [(s.name, s.points) for s in standings.top(stories, **POINTS)] == [("bob", 3)]
+    mine = standings.standing_of(guest, **POINTS)
+    assert (mine.rank, mine.on_board, mine.gap) == (3, False, 3)  # ranked against the listed
+    assert standings.standing_of(cyd, stories, **POINTS) is None
+    # Rank and gap to the next player above.
+    assert [(s.rank, s.gap) for s in (standings.standing_of(p, **POINTS) for p in (ada, bob))] == [
+        (1, None),
+        (2, 1),
+    ]
 
 
 def test_ties_share_a_rank_and_fewer_rounds_come_first(ctx):
@@ -87,9 +113,55 @@ def test_ties_share_a_rank_and_fewer_rounds_come_first(ctx):
     play(ada, "news", 2)  # 5 in one round
     play(bob, "news", 4)  # 3
     play(bob, "news", 5)  # 2 -> 5 in two rounds
-    board = standings.top()
+    board = standings.top(**POINTS)
     assert [(s.name, s.rank) for s in board] == [("ada", 1), ("bob", 1)]
-    assert standings.standing_of(bob).rank == 1
+    assert standings.standing_of(bob, **POINTS).rank == 1
+
+
+def test_skill_board_ranks_by_shrunk_excess_from_the_minimum_rounds(ctx):
+    ada, bob, cyd, dan = (factories.player(n) for n in ("ada", "bob", "cyd", "dan"))
+    for _ in range(skill.MIN_ROUNDS):
+        add_total(ada, points=4, excess=3)  # a careful reader
+        add_total(bob, points=2, excess=0)  # "all human" every time
+    for _ in range(40):
+        add_total(cyd, points=5, excess=1)  # many rounds, small edge
+    for _ in range(skill.MIN_ROUNDS - 1):
+        add_total(dan, points=5, excess=5)  # brilliant, but one round short
+    db.session.commit()
+    board = standings.top()
+    # ada: 100 * 30 / 20 = 150; cyd: 100 * 40 / 50 = 80; bob: 0.
+    assert [(s.name, s.skill, s.rank) for s in board] == [
+        ("ada", 150, 1),
+        ("cyd", 80, 2),
+        ("bob", 0, 3),
+    ]
+    assert [s.name for s in standings.top(**POINTS)] == ["cyd", "dan", "ada", "bob"]
+    mine = standings.standing_of(dan)
+    assert not mine.on_board and mine.rounds_to_rank == 1
+    assert (mine.skill, mine.rank) == (skill.shrunk(45, 9), 1)  # would be first
+    assert standings.standing_of(cyd).gap == 150 - 80
+    assert stored_counts() == counts_from_totals()
+    add_total(dan, points=5, excess=5)  # the tenth round: now ranked
+    db.session.commit()
+    standings.invalidate("news")
+    assert [s.name for s in standings.top()][:2] == ["dan", "ada"]
+    assert stored_counts() == counts_from_totals()
+
+
+def test_week_and_month_boards_start_empty_and_keep_their_own_totals(ctx):
+    ada, bob = factories.player("ada"), factories.player("bob")
+    now = datetime.now(UTC)
+    last_month = now.replace(day=1) - timedelta(days=3)
+    add_total(ada, points=5, when=last_month)
+    add_total(ada, points=5, when=last_month)
+    add_total(bob, points=3, when=now)
+    db.session.commit()
+    assert [(s.name, s.points) for s in standings.top(**POINTS)] == [("ada", 10), ("bob", 3)]
+    assert [(s.name, s.points) for s in standings.top(period="month", **POINTS)] == [("bob", 3)]
+    assert [(s.name, s.points) for s in standings.top(period="week", **POINTS)] == [("bob", 3)]
+    assert standings.standing_of(ada, period="week", **POINTS) is None
+    keys = {row.period for row in db.session.scalars(select(BoardTotal))}
+    assert keys == {"all", *skill.period_keys(last_month), *skill.period_keys(now)}
 
 
 def test_top_is_capped_at_50_and_cache_is_invalidated_by_answers(ctx):
@@ -98,22 +170,22 @@ def test_top_is_capped_at_50_and_cache_is_invalidated_by_answers(ctx):
     for i, player in enumerate(players):
         add_total(player, points=i)
     db.session.commit()
-    board = standings.top()
+    board = standings.top(**POINTS)
     assert len(board) == 50
     assert board[0].name == "p54" and board[-1].name == "p05"
-    assert standings.standing_of(players[0]).rank == 55
+    assert standings.standing_of(players[0], **POINTS).rank == 55
     # A new answer must show up at once, not after the cache expires.
     assert example.annotation_count == 0
     play(players[0], "news", 1)  # exact: 5 points
-    refreshed = standings.top()
+    refreshed = standings.top(**POINTS)
     assert any(s.name == "p00" and s.points == 5 for s in refreshed) is False  # 5 < rank 50 cut
-    assert standings.standing_of(players[0]).points == 5
+    assert standings.standing_of(players[0], **POINTS).points == 5
     newcomer = factories.player("zed")
     factories.example(boundary=1)
     add_total(newcomer, points=100)
     db.session.commit()
     play(newcomer, "news", 1)
-    assert standings.top()[0].name == "zed"
+    assert standings.top(**POINTS)[0].name == "zed"
 
 
 def test_leaderboard_pages(app, client):
@@ -121,10 +193,34 @@ def test_leaderboard_pages(app, client):
         factories.example(boundary=2)
         ada = factories.player("ada")
         play(ada, "news", 2)
-    page = client.get("/leaderboard").get_data(as_text=True)
+    page = client.get("/leaderboard?by=points").get_data(as_text=True)
     assert "ada" in page and ">5<" in page
-    assert client.get("/leaderboard/news").status_code == 200
+    skill_page = client.get("/leaderboard").get_data(as_text=True)
+    assert "No one is on this board yet" in skill_page  # one round is not enough to be ranked
+    for query in ("", "?period=week", "?period=month&by=points"):
+        assert client.get(f"/leaderboard/news{query}").status_code == 200
     assert client.get("/leaderboard/poetry").status_code == 404
+    assert client.get("/leaderboard?period=year").status_code == 404
+    assert client.get("/leaderboard?by=luck").status_code == 404
+
+
+def test_my_rank_and_gap_are_shown(app, client):
+    with app.app_context():
+        for _ in range(2):
+            factories.example(boundary=2)
+        ada = factories.player("ada")
+        add_total(ada, points=12)
+        db.session.commit()
+    signup(client, username="bea")
+    round_id = start(client)
+    token = csrf_token(client)
+    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "2"})
+    client_answer(client, round_id, token, seen=3)  # exact: 5 points
+    page = client.get("/leaderboard?by=points").get_data(as_text=True)
+    assert "You are number 2." in page and "7 more points would take you past" in page
+    page = client.get("/leaderboard").get_data(as_text=True)
+    assert f"Play {skill.MIN_ROUNDS - 1} more rounds here to be ranked" in page
 
 
 def test_cache_invalidation_reaches_every_worker(make_app, db_uri, tmp_path):
@@ -136,11 +232,11 @@ def test_cache_invalidation_reaches_every_worker(make_app, db_uri, tmp_path):
         db.create_all()
         factories.example(boundary=2)
         ada_id = factories.player("ada").id
-        assert standings.top() == []  # cached as empty by worker A
+        assert standings.top(**POINTS) == []  # cached as empty by worker A
     with worker_b.app_context():
         play(db.session.get(Player, ada_id), "news", 2)
     with worker_a.app_context():
-        assert [(s.name, s.points) for s in standings.top()] == [("ada", 5)]
+        assert [(s.name, s.points) for s in standings.top(**POINTS)] == [("ada", 5)]
         db.session.remove()
         db.drop_all()
 
@@ -149,13 +245,13 @@ def test_small_boards_are_served_from_the_cache_until_an_answer(ctx):
     factories.example(boundary=2)
     ada, bob = factories.player("ada"), factories.player("bob")
     play(ada, "news", 2)
-    assert [s.name for s in standings.top()] == ["ada"]
+    assert [s.name for s in standings.top(**POINTS)] == ["ada"]
     # A row written behind the service's back is not seen: the board came from the cache.
     add_total(bob, points=50)
     db.session.commit()
-    assert [s.name for s in standings.top()] == ["ada"]
+    assert [s.name for s in standings.top(**POINTS)] == ["ada"]
     standings.invalidate("news")
-    assert [s.name for s in standings.top()] == ["bob", "ada"]
+    assert [s.name for s in standings.top(**POINTS)] == ["bob", "ada"]
 
 
 def test_only_named_players_are_listed_and_a_guest_who_signs_up_is_listed_at_once(ctx):
@@ -165,44 +261,38 @@ def test_only_named_players_are_listed_and_a_guest_who_signs_up_is_listed_at_onc
     play(ada, "news", 3)  # 4
     play(guest, "news", 2)  # 5
     play(guest, "news", 2)  # 5 -> 10
-    news = db.session.scalar(select(Category).where(Category.slug == "news"))
+    news = factories.category("news")
     listed = {
-        (model.__tablename__, row.player_id): row.listed
-        for model in (PlayerTotal, CategoryTotal)
-        for row in db.session.scalars(select(model))
+        (row.period, row.scope, row.player_id): row.listed
+        for row in db.session.scalars(select(BoardTotal))
     }
-    assert listed == {
-        ("player_totals", ada.id): True,
-        ("player_totals", guest.id): False,
-        ("category_totals", ada.id): True,
-        ("category_totals", guest.id): False,
-    }
-    assert stored_counts() == {(OVERALL_BOARD, 4): 1, (news.id, 4): 1}
-    assert [s.name for s in standings.top()] == ["ada"]
-    assert standings.standing_of(ada).rank == 1
-    assert standings.standing_of(guest, news).rank == 1  # ranked against the listed only
+    assert len(listed) == 12  # 3 periods x 2 scopes x 2 players
+    assert all(flag == (pid == ada.id) for (_, _, pid), flag in listed.items())
+    assert all_time_points() == {(OVERALL_SCOPE, 4): 1, (news.id, 4): 1}
+    assert [s.name for s in standings.top(**POINTS)] == ["ada"]
+    assert standings.standing_of(ada, **POINTS).rank == 1
+    assert standings.standing_of(guest, news, **POINTS).rank == 1  # ranked against the listed
 
     accounts.sign_up("grace", "correct horse battery", consent=False, guest=guest)
-    assert (
-        stored_counts()
-        == counts_from_totals()
-        == {
-            (OVERALL_BOARD, 4): 1,
-            (OVERALL_BOARD, 10): 1,
-            (news.id, 4): 1,
-            (news.id, 10): 1,
-        }
-    )
-    assert standings.standing_of(ada).rank == 2
-    assert standings.standing_of(ada, news).rank == 2
-    grace = standings.standing_of(guest, news)
+    assert stored_counts() == counts_from_totals()
+    assert all_time_points() == {
+        (OVERALL_SCOPE, 4): 1,
+        (OVERALL_SCOPE, 10): 1,
+        (news.id, 4): 1,
+        (news.id, 10): 1,
+    }
+    assert standings.standing_of(ada, **POINTS).rank == 2
+    assert standings.standing_of(ada, news, **POINTS).rank == 2
+    grace = standings.standing_of(guest, news, **POINTS)
     assert (grace.name, grace.rank, grace.points, grace.rounds) == ("grace", 1, 10, 2)
     # The cached top lists (filled above) are forgotten by the sign-up.
-    assert [(s.name, s.rank) for s in standings.top(news)] == [("grace", 1), ("ada", 2)]
-    assert [(s.name, s.rank) for s in standings.top()] == [("grace", 1), ("ada", 2)]
+    assert [(s.name, s.rank) for s in standings.top(news, **POINTS)] == [("grace", 1), ("ada", 2)]
+    assert [(s.name, s.rank) for s in standings.top(**POINTS)] == [("grace", 1), ("ada", 2)]
+    for period in ("week", "month"):
+        assert [s.name for s in standings.top(period=period, **POINTS)] == ["grace", "ada"]
 
 
-def test_points_counts_follow_every_answer_and_drop_empty_points(ctx):
+def test_board_counts_follow_every_answer_and_drop_empty_values(ctx):
     for slug in ("news", "stories"):
         for _ in range(4):
             factories.example(boundary=2, category_slug=slug)
@@ -219,21 +309,27 @@ def test_points_counts_follow_every_answer_and_drop_empty_points(ctx):
     ]:
         play(player, slug, latest)
         assert stored_counts() == counts_from_totals()
-    news, stories = (
-        db.session.scalar(select(Category).where(Category.slug == slug))
-        for slug in ("news", "stories")
-    )
-    assert stored_counts() == {
-        (OVERALL_BOARD, 9): 1,
-        (OVERALL_BOARD, 13): 1,
+    news, stories = factories.category("news"), factories.category("stories")
+    assert all_time_points() == {
+        (OVERALL_SCOPE, 9): 1,
+        (OVERALL_SCOPE, 13): 1,
         (news.id, 8): 1,
         (news.id, 9): 1,
         (stories.id, 0): 1,
         (stories.id, 5): 1,
     }
-    assert [standings.standing_of(p).rank for p in (ada, bob, guest)] == [2, 1, 3]
-    assert [standings.standing_of(p, stories).rank for p in (ada, bob)] == [2, 1]
-    assert standings.standing_of(guest, stories) is None
+    assert [standings.standing_of(p, **POINTS).rank for p in (ada, bob, guest)] == [2, 1, 3]
+    assert [standings.standing_of(p, stories, **POINTS).rank for p in (ada, bob)] == [2, 1]
+    assert standings.standing_of(guest, stories, **POINTS) is None
+
+
+def test_skill_in_sql_truncates_like_the_pure_rule(ctx):
+    ada = factories.player("ada")
+    for excess in (-5, -5, 3, -1, 0, -2, 5, -4, -3, -3, 1, -5):
+        add_total(ada, points=0, excess=excess)
+        db.session.commit()
+        assert stored_counts() == counts_from_totals()  # checks skill == shrunk(excess, rounds)
+    assert standings.standing_of(ada).skill == skill.shrunk(-19, 12) == -86
 
 
 def test_an_answer_puts_right_a_username_set_behind_the_orms_back(ctx):
@@ -247,8 +343,9 @@ def test_an_answer_puts_right_a_username_set_behind_the_orms_back(ctx):
     assert stored_counts() == {}
     play(guest, "news", 3)  # 4 more
     news = factories.category("news")
-    assert stored_counts() == counts_from_totals() == {(OVERALL_BOARD, 9): 1, (news.id, 9): 1}
-    assert standings.standing_of(guest).rank == 1
+    assert stored_counts() == counts_from_totals()
+    assert all_time_points() == {(OVERALL_SCOPE, 9): 1, (news.id, 9): 1}
+    assert standings.standing_of(guest, **POINTS).rank == 1
 
 
 def test_a_deleted_player_leaves_the_counts(ctx):
@@ -259,45 +356,71 @@ def test_a_deleted_player_leaves_the_counts(ctx):
     db.session.delete(ada)
     db.session.commit()
     news = factories.category("news")
-    assert stored_counts() == counts_from_totals() == {(OVERALL_BOARD, 5): 1, (news.id, 5): 1}
+    assert stored_counts() == counts_from_totals()
+    assert all_time_points() == {(OVERALL_SCOPE, 5): 1, (news.id, 5): 1}
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_migration_0003_lists_and_counts_the_totals_of_named_players(make_app, tmp_path, backend):
+def test_migration_0006_fills_the_boards_from_the_rounds(make_app, tmp_path, backend):
     app = make_app(SQLALCHEMY_DATABASE_URI=backend_url(tmp_path, backend))
+    now = datetime.now(UTC)
+    long_ago = now - timedelta(days=70)
     with app.app_context():
-        upgrade(directory=MIGRATIONS, revision="0002_crowd_studies")
+        upgrade(directory=MIGRATIONS, revision="0004_player_survey")
         with db.engine.begin() as conn:
             conn.execute(text("INSERT INTO categories VALUES (1, 'news', 'News', '')"))
-            for pid, name, points in ((1, "ada", 5), (2, None, 5), (3, "bob", 5), (4, "cyd", 2)):
+            conn.execute(text("INSERT INTO systems VALUES (1, 'gpt2')"))
+            for eid, boundary in enumerate((2, 10, 9, 3) * 3, start=1):
                 conn.execute(
                     text(
-                        "INSERT INTO players (id, username, is_guest, is_researcher, "
-                        "profile_public, created_at, session_version) "
-                        "VALUES (:id, :name, :guest, false, false, '2026-11-01', 1)"
+                        "INSERT INTO examples (id, external_id, category_id, system_id, "
+                        "sentences, n_sentences, boundary, source, meta, kind, "
+                        "annotation_count, imported_at) VALUES (:id, :ext, 1, 1, '[]', 10, :b, "
+                        "'{}', '{}', 'normal', 0, :t)"
                     ),
-                    {"id": pid, "name": name, "guest": name is None},
+                    {"id": eid, "ext": f"e{eid}", "b": boundary, "t": now},
                 )
-                values = f"{points}, 1, 0, 0, 0, 0"
-                conn.execute(text(f"INSERT INTO player_totals VALUES ({pid}, {values})"))
-                conn.execute(text(f"INSERT INTO category_totals VALUES ({pid}, 1, {values})"))
-        upgrade(directory=MIGRATIONS, revision="0003_leaderboard_at_scale")
-        assert {t.player_id: t.listed for t in db.session.scalars(select(PlayerTotal))} == {
-            1: True,
-            2: False,
-            3: True,
-            4: True,
+            for pid, name in ((1, "ada"), (2, None)):
+                conn.execute(
+                    text(
+                        "INSERT INTO players (id, username, is_guest, is_researcher, kind, "
+                        "profile_public, created_at, session_version) "
+                        "VALUES (:id, :name, :guest, false, 'public', false, :t, 1)"
+                    ),
+                    {"id": pid, "name": name, "guest": name is None, "t": now},
+                )
+            # ada: 12 rounds, guessing 2 each time; the first 4 long ago. The guest: one round.
+            rows = [(1, eid, 2, long_ago if eid <= 4 else now) for eid in range(1, 13)]
+            rows.append((2, 2, 10, now))
+            for i, (pid, eid, guess, when) in enumerate(rows, start=1):
+                boundary = (2, 10, 9, 3)[(eid - 1) % 4]
+                points = 0 if guess < boundary else max(5 - (guess - boundary), 0)
+                conn.execute(
+                    text(
+                        "INSERT INTO rounds (id, player_id, example_id, order_index, kind, "
+                        "chosen_category, revealed, guess, points, reasons, explanation, "
+                        "started_at, answered_at) VALUES (:i, :p, :e, :i, 'normal', 'news', "
+                        ":g, :g, :pts, '[]', '', :t, :t)"
+                    ),
+                    {"i": i, "p": pid, "e": eid, "g": guess, "pts": points, "t": when},
+                )
+        upgrade(directory=MIGRATIONS, revision="0006_fair_accounts")
+        totals = {
+            (t.period, t.scope, t.player_id): (t.points, t.rounds, t.exact, t.excess, t.skill)
+            for t in db.session.scalars(select(BoardTotal))
         }
-        assert (
-            stored_counts()
-            == counts_from_totals()
-            == {
-                (OVERALL_BOARD, 5): 2,
-                (OVERALL_BOARD, 2): 1,
-                (1, 5): 2,
-                (1, 2): 1,
-            }
-        )
+        # ada per 4 texts (boundaries 2, 10, 9, 3) guessing 2: 5, 0, 0, 0 points; all human
+        # would have scored 0, 5, 4, 0: excess 5, -5, -4, 0 = -4 per 4 rounds.
+        assert totals[("all", 0, 1)] == (15, 12, 3, -12, skill.shrunk(-12, 12))
+        assert totals[("all", 1, 1)] == totals[("all", 0, 1)]
+        assert totals[(skill.period_key("month", now), 0, 1)][1] == 8
+        assert totals[(skill.period_key("week", now), 0, 2)] == (5, 1, 1, 0, 0)
+        assert stored_counts() == counts_from_totals()
+        assert standings.standing_of(db.session.get(Player, 1)).on_board  # 12 rounds: ranked
+        db.session.remove()
+        downgrade(directory=MIGRATIONS, revision="0004_player_survey")
+        listed = db.session.execute(text("SELECT player_id, listed FROM player_totals")).all()
+        assert listed == []  # 0004 had totals only through the app; none were inserted here
         db.session.remove()
         downgrade(directory=MIGRATIONS, revision="base")
         db.engine.dispose()

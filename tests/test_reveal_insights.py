@@ -127,6 +127,7 @@ def test_a_hidden_explanation_is_never_shown_and_is_marked_in_exports(app, text,
                                     "password": "a long password"})  # fmt: skip
     listing = researcher.get("/research/explanations").get_data(as_text=True)
     assert marker in listing
+    token = csrf_token(researcher, "/research/explanations")  # a login gives a new token
     hidden = researcher.post(
         f"/research/explanations/{target_id}/hide", data={"csrf_token": token, "hidden": "1"}
     )

@@ -191,7 +191,7 @@ def test_error_pages_have_the_security_headers(world):
         ("400 entry link", anonymous.get("/study/pilot"), 400, False),
         ("400 MTurk entry link", anonymous.get("/study/turk?workerId=A"), 400, True),
         ("403 research", player.get("/research/"), 403, False),
-        ("403 private profile", anonymous.get("/players/private_player"), 403, False),
+        ("404 private profile", anonymous.get("/players/private_player"), 404, False),
         ("403 MTurk study not joined", anonymous.get("/study/turk/continue"), 403, True),
         ("404 nowhere", anonymous.get("/nowhere"), 404, False),
         ("404 round", player.get("/play/round/999999"), 404, False),
@@ -261,14 +261,15 @@ def test_cookies_set_and_cleared_are_httponly_and_samesite(app: Flask, client):
     responses = {
         "signup": client.post(
             "/signup", data={"csrf_token": token, "username": "ann", "password": PASSWORD}
-        ),
-        "logout": client.post("/logout", data={"csrf_token": token}),
+        )
     }
+    # Signing up and logging in give the session a new CSRF secret: read the token again.
+    responses["logout"] = client.post("/logout", data={"csrf_token": csrf_token(client)})
     token = csrf_token(client)
     responses["login"] = client.post(
         "/login", data={"csrf_token": token, "username": "ann", "password": PASSWORD}
     )
-    responses["logout again"] = client.post("/logout", data={"csrf_token": token})
+    responses["logout again"] = client.post("/logout", data={"csrf_token": csrf_token(client)})
     guest = app.test_client()
     responses["guest"] = guest.post("/play", data={"csrf_token": csrf_token(guest)})
     cookies = [cookie for r in responses.values() for cookie in r.headers.getlist("Set-Cookie")]

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
-from flask_login import current_user, login_required, login_user, logout_user
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    flash,
+    json,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from flask_login import current_user, login_required, logout_user
 
+from app.accounts import lifecycle, passwords, service, survey
 from app.accounts import profile as profiles
-from app.accounts import service, survey
+from app.accounts.sessions import rotate_csrf, sign_in, sign_out
 from app.errors import ServiceError
 from app.extensions import db, limiter, login_manager
 from app.game import daily, insights, progression
@@ -59,7 +71,7 @@ def signup():
         except ServiceError as refused:
             error = refused
         else:
-            login_user(player, remember=True)
+            sign_in(player)
             flash(f"Welcome, {player.username}! Your rounds and points are saved.")
             return redirect(_safe_next(request.args.get("next")))
     kept = profiles.overall(guest) if guest is not None else None
@@ -79,15 +91,22 @@ def signup():
 @limiter.limit(lambda: current_app.config["LOGIN_RATE_LIMIT"], methods=["POST"])
 def login():
     error = None
+    status = 200
+    headers = {}
     if request.method == "POST":
-        player = service.authenticate(
-            request.form.get("username", ""), request.form.get("password", "")
-        )
-        if player is None:
-            error = "That username and password do not match an account."
+        try:
+            player = service.authenticate(
+                request.form.get("username", ""), request.form.get("password", "")
+            )
+        except service.AccountLocked as locked:
+            error, status = locked.message, locked.status
+            headers["Retry-After"] = str(locked.retry_after)
         else:
-            login_user(player, remember=True)
-            return redirect(_safe_next(request.args.get("next")))
+            if player is None:
+                error, status = "That username and password do not match an account.", 401
+            else:
+                sign_in(player)
+                return redirect(_safe_next(request.args.get("next")))
     guest_rounds = (
         profiles.overall(current_user).rounds
         if current_user.is_authenticated and current_user.is_guest
@@ -100,14 +119,94 @@ def login():
             username=request.form.get("username", ""),
             guest_rounds=guest_rounds,
         ),
-        401 if error else 200,
+        status,
+        headers,
     )
 
 
 @bp.post("/logout")
 def logout():
-    logout_user()
+    if current_user.is_authenticated:
+        # Ends the session on the server: copies of this browser's cookies stop working too.
+        sign_out(current_user._get_current_object())
     flash("You are logged out.")
+    return redirect(url_for("game.home"))
+
+
+def _render_account(error: str | None = None, status: int = 200):
+    return (
+        render_template(
+            "accounts/account.html",
+            player=current_user,
+            error=error,
+            min_length=passwords.MIN_LENGTH,
+        ),
+        status,
+    )
+
+
+@bp.get("/account")
+@login_required
+def account():
+    """Account settings: change password, download my data, delete my account."""
+    return _render_account()
+
+
+@bp.post("/account/password")
+@login_required
+@limiter.limit(lambda: current_app.config["LOGIN_RATE_LIMIT"])
+def change_password():
+    player = current_user._get_current_object()
+    new = request.form.get("new_password", "")
+    if new != request.form.get("confirm_password", ""):
+        return _render_account("The two new passwords differ; nothing was changed.", 400)
+    try:
+        service.change_password(player, request.form.get("current_password", ""), new)
+    except ServiceError as refused:
+        return _render_account(refused.message, refused.status)
+    sign_in(player)  # this browser stays signed in, with the new session version
+    flash("Your password is changed. Every other session has been signed out.")
+    return redirect(url_for("accounts.account"))
+
+
+@bp.get("/account/data.json")
+@login_required
+def download_data():
+    body = json.dumps(lifecycle.my_data(current_user), indent=2, ensure_ascii=False)
+    return Response(
+        body,
+        mimetype="application/json",
+        headers={
+            "Content-Disposition": "attachment; filename=roft-my-data.json",
+            "Cache-Control": "no-store",
+        },
+    )
+
+
+@bp.post("/account/delete")
+@login_required
+@limiter.limit(lambda: current_app.config["LOGIN_RATE_LIMIT"])
+def delete_account():
+    player = current_user._get_current_object()
+    try:
+        kept = lifecycle.delete_account(
+            player,
+            password=request.form.get("password", ""),
+            confirmed=request.form.get("confirm") == "yes",
+        )
+    except ServiceError as refused:
+        return _render_account(refused.message, refused.status)
+    logout_user()
+    rotate_csrf()
+    flash(
+        "Your account is deleted. "
+        + (
+            "Your rounds stay in the research data without your name or explanations, as you "
+            "had agreed."
+            if kept
+            else "Your rounds are deleted too."
+        )
+    )
     return redirect(url_for("game.home"))
 
 
@@ -200,19 +299,11 @@ def survey_page():
 def public_profile(username: str):
     player = (
         db.session.query(Player).filter(Player.username == username).first()
-        if service.USERNAME_RE.match(username)
+        if service.USERNAME_RE.fullmatch(username)
         else None
     )
-    if player is None:
+    own = player is not None and current_user.is_authenticated and current_user.id == player.id
+    if player is None or not (player.profile_public or own):
+        # A private profile answers as a missing one: the page does not tell who has an account.
         abort(404)
-    own = current_user.is_authenticated and current_user.id == player.id
-    if not player.profile_public and not own:
-        return (
-            render_template(
-                "errors/message.html",
-                title=player.username,
-                message=f"{player.username} keeps their profile private.",
-            ),
-            403,
-        )
     return _render_profile(player, own)

@@ -1,22 +1,50 @@
-"""Accounts: guests, sign-up (a guest keeps their rounds), login checks, consent, researchers."""
+"""Accounts: guests, sign-up (a guest keeps their rounds), login checks and locks, passwords,
+sessions, consent, researchers."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import hmac
+import math
 import re
+from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from flask import current_app
+from sqlalchemy import bindparam, case, delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
+from werkzeug.security import check_password_hash, generate_password_hash
 
-from app.accounts import survey
-from app.errors import BadRequest, Conflict
+from app.accounts import passwords, survey
+from app.errors import BadRequest, Conflict, ServiceError
 from app.extensions import db
 from app.leaderboard import standings
-from app.models import Player, PlayerSurvey
-from app.models.base import utcnow
+from app.models import LoginFailure, Player, PlayerSurvey
+from app.models.base import UTCDateTime, utcnow
+from app.models.players import hash_method
 
-USERNAME_RE = re.compile(r"^[A-Za-z0-9_-]{3,32}$")
-MIN_PASSWORD = 8
-MAX_PASSWORD = 200
+USERNAME_RE = re.compile(r"[A-Za-z0-9_-]{3,32}")
+# Failed logins for one name: LOCK_AFTER within FAILURE_WINDOW lock it for LOCK_FOR.
+LOCK_AFTER = 10
+FAILURE_WINDOW = timedelta(minutes=15)
+LOCK_FOR = timedelta(minutes=15)
+
+
+class AccountLocked(ServiceError):
+    """Too many failed logins for a name; the same answer whether or not an account has it."""
+
+    status = 429
+
+    def __init__(self, until: datetime):
+        seconds = max(1, math.ceil((until - utcnow()).total_seconds()))
+        minutes = -(-seconds // 60)
+        super().__init__(
+            "Too many failed logins for this name. Please try again after "
+            f"{until:%H:%M} UTC (in {minutes} minute{'s' if minutes != 1 else ''})."
+        )
+        self.until = until
+        self.retry_after = seconds
 
 
 def load_player(session_id: str) -> Player | None:
@@ -40,10 +68,10 @@ def create_guest(consent: bool) -> Player:
 
 def validate_credentials(username: str, password: str) -> tuple[str, str]:
     username = (username or "").strip()
-    if not USERNAME_RE.match(username):
+    if not USERNAME_RE.fullmatch(username):
         raise BadRequest("Choose a username of 3 to 32 letters, digits, hyphens or underscores.")
-    if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
-        raise BadRequest(f"Choose a password of at least {MIN_PASSWORD} characters.")
+    if (problem := passwords.problem(password, username)) is not None:
+        raise BadRequest(problem)
     return username, password
 
 
@@ -89,17 +117,130 @@ def sign_up(
 def find_by_username(username: str) -> Player | None:
     """The account with this username (case-insensitive), if any."""
     username = (username or "").strip()
-    if not USERNAME_RE.match(username):
+    if not USERNAME_RE.fullmatch(username):
         return None  # no account has it; a NUL byte would not even reach PostgreSQL
     return db.session.scalars(
         select(Player).where(func.lower(Player.username) == username.lower())
     ).first()
 
 
+@functools.cache
+def _dummy_hash(method: str) -> str:
+    """A hash to check a password against when no account has the name: the answer takes as long
+    as for a real account."""
+    return generate_password_hash("no account has this name", method=method)
+
+
+def name_key(username: str) -> str:
+    """A keyed hash of the name tried (any text at all): what login failures are kept under."""
+    key = str(current_app.config["SECRET_KEY"]).encode()
+    name = (username or "").strip().casefold()
+    return hmac.new(key, f"roft-login:{name}".encode(), hashlib.sha256).hexdigest()
+
+
+@functools.cache
+def _failure_upsert(dialect: str):
+    """One more failure for a name, the count restarting once its window is over."""
+    table = LoginFailure.__table__
+    module = postgresql if dialect == "postgresql" else sqlite
+    cutoff = bindparam("cutoff", type_=UTCDateTime)
+    stale = table.c.first_failed_at < cutoff
+    stmt = module.insert(table).values(
+        name_key=bindparam("name_key"),
+        failures=1,
+        first_failed_at=bindparam("now", type_=UTCDateTime),
+        locked_until=None,
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=["name_key"],
+        set_={
+            "failures": case((stale, 1), else_=table.c.failures + 1),
+            "first_failed_at": case(
+                (stale, stmt.excluded.first_failed_at), else_=table.c.first_failed_at
+            ),
+            "locked_until": None,
+        },
+    ).returning(table.c.failures)
+
+
+def _locked_until(key: str, now: datetime) -> datetime | None:
+    until = db.session.scalar(select(LoginFailure.locked_until).where(LoginFailure.name_key == key))
+    return until if until is not None and until > now else None
+
+
 def authenticate(username: str, password: str) -> Player | None:
+    """The account with this name and password, or None. Raises AccountLocked while the name is
+    locked, and on the failure that locks it, whether or not an account has the name.
+
+    Failures are kept in the database (shared by every worker and host); a success clears them.
+    """
+    key = name_key(username)
+    now = utcnow()
+    if (until := _locked_until(key, now)) is not None:
+        raise AccountLocked(until)
     player = find_by_username(username)
-    if player is None or not player.check_password(password or ""):
-        return None
+    stored = player.password_hash if player is not None and player.password_hash else None
+    # Always one password check, against a dummy hash for an unknown name (equal timing).
+    matches = check_password_hash(stored or _dummy_hash(hash_method()), password or "")
+    if stored and matches:
+        db.session.execute(delete(LoginFailure).where(LoginFailure.name_key == key))
+        db.session.commit()
+        return player
+    dialect = db.session.get_bind().dialect.name
+    failures = db.session.scalar(
+        _failure_upsert(dialect), {"name_key": key, "now": now, "cutoff": now - FAILURE_WINDOW}
+    )
+    locked = failures >= LOCK_AFTER
+    if locked:
+        db.session.execute(
+            update(LoginFailure)
+            .where(LoginFailure.name_key == key)
+            .values(failures=0, first_failed_at=now, locked_until=now + LOCK_FOR)
+        )
+    db.session.commit()
+    if locked:
+        raise AccountLocked(now + LOCK_FOR)
+    return None
+
+
+def end_sessions(player: Player) -> None:
+    """Sign the player out everywhere: every session cookie and remember token issued so far
+    carries the old `session_version` and stops working."""
+    db.session.execute(
+        update(Player)
+        .where(Player.id == player.id)
+        .values(session_version=Player.session_version + 1)
+    )
+    db.session.commit()
+    db.session.refresh(player)
+
+
+def change_password(player: Player, current: str, new: str) -> None:
+    """Set a new password after checking the current one; every session and remember token of the
+    player ends (the caller signs the current browser in again)."""
+    if not player.password_hash or not player.check_password(current or ""):
+        raise BadRequest("Your current password is not right.")
+    if (problem := passwords.problem(new, player.username)) is not None:
+        raise BadRequest(problem)
+    if player.check_password(new):
+        raise BadRequest("Choose a new password that differs from the current one.")
+    player.set_password(new)
+    db.session.commit()
+    end_sessions(player)
+
+
+def reset_password(username: str, new: str) -> Player:
+    """An operator sets a player's password (no e-mail on this site): every session ends and the
+    name's login lock is lifted."""
+    player = find_by_username(username)
+    if player is None:
+        raise BadRequest(f"No account is called {username!r}.")
+    if (problem := passwords.problem(new, player.username)) is not None:
+        raise BadRequest(problem)
+    player.set_password(new)
+    db.session.execute(delete(LoginFailure).where(LoginFailure.name_key == name_key(username)))
+    db.session.commit()
+    end_sessions(player)
     return player
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+SLUG_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 REQUIRED = ("id", "category", "system", "sentences", "boundary")
 OPTIONAL = ("decoding", "seed", "source", "meta", "system_label")
 MAX_LABEL_CHARS = 100
@@ -81,7 +81,7 @@ def validate(obj, line: int) -> ExampleRecord:
     if not isinstance(ex_id, str) or not ex_id.strip() or len(ex_id) > 255:
         raise RecordError(line, "id must be a non-empty string of at most 255 characters")
     category = obj["category"]
-    if not isinstance(category, str) or not SLUG_RE.match(category):
+    if not isinstance(category, str) or not SLUG_RE.fullmatch(category):
         raise RecordError(
             line,
             "category must be a lowercase slug (letters, digits, - or _; at most 64), "

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from app.crowd import schedule
 
-SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,63}$")
-CODE_RE = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
+SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
+CODE_RE = re.compile(r"[A-Za-z0-9_-]{4,64}")
 PLATFORMS = ("prolific", "mturk", "generic")
 OUTCOMES = ("completed", "failed_checks", "screened_out")
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc={code}"
@@ -217,7 +217,7 @@ def _likert(data, source) -> tuple[list[LikertCriterion], str]:
             raise StudyConfigError(source, where, "must be a table")
         _known(item, LIKERT_KEYS, source, where)
         name = _text(item, "name", f"{source}: {where}", required=True)
-        if not re.match(r"^[a-z][a-z0-9_]{0,31}$", name):
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", name):
             raise StudyConfigError(source, f"{where}.name", "must be a short lowercase identifier")
         labels = _strings(item, "labels", f"{source}: {where}")
         if len(labels) != 5:
@@ -299,7 +299,7 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
         raise StudyConfigError(source, "", "expected a table of settings")
     _known(data, KNOWN, source, "")
     slug = _text(data, "slug", source, required=True)
-    if not SLUG_RE.match(slug):
+    if not SLUG_RE.fullmatch(slug):
         raise StudyConfigError(source, "slug", "must be 2–64 lowercase letters, digits or hyphens")
     platform = _text(data, "platform", source, required=True)
     if platform not in PLATFORMS:
@@ -316,7 +316,7 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
             raise StudyConfigError(
                 source, f"completion_codes.{outcome}", f"outcome must be one of {OUTCOMES}"
             )
-        if not isinstance(code, str) or not CODE_RE.match(code):
+        if not isinstance(code, str) or not CODE_RE.fullmatch(code):
             raise StudyConfigError(
                 source, f"completion_codes.{outcome}", "must be 4–64 letters, digits, - or _"
             )

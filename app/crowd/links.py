@@ -7,7 +7,9 @@ machine that runs the command, which behind a proxy or in a terminal is not the 
 
 from __future__ import annotations
 
-from flask import current_app, url_for
+from urllib.parse import urlsplit
+
+from flask import current_app
 
 # What each platform appends to the study URL (Prolific fills in its {{%…%}} placeholders).
 ENTRY_QUERY = {
@@ -34,8 +36,12 @@ def public_url(endpoint: str, **values) -> str | None:
     base = public_base()
     if base is None:
         return None
-    with current_app.test_request_context(base_url=base):
-        return url_for(endpoint, _external=True, **values)
+    # Built from the URL map itself, not in a made-up request (which TRUSTED_HOSTS would refuse).
+    parts = urlsplit(base)
+    adapter = current_app.url_map.bind(
+        parts.netloc, script_name=parts.path or "/", url_scheme=parts.scheme
+    )
+    return adapter.build(endpoint, values, force_external=True)
 
 
 def entry_link(study) -> str | None:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from app.crowd.config import PLATFORM_NAMES
 
-ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
 # Where a framed task's forms may go: MTurk's externalSubmit on either host.
@@ -47,7 +47,7 @@ def _check(name: str, value: str | None, where: str, required: bool) -> str | No
                 f"{where}, so that we can credit your work."
             )
         return None
-    if not ID_RE.match(value):
+    if not ID_RE.fullmatch(value):
         raise EntryError(
             f"The {name} in this link does not look right. Please open the study again from "
             f"{where}."

@@ -16,6 +16,7 @@ from app.crowd.studies import FINISHED, LEFT, completion_code, config_of
 from app.extensions import db
 from app.game import rounds as game
 from app.models import Example, Participant, ParticipantStatus, Round, Study, StudyDecision
+from app.spreadsheet import neutralise_row
 
 # Below this many workers with answered rounds, the study's median time says too little for
 # the relative speeder flag.
@@ -281,11 +282,11 @@ def workers_csv(report: StudyReport) -> str:
     writer.writerow(WORKER_COLUMNS)
     for w in report.workers:
         writer.writerow(
-            [
+            neutralise_row([
                 w.worker_id, w.status, w.decision or "", w.rounds_done, w.checks_passed,
                 w.checks_failed, w.points, w.exact, _fmt(w.median_round_seconds),
                 _fmt(w.median_gap_seconds), _fmt(w.total_seconds), "; ".join(w.flags),
-            ]
+            ])
         )  # fmt: skip
     return out.getvalue()
 

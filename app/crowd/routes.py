@@ -5,8 +5,9 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from flask import Blueprint, flash, g, redirect, render_template, request, session, url_for
-from flask_login import current_user, login_user
+from flask_login import current_user
 
+from app.accounts.sessions import sign_in
 from app.crowd import studies
 from app.crowd.platforms import EntryError, parse_entry
 from app.errors import BadRequest, Forbidden, ServiceError
@@ -48,14 +49,15 @@ def load_study(slug: str) -> Study:
     return study
 
 
-def render_landing(study, entry, params: dict, returning: bool, error: str | None = None):
+def render_landing(study, entry, params: dict, error: str | None = None):
+    # The same page whether or not this worker id has joined: only the browser bound to the
+    # participant learns that, by being sent on to its study (see `landing`).
     page = render_template(
         "crowd/landing.html",
         study=study,
         config=studies.config_of(study),
         entry=entry,
         params=params,
-        returning=returning,
         error=error,
     )
     return page, 400 if error else 200
@@ -105,7 +107,7 @@ def landing(slug: str):
     existing = studies.find_participant(study, entry.worker_id)
     if existing is not None and session.get(BOUND) == existing.id:
         return redirect(url_for("crowd.resume", slug=slug))
-    return render_landing(study, entry, params, returning=existing is not None)
+    return render_landing(study, entry, params)
 
 
 @bp.post("/<slug>/join")
@@ -129,8 +131,8 @@ def join(slug: str):
             raise
         form_only = ("csrf_token", "consent", "screening")
         params = {k: v for k, v in request.form.items() if k not in form_only}
-        return render_landing(study, entry, params, returning=False, error=refused.message)
-    login_user(participant.player, remember=False)
+        return render_landing(study, entry, params, error=refused.message)
+    sign_in(participant.player, remember=False)
     session[BOUND] = participant.id
     session["frame_mturk"] = study.platform == "mturk"
     session["in_tab"] = request.form.get(TAB) == "1"

@@ -70,7 +70,9 @@ def config_of(study: Study) -> StudyConfig:
 def get_study(slug: str) -> Study:
     # A slug no study can have (a NUL byte, 100k characters) is not looked up.
     study = (
-        db.session.scalar(select(Study).where(Study.slug == slug)) if SLUG_RE.match(slug) else None
+        db.session.scalar(select(Study).where(Study.slug == slug))
+        if SLUG_RE.fullmatch(slug)
+        else None
     )
     if study is None:
         raise NotFound("There is no study at this address. Please check the link.")

@@ -33,6 +33,7 @@ from app.errors import Conflict
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Study, StudyBonus, StudyDecision
 from app.models.base import utcnow
+from app.spreadsheet import neutralise, neutralise_row
 
 APPROVE, REJECT, REVIEW, RETURNED, PENDING = "approve", "reject", "review", "returned", "pending"
 DECISIONS = (APPROVE, REJECT, REVIEW, RETURNED, PENDING)
@@ -449,7 +450,7 @@ def _csv(rows: list[list], header: list[str] | None) -> str:
     writer = csv.writer(out, lineterminator="\n")
     if header:
         writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerows(neutralise_row(row) for row in rows)
     return out.getvalue()
 
 
@@ -463,7 +464,7 @@ def mturk_batch_with_decisions(decisions: list[Decision], fieldnames: list[str])
         row = dict(d.row or {"WorkerId": d.worker_id})
         row["Approve"] = "x" if d.decision == APPROVE and d.actionable else ""
         row["Reject"] = d.message if d.decision == REJECT and d.actionable else ""
-        writer.writerow(row)
+        writer.writerow({name: neutralise(value) for name, value in row.items()})
     return out.getvalue()
 
 
@@ -546,7 +547,9 @@ def write_files(
         [[d.worker_id, d.platform_status or "", "; ".join(d.reasons)] for d in review],
         ["worker_id", "platform_status", "reasons"],
     )
-    files["bonus.csv"] = "".join(f"{d.worker_id},{_money(d.bonus_minor)}\n" for d in bonus)
+    files["bonus.csv"] = "".join(
+        f"{neutralise(d.worker_id)},{_money(d.bonus_minor)}\n" for d in bonus
+    )
     mturk_line = ""
     if mturk_fieldnames is not None:
         files["mturk-decisions.csv"] = mturk_batch_with_decisions(decisions, mturk_fieldnames)

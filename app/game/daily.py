@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.catalog.pools import DAILY
@@ -328,9 +328,17 @@ def results(day: date) -> DayResults:
         raise NoChallenge("There was no daily challenge that day.")
     max_points = 5 * len(found.example_ids)
     counts = [0] * (max_points + 1)
+    # A set with a round that does not count (its truth was seen by another identity of the
+    # same browser or address) is left out: it would show a score nobody earned.
+    tainted = exists().where(Round.set_id == GameSet.id, Round.uncounted.is_not(None))
     rows = db.session.execute(
         select(GameSet.points, func.count(GameSet.id))
-        .where(GameSet.kind == DAILY_SET, GameSet.day == day, GameSet.finished_at.is_not(None))
+        .where(
+            GameSet.kind == DAILY_SET,
+            GameSet.day == day,
+            GameSet.finished_at.is_not(None),
+            ~tainted,
+        )
         .group_by(GameSet.points)
     )
     for points, count in rows:

@@ -19,7 +19,7 @@ from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
 from app.game import reasons as reason_catalogue
 from app.game.scoring import Verdict, verdict
-from app.leaderboard import standings
+from app.leaderboard import integrity, standings
 from app.models import (
     Category,
     Example,
@@ -77,7 +77,7 @@ def open_round(player: Player) -> Round | None:
 
 def category_by_slug(slug: str) -> Category | None:
     """The category with this slug; None for a slug no category can have (no query is made)."""
-    if not SLUG_RE.match(slug):
+    if not SLUG_RE.fullmatch(slug):
         return None
     return db.session.scalar(select(Category).where(Category.slug == slug))
 
@@ -327,6 +327,10 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
         guess = current.revealed - 1
     result: Verdict = verdict(guess, example.boundary, n)
     scored = current.kind == NORMAL
+    now = utcnow()
+    # The answer page shows the truth: record it, and do not count an answer whose truth another
+    # player was shown in this browser or from this address (app/leaderboard/integrity.py).
+    uncounted = integrity.answer_seen(player.id, example.id, scored, now)
     stored = db.session.execute(
         update(Round)
         .where(and_(Round.id == current.id, Round.guess.is_(None), Round.revealed == answer.seen))
@@ -336,7 +340,8 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
             points=result.points if scored else 0,
             reasons=answer.reasons,
             explanation=answer.explanation,
-            answered_at=utcnow(),
+            answered_at=now,
+            uncounted=uncounted,
         )
     )
     if stored.rowcount != 1:
@@ -352,17 +357,22 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
             .where(Example.id == example.id)
             .values(annotation_count=Example.annotation_count + 1)
         )
-        standings.record_answer(player.id, example.category_id, result)
+        if uncounted is None:
+            integrity.count(
+                player, example, guess, result, current.started_at, current.revealed, now
+            )
     if current.set_id is not None:
-        _count_in_set(current.set_id, result if scored else None)
+        # A round that does not count (its truth was seen by another identity) still moves the
+        # set on, but adds nothing to its score.
+        _count_in_set(current.set_id, result if scored and uncounted is None else None)
     if current.participant_id is not None:
         from app.crowd import studies  # the crowd service imports this module
 
         studies.record_answer(current.participant_id, current.kind, guess == example.boundary)
     category_slug = example.category.slug
     db.session.commit()
-    if scored:
-        standings.invalidate(category_slug)
+    if scored and uncounted is None:
+        standings.invalidate(category_slug, now)
     return current
 
 

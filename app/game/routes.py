@@ -80,11 +80,13 @@ def _home_stats() -> dict | None:
     if not current_user.is_authenticated or current_user.kind == "crowd":
         return None
     figures = profiles.overall(current_user)
-    standing = standings.standing_of(current_user) if figures.rounds else None
+    # The all-time skill board: a rank once on it, else how many rounds are still needed.
+    standing = standings.rank_of(current_user) if figures.rounds else None
     return {
         "points": figures.points,
         "rounds": figures.rounds,
-        "rank": standing.rank if standing else None,
+        "rank": standing.rank if standing and standing.on_board else None,
+        "to_board": standing.rounds_to_rank if standing else None,
         "streak": daily.streak(current_user),
     }
 
@@ -132,6 +134,8 @@ def _player_for_play(category: str | None) -> None:
     ):
         rounds.check_start(current_user if signed_in else None, category)
     if not signed_in:
+        # A new guest holds nothing yet, so its CSRF secret need not change (pages in other
+        # tabs keep working); logins, sign-ups and study joins rotate it.
         login_user(accounts.create_guest(consent), remember=True)
     elif consent and current_user.research_consent_at is None:
         accounts.set_consent(current_user, True)

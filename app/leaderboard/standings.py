@@ -1,11 +1,14 @@
-"""Leaderboards from maintained totals.
+"""Leaderboards from maintained totals: by skill and by points ("most played"), for this week,
+this month and all time, overall and per category.
 
-`record_answer` is the only writer: the rounds service calls it inside the transaction that stores
-an answer. `invalidate` is the only cache invalidation point, called by that service after commit.
+`record_answer` is the only writer: the game service calls it (through app/leaderboard/integrity.py)
+inside the transaction that stores a counted answer. `invalidate` is the only cache invalidation
+point, called by that service after commit.
 
-Only `listed` rows (players with a username) are on a board: a top list is a short walk down the
-board index, joining `players` for the 50 names only, and a rank adds up `points_counts` above the
-player's points (one row per distinct number of points), not every player above.
+Only listed rows are on a points board and only ranked rows (listed, with enough rounds) on a
+skill board: a top list is a short walk down a board index, joining `players` for the 50 names
+only; a rank adds up `board_counts` above the player's value (one row per distinct value), and the
+gap to the next player is the smallest counted value above it.
 """
 
 from __future__ import annotations
@@ -13,18 +16,52 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import ColumnElement, Select, Table, bindparam, func, select, true, update
+from sqlalchemy import Select, bindparam, func, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
 from app.extensions import cache, db
 from app.game.scoring import Verdict
-from app.models import Category, CategoryTotal, Player, PlayerTotal
-from app.models.standings import OVERALL_BOARD, PointsCount, move_counts
+from app.leaderboard import skill as skill_rule
+from app.models import BoardTotal, Category, Player, PlayerTotal
+from app.models.base import utcnow
+from app.models.standings import (
+    OVERALL_SCOPE,
+    POINTS,
+    SKILL,
+    BoardCount,
+    CategoryTotal,
+    Moves,
+    count_row,
+    move_counts,
+    relist,
+)
 
 TOP_N = 50
 OVERALL = "all"
+MEASURES = (SKILL, POINTS)
+
+
+@dataclass(frozen=True)
+class Board:
+    """One leaderboard: a measure ("skill" or "points"), a period and a scope."""
+
+    measure: str = SKILL
+    period: str = "all"  # "week", "month" or "all"
+    category: Category | None = None
+
+    def key(self, when: datetime | None = None) -> str:
+        return skill_rule.period_key(self.period, when or utcnow())
+
+    @property
+    def scope(self) -> int:
+        return self.category.id if self.category else OVERALL_SCOPE
+
+    @property
+    def slug(self) -> str:
+        return self.category.slug if self.category else OVERALL
 
 
 @dataclass(frozen=True)
@@ -35,37 +72,104 @@ class Standing:
     points: int
     rounds: int
     exact: int
+    skill: int = 0  # hundredths of a point per round above "all human", shrunk
+    # On the board (skill boards: listed with enough rounds; points boards: listed).
+    on_board: bool = True
+    # How much more of the measure would pass the next player above; None at the top.
+    gap: int | None = None
 
     @property
     def mean_points(self) -> float:
         return self.points / self.rounds if self.rounds else 0.0
 
+    @property
+    def skill_points(self) -> float:
+        return self.skill / skill_rule.SCALE
 
-INCREMENTS = ("points", "rounds", "exact", "too_early", "distance_sum", "abs_distance_sum")
+    @property
+    def rounds_to_rank(self) -> int:
+        return max(skill_rule.MIN_ROUNDS - self.rounds, 0)
+
+
+STAT_INCREMENTS = ("points", "rounds", "exact", "too_early", "distance_sum", "abs_distance_sum")
+BOARD_INCREMENTS = ("points", "rounds", "exact", "excess")
 
 
 @functools.cache
-def _totals_upsert(dialect: str, model: type[PlayerTotal | CategoryTotal]) -> Insert:
-    """Add one round to a totals row, creating it listed if the player has a username; return the
-    row's new points, rounds and listed, and whether the player has a username now. Built once
-    per dialect and table."""
+def _stats_upsert(dialect: str, model: type[PlayerTotal | CategoryTotal]) -> Insert:
+    """Add one round to a statistics row (creating it); built once per dialect and table."""
     table = model.__table__
     module = postgresql if dialect == "postgresql" else sqlite
-    named = (
-        select(Player.username.is_not(None))
-        .where(Player.id == bindparam("listed_id"))
-        .scalar_subquery()
-    )
-    stmt = module.insert(table).values(listed=named)
-    return stmt.on_conflict_do_update(
+    stmt = module.insert(table)
+    increments = STAT_INCREMENTS + (("fast_rounds",) if model is PlayerTotal else ())
+    stmt = stmt.on_conflict_do_update(
         index_elements=[column.name for column in table.primary_key],
-        set_={name: table.c[name] + stmt.excluded[name] for name in INCREMENTS},
-    ).returning(table.c.points, table.c.rounds, table.c.listed, named.label("named"))
+        set_={name: table.c[name] + stmt.excluded[name] for name in increments},
+    )
+    if model is PlayerTotal:
+        stmt = stmt.returning(table.c.rounds, table.c.exact, table.c.fast_rounds)
+    return stmt
 
 
-def record_answer(player_id: int, category_id: int, verdict: Verdict) -> None:
-    """Add one answered round to the player's totals and move them on both boards (no commit)."""
-    increments = {
+@functools.cache
+def _board_upsert(dialect: str) -> Insert:
+    """Add one round to a board row, creating it listed as given; the row's new values come
+    back. Built once per dialect."""
+    table = BoardTotal.__table__
+    module = postgresql if dialect == "postgresql" else sqlite
+    stmt = module.insert(table)
+    rounds = table.c.rounds + stmt.excluded.rounds
+    excess = table.c.excess + stmt.excluded.excess
+    set_ = {name: table.c[name] + stmt.excluded[name] for name in BOARD_INCREMENTS}
+    # `//` is SQL integer division, which truncates toward zero on both databases.
+    set_["skill"] = (skill_rule.SCALE * excess) // (rounds + skill_rule.PRIOR_ROUNDS)
+    set_["ranked"] = table.c.listed & (rounds >= skill_rule.MIN_ROUNDS)
+    return stmt.on_conflict_do_update(
+        index_elements=["period", "scope", "player_id"], set_=set_
+    ).returning(
+        table.c.period,
+        table.c.scope,
+        table.c.points,
+        table.c.rounds,
+        table.c.excess,
+        table.c.skill,
+        table.c.listed,
+        table.c.ranked,
+    )
+
+
+@functools.cache
+def _on_boards_query() -> Select:
+    return select(Player.username.is_not(None) & Player.unlisted_at.is_(None)).where(
+        Player.id == bindparam("player_id")
+    )
+
+
+@dataclass(frozen=True)
+class PlayerStats:
+    """The player's all-time counts after an answer, for the integrity review."""
+
+    rounds: int
+    exact: int
+    fast_rounds: int
+
+
+def record_answer(
+    player_id: int,
+    category_id: int,
+    verdict: Verdict,
+    excess: int = 0,
+    fast: bool = False,
+    when: datetime | None = None,
+) -> PlayerStats:
+    """Add one counted round to the player's statistics and to their six boards (no commit).
+
+    `excess` is the round's points minus what "all human" would have scored, `fast` whether it
+    was answered faster than reading speed, `when` the answer's time (it picks the week and month).
+    """
+    when = when or utcnow()
+    dialect = db.session.get_bind().dialect.name
+    stats = {
         "points": verdict.points,
         "rounds": 1,
         "exact": int(verdict.exact),
@@ -73,114 +177,238 @@ def record_answer(player_id: int, category_id: int, verdict: Verdict) -> None:
         "distance_sum": verdict.distance,
         "abs_distance_sum": abs(verdict.distance),
     }
-    dialect = db.session.get_bind().dialect.name
-    moves: Counter[tuple[int, int]] = Counter()
-    for board, model, keys in (
-        (OVERALL_BOARD, PlayerTotal, {"player_id": player_id}),
-        (category_id, CategoryTotal, {"player_id": player_id, "category_id": category_id}),
-    ):
-        params = {**keys, **increments, "listed_id": player_id}
-        total = db.session.execute(_totals_upsert(dialect, model), params).one()
-        # The row leaves the count it was in (if any) and joins the one it now belongs to.
-        if total.listed and total.rounds > 1:
-            moves[board, total.points - verdict.points] -= 1
-        if total.named:
-            moves[board, total.points] += 1
-        if total.listed != total.named:
-            # The username changed without the ORM event (a bulk UPDATE, or a sign-up racing
-            # this answer): put the flag right now.
-            db.session.execute(update(model).filter_by(**keys).values(listed=total.named))
-    move_counts(db.session.connection(), moves)
+    mine = db.session.execute(
+        _stats_upsert(dialect, PlayerTotal),
+        {"player_id": player_id, **stats, "fast_rounds": int(fast)},
+    ).one()
+    db.session.execute(
+        _stats_upsert(dialect, CategoryTotal),
+        {"player_id": player_id, "category_id": category_id, **stats},
+    )
+
+    on_boards = bool(db.session.scalar(_on_boards_query(), {"player_id": player_id}))
+    first_skill = skill_rule.shrunk(excess, 1)
+    rows = db.session.execute(
+        _board_upsert(dialect),
+        [
+            {
+                "period": period,
+                "scope": scope,
+                "player_id": player_id,
+                "points": verdict.points,
+                "rounds": 1,
+                "exact": int(verdict.exact),
+                "excess": excess,
+                "skill": first_skill,
+                # A new row has one round, fewer than MIN_ROUNDS: not ranked yet.
+                "listed": on_boards,
+                "ranked": False,
+            }
+            for period in skill_rule.period_keys(when)
+            for scope in (OVERALL_SCOPE, category_id)
+        ],
+    ).all()
+    moves: Moves = Counter()
+    misfiled = False
+    for row in rows:
+        before_rounds = row.rounds - 1
+        if before_rounds:
+            before = _Before(
+                row.period,
+                row.scope,
+                row.points - verdict.points,
+                skill_rule.shrunk(row.excess - excess, before_rounds),
+            )
+            count_row(
+                moves, before, row.listed, row.listed and before_rounds >= skill_rule.MIN_ROUNDS, -1
+            )
+        count_row(moves, row, row.listed, row.ranked, 1)
+        misfiled |= row.listed != on_boards
+    connection = db.session.connection()
+    move_counts(connection, moves)
+    if misfiled:
+        # The player joined or left the boards without the ORM event (a bulk UPDATE, or a sign-up
+        # racing this answer): put the rows right now.
+        relist(connection, player_id, on_boards)
+    return PlayerStats(mine.rounds, mine.exact, mine.fast_rounds)
 
 
-def _cache_key(scope: str) -> str:
-    return f"standings:{scope}"
+@dataclass(frozen=True)
+class _Before:
+    """A board row as it was before this answer: the counts it leaves."""
+
+    period: str
+    scope: int
+    points: int
+    skill: int
 
 
-def invalidate(category_slug: str) -> None:
+# -- cache -------------------------------------------------------------------------------------
+
+
+def _cache_key(board: Board, period_key: str) -> str:
+    return f"standings:{board.measure}:{period_key}:{board.slug}"
+
+
+def _keys_of(slugs: list[str], when: datetime) -> list[str]:
+    return [
+        f"standings:{measure}:{skill_rule.period_key(period, when)}:{slug}"
+        for measure in MEASURES
+        for period in skill_rule.PERIODS
+        for slug in slugs
+    ]
+
+
+def invalidate(category_slug: str, when: datetime | None = None) -> None:
     """Forget the cached top lists a new answer in this category can change."""
-    cache.delete_many(_cache_key(OVERALL), _cache_key(category_slug))
+    cache.delete_many(*_keys_of([OVERALL, category_slug], when or utcnow()))
 
 
 def forget_boards_of(player_id: int) -> None:
-    """Forget the cached top lists the player is on (when a guest with points signs up)."""
-    slugs = db.session.scalars(
-        select(Category.slug)
-        .join(CategoryTotal, CategoryTotal.category_id == Category.id)
-        .where(CategoryTotal.player_id == player_id)
+    """Forget the cached top lists the player is on (sign-up, unlisting, restoring, deletion)."""
+    slugs = list(
+        db.session.scalars(
+            select(Category.slug)
+            .join(BoardTotal, BoardTotal.scope == Category.id)
+            .where(BoardTotal.player_id == player_id, BoardTotal.period == skill_rule.ALL_TIME)
+        )
     )
-    cache.delete_many(_cache_key(OVERALL), *(_cache_key(slug) for slug in slugs))
+    cache.delete_many(*_keys_of([OVERALL, *slugs], utcnow()))
 
 
-def _board(category: Category | None) -> tuple[Table, dict[str, int]]:
-    """The totals table of one leaderboard and the parameter that picks the board in it."""
-    if category is None:
-        return PlayerTotal.__table__, {}
-    return CategoryTotal.__table__, {"category_id": category.id}
+# -- reads -------------------------------------------------------------------------------------
+# The read queries are built once per measure (Core, bound parameters): building and ORM-compiling
+# them on every call cost more than running them.
 
-
-def _on_board(totals: Table) -> list[ColumnElement[bool]]:
-    if "category_id" in totals.c:
-        return [totals.c.category_id == bindparam("category_id")]
-    return []
-
-
-# The read queries are built once per totals table (Core, bound parameters): building and
-# ORM-compiling them on every call cost more than running them.
+_ON_BOARD = {POINTS: "listed", SKILL: "ranked"}
 
 
 @functools.cache
-def _top_query(totals: Table) -> Select:
-    players = Player.__table__
+def _top_query(measure: str) -> Select:
+    totals, players = BoardTotal.__table__, Player.__table__
+    if measure == POINTS:
+        order = (totals.c.points.desc(), totals.c.rounds.asc(), totals.c.player_id.asc())
+    else:
+        order = (totals.c.skill.desc(), totals.c.rounds.desc(), totals.c.player_id.asc())
     return (
-        select(players.c.id, players.c.username, totals.c.points, totals.c.rounds, totals.c.exact)
+        select(
+            players.c.id,
+            players.c.username,
+            totals.c.points,
+            totals.c.rounds,
+            totals.c.exact,
+            totals.c.skill,
+        )
         .join_from(totals, players, players.c.id == totals.c.player_id)
-        .where(totals.c.listed == true(), totals.c.rounds > 0, *_on_board(totals))
-        .order_by(totals.c.points.desc(), totals.c.rounds.asc(), totals.c.player_id.asc())
+        .where(
+            totals.c.period == bindparam("period"),
+            totals.c.scope == bindparam("scope"),
+            totals.c[_ON_BOARD[measure]] == true(),
+        )
+        .order_by(*order)
         .limit(bindparam("limit"))
     )
 
 
 @functools.cache
-def _standing_query(totals: Table) -> Select:
-    counts = PointsCount.__table__
+def _standing_query(measure: str) -> Select:
+    totals, counts = BoardTotal.__table__, BoardCount.__table__
+    value = totals.c[measure]
+    on_this_board = (
+        counts.c.period == totals.c.period,
+        counts.c.scope == totals.c.scope,
+        counts.c.measure == measure,
+    )
     better = (
         select(func.coalesce(func.sum(counts.c.players), 0))
-        .where(counts.c.board == bindparam("board"), counts.c.points > totals.c.points)
+        .where(*on_this_board, counts.c.value > value)
         .scalar_subquery()
     )
-    return select(totals.c.points, totals.c.rounds, totals.c.exact, better.label("better")).where(
-        totals.c.player_id == bindparam("player_id"), totals.c.rounds > 0, *_on_board(totals)
+    above = select(func.min(counts.c.value)).where(*on_this_board, counts.c.value > value)
+    return select(
+        totals.c.points,
+        totals.c.rounds,
+        totals.c.exact,
+        totals.c.skill,
+        totals.c[_ON_BOARD[measure]].label("on_board"),
+        better.label("better"),
+        above.scalar_subquery().label("above"),
+    ).where(
+        totals.c.period == bindparam("period"),
+        totals.c.scope == bindparam("scope"),
+        totals.c.player_id == bindparam("player_id"),
     )
 
 
-def top(category: Category | None = None, limit: int = TOP_N) -> list[Standing]:
-    """The top players by points (ties share a rank; fewer rounds first), memoised."""
-    key = _cache_key(category.slug if category else OVERALL)
+def _value(row, measure: str) -> int:
+    return row.skill if measure == SKILL else row.points
+
+
+def top(
+    category: Category | None = None,
+    limit: int = TOP_N,
+    measure: str = SKILL,
+    period: str = "all",
+) -> list[Standing]:
+    """The top players of a board (ties share a rank), memoised.
+
+    Skill boards: highest skill first, then more rounds. Points boards: most points first, then
+    fewer rounds.
+    """
+    board = Board(measure, period, category)
+    period_key = board.key()
+    key = _cache_key(board, period_key)
     cached = cache.get(key) if limit <= TOP_N else None
     if cached is not None:
         return cached[:limit]
-    totals, params = _board(category)
-    rows = db.session.execute(_top_query(totals), {**params, "limit": max(limit, TOP_N)}).all()
+    rows = db.session.execute(
+        _top_query(measure),
+        {"period": period_key, "scope": board.scope, "limit": max(limit, TOP_N)},
+    ).all()
     standings: list[Standing] = []
     for position, row in enumerate(rows):
-        if standings and standings[-1].points == row.points:
+        value = _value(row, measure)
+        if standings and _value(standings[-1], measure) == value:
             rank = standings[-1].rank
         else:
             rank = position + 1
-        standings.append(Standing(rank, row.id, row.username, row.points, row.rounds, row.exact))
+        standings.append(
+            Standing(rank, row.id, row.username, row.points, row.rounds, row.exact, row.skill)
+        )
     if limit <= TOP_N:
         cache.set(key, standings)
     return standings[:limit]
 
 
-def standing_of(player: Player, category: Category | None = None) -> Standing | None:
-    """The player's own row and rank, or None when they have no answered round here."""
-    totals, params = _board(category)
-    params |= {"board": category.id if category else OVERALL_BOARD, "player_id": player.id}
-    mine = db.session.execute(_standing_query(totals), params).first()
+def standing_of(
+    player: Player,
+    category: Category | None = None,
+    measure: str = SKILL,
+    period: str = "all",
+) -> Standing | None:
+    """The player's own row on a board: rank (where they stand among the players on it, or would
+    if they are not on it yet), the gap to the next player above; None without a counted round
+    there."""
+    board = Board(measure, period, category)
+    mine = db.session.execute(
+        _standing_query(measure),
+        {"period": board.key(), "scope": board.scope, "player_id": player.id},
+    ).first()
     if mine is None:
         return None
     return Standing(
-        mine.better + 1, player.id, player.display_name, mine.points, mine.rounds, mine.exact
+        mine.better + 1,
+        player.id,
+        player.display_name,
+        mine.points,
+        mine.rounds,
+        mine.exact,
+        mine.skill,
+        on_board=bool(mine.on_board),
+        gap=None if mine.above is None else mine.above - _value(mine, measure),
     )
+
+
+def rank_of(player: Player, measure: str = SKILL, period: str = "all") -> Standing | None:
+    """The player's standing on an overall board (for a home page: rank, gap, points)."""
+    return standing_of(player, None, measure, period)

@@ -1,10 +1,10 @@
 """The data model, one module per concern. Importing this package registers every table."""
 
 from app.models.content import Category, Example, ExamplePassage, Passage, PassageRead, System
-from app.models.players import Player, PlayerSurvey
-from app.models.rounds import ExplanationVote, Reveal, Round
+from app.models.players import LoginFailure, Player, PlayerSurvey
+from app.models.rounds import ExplanationVote, Reveal, Round, TruthView
 from app.models.sets import DailyChallenge, GameSet
-from app.models.standings import CategoryTotal, PlayerTotal
+from app.models.standings import BoardCount, BoardTotal, CategoryTotal, PlayerTotal
 from app.models.studies import (
     Participant,
     ParticipantStatus,
@@ -15,6 +15,8 @@ from app.models.studies import (
 )
 
 __all__ = [
+    "BoardCount",
+    "BoardTotal",
     "Category",
     "CategoryTotal",
     "DailyChallenge",
@@ -22,6 +24,7 @@ __all__ = [
     "ExamplePassage",
     "ExplanationVote",
     "GameSet",
+    "LoginFailure",
     "Participant",
     "ParticipantStatus",
     "Passage",
@@ -36,4 +39,5 @@ __all__ = [
     "StudyBonus",
     "StudyDecision",
     "System",
+    "TruthView",
 ]

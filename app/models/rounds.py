@@ -59,6 +59,9 @@ class Round(db.Model):
     upvotes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Set when a researcher hides the explanation: never shown to players again, marked in exports.
     explanation_hidden_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Why an answered round earns nothing on the totals and boards (None: it counts), e.g.
+    # "truth_seen_device": its text's truth was shown to another identity in the same browser.
+    uncounted: Mapped[str | None] = mapped_column(String(32), nullable=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
@@ -86,6 +89,28 @@ class ExplanationVote(db.Model):
         ForeignKey("players.id", ondelete="CASCADE"), primary_key=True, index=True
     )
     voted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class TruthView(db.Model):
+    """The truth of a text was shown: to which player, in which browser, from which address.
+
+    `device` and `address` are keyed hashes (app/leaderboard/integrity.py), never the cookie or
+    the address itself. A deleted player's views stay, without the player, so that deleting an
+    account does not clear the way for another one.
+    """
+
+    __tablename__ = "truth_views"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    example_id: Mapped[int] = mapped_column(
+        ForeignKey("examples.id", ondelete="CASCADE"), index=True
+    )
+    player_id: Mapped[int | None] = mapped_column(
+        ForeignKey("players.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    device: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    address: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    shown_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class Reveal(db.Model):

@@ -1,11 +1,17 @@
-"""Totals per player, overall and per category, maintained with every answered round.
+"""Totals per player, maintained with every counted round: statistics and leaderboards.
 
-Leaderboards read these rows instead of summing all rounds. A totals row is `listed` when its
-player has a username (guests are ranked against the board but not on it), and `points_counts`
-holds how many listed rows have each number of points on each board, so that a rank is a sum over
-the distinct point values above the player's rather than a count of every player above.
-`standings.record_answer` keeps both in step with each answer, and the events at the end of this
-module when a guest signs up or a player is deleted through the ORM.
+- `PlayerTotal` and `CategoryTotal` are a player's all-time statistics (the profile's figures).
+- `BoardTotal` is a player's row on one leaderboard: a period ("all", this week "w2026-11-16", this
+  month "m2026-11") and a scope (OVERALL_SCOPE or a category id). It holds the points (the "most
+  played" board) and the skill (points above what "all human" would have scored, shrunk; see
+  app/leaderboard/skill.py). A row is `listed` when its player is on the boards (a username and
+  not unlisted for an implausible record), and `ranked` when it is listed and has enough rounds
+  for the skill board.
+- `BoardCount` holds, per board and measure, how many rows have each value, so that a rank is a
+  sum over the distinct values above the player's rather than a count of every player above.
+
+`standings.record_answer` keeps all of them in step with each answer, and the events at the end
+of this module when a player joins or leaves the boards (sign-up, unlisting, restoring, deletion).
 """
 
 from __future__ import annotations
@@ -18,12 +24,12 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    String,
     bindparam,
     delete,
     event,
     false,
     inspect,
-    literal,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -32,10 +38,13 @@ from sqlalchemy.orm import Mapped, Mapper, mapped_column
 from sqlalchemy.sql.dml import Delete, Insert
 
 from app.extensions import db
+from app.leaderboard.skill import MIN_ROUNDS
 from app.models.players import Player
 
-# The board of all categories in `points_counts`; a category's board is its id.
-OVERALL_BOARD = 0
+# The scope of the boards of all categories; a category's boards have its id as scope.
+OVERALL_SCOPE = 0
+POINTS = "points"
+SKILL = "skill"
 
 
 class TotalsColumns:
@@ -46,25 +55,21 @@ class TotalsColumns:
     # Sum of (guess - boundary) over the rounds; divided by `rounds` it is the mean signed distance.
     distance_sum: Mapped[int] = mapped_column(Integer, default=0)
     abs_distance_sum: Mapped[int] = mapped_column(Integer, default=0)
-    # The player has a username: the row is on the leaderboard and counted in `points_counts`.
-    listed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class PlayerTotal(TotalsColumns, db.Model):
     __tablename__ = "player_totals"
-    # A top list walks it backwards from (listed, highest points).
-    __table_args__ = (Index("ix_player_totals_board", "listed", "points", "rounds"),)
 
     player_id: Mapped[int] = mapped_column(
         ForeignKey("players.id", ondelete="CASCADE"), primary_key=True
     )
+    # Rounds answered faster than anyone reads (app/leaderboard/fairness.py); more than half of
+    # the rounds means the median is too.
+    fast_rounds: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class CategoryTotal(TotalsColumns, db.Model):
     __tablename__ = "category_totals"
-    __table_args__ = (
-        Index("ix_category_totals_board", "category_id", "listed", "points", "rounds"),
-    )
 
     player_id: Mapped[int] = mapped_column(
         ForeignKey("players.id", ondelete="CASCADE"), primary_key=True
@@ -72,85 +77,121 @@ class CategoryTotal(TotalsColumns, db.Model):
     category_id: Mapped[int] = mapped_column(ForeignKey("categories.id"), primary_key=True)
 
 
-class PointsCount(db.Model):
-    """How many listed totals rows have exactly `points` on a board; no row when none has."""
+class BoardTotal(db.Model):
+    __tablename__ = "board_totals"
+    __table_args__ = (
+        # A top list walks these backwards from the highest value of its board.
+        Index("ix_board_totals_points", "period", "scope", "listed", "points", "rounds"),
+        Index("ix_board_totals_skill", "period", "scope", "ranked", "skill", "rounds"),
+        Index("ix_board_totals_player", "player_id"),
+    )
 
-    __tablename__ = "points_counts"
+    period: Mapped[str] = mapped_column(String(12), primary_key=True)
+    scope: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    player_id: Mapped[int] = mapped_column(
+        ForeignKey("players.id", ondelete="CASCADE"), primary_key=True
+    )
+    points: Mapped[int] = mapped_column(Integer, default=0)
+    rounds: Mapped[int] = mapped_column(Integer, default=0)
+    exact: Mapped[int] = mapped_column(Integer, default=0)
+    # Sum over the rounds of points minus the points "all human" would have scored.
+    excess: Mapped[int] = mapped_column(Integer, default=0)
+    # The shrunk skill in hundredths of a point per round (app/leaderboard/skill.py).
+    skill: Mapped[int] = mapped_column(Integer, default=0)
+    listed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    ranked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
-    # OVERALL_BOARD (player_totals) or a category id (category_totals).
-    board: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    points: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+
+class BoardCount(db.Model):
+    """How many rows of a board have exactly `value` of a measure; no row when none has.
+
+    Measure "points" counts listed rows by points, measure "skill" ranked rows by skill.
+    """
+
+    __tablename__ = "board_counts"
+
+    period: Mapped[str] = mapped_column(String(12), primary_key=True)
+    scope: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    measure: Mapped[str] = mapped_column(String(8), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     players: Mapped[int] = mapped_column(Integer)
+
+
+# (period, scope, measure, value) -> change in the number of rows there.
+Moves = Counter[tuple[str, int, str, int]]
 
 
 @functools.cache
 def _count_statements(dialect: str) -> tuple[Insert, Delete]:
     """Add to one count (creating it), and drop one count if it is 0; built once per dialect."""
-    table = PointsCount.__table__
+    table = BoardCount.__table__
     module = postgresql if dialect == "postgresql" else sqlite
     upsert = module.insert(table)
     upsert = upsert.on_conflict_do_update(
-        index_elements=["board", "points"],
+        index_elements=["period", "scope", "measure", "value"],
         set_={"players": table.c.players + upsert.excluded.players},
     )
     drop = delete(table).where(
-        table.c.board == bindparam("board"),
-        table.c.points == bindparam("points"),
+        table.c.period == bindparam("period"),
+        table.c.scope == bindparam("scope"),
+        table.c.measure == bindparam("measure"),
+        table.c.value == bindparam("value"),
         table.c.players == 0,
     )
     return upsert, drop
 
 
-def move_counts(connection: Connection, moves: Counter[tuple[int, int]]) -> None:
-    """Add each delta to the count at its (board, points) and drop the counts that reach 0.
+def move_counts(connection: Connection, moves: Moves) -> None:
+    """Add each delta to its count and drop the counts that reach 0.
 
-    Always in (board, points) order, so concurrent answers lock counts in one order and cannot
-    deadlock on them.
+    Always in key order, so concurrent answers lock counts in one order and cannot deadlock.
     """
     keys = sorted(key for key, delta in moves.items() if delta)
     if not keys:
         return
     upsert, drop = _count_statements(connection.dialect.name)
+    names = ("period", "scope", "measure", "value")
     connection.execute(
-        upsert,
-        [
-            {"board": board, "points": points, "players": moves[board, points]}
-            for board, points in keys
-        ],
+        upsert, [{**dict(zip(names, key, strict=True)), "players": moves[key]} for key in keys]
     )
-    emptied = [
-        {"board": board, "points": points} for board, points in keys if moves[board, points] < 0
-    ]
+    emptied = [dict(zip(names, key, strict=True)) for key in keys if moves[key] < 0]
     if emptied:
         connection.execute(drop, emptied)
 
 
-def _relist(connection: Connection, player_id: int, listed: bool) -> None:
-    """Set `listed` on the player's totals rows and add them to (or take them off) the counts."""
-    moves: Counter[tuple[int, int]] = Counter()
-    for table, board in (
-        (PlayerTotal.__table__, literal(OVERALL_BOARD, Integer)),
-        (CategoryTotal.__table__, CategoryTotal.__table__.c.category_id),
-    ):
-        changed = connection.execute(
-            update(table)
-            .where(table.c.player_id == player_id, table.c.listed == (not listed))
-            .values(listed=listed)
-            .returning(board, table.c.points)
-        )
-        for on_board, points in changed:
-            moves[on_board, points] += 1 if listed else -1
+def count_row(moves: Moves, row, listed: bool, ranked: bool, sign: int) -> None:
+    """Add (sign=1) or take away (sign=-1) one board row from the counts it belongs in."""
+    if listed:
+        moves[row.period, row.scope, POINTS, row.points] += sign
+    if ranked:
+        moves[row.period, row.scope, SKILL, row.skill] += sign
+
+
+def relist(connection: Connection, player_id: int, listed: bool) -> None:
+    """Set `listed` (and `ranked`) on the player's board rows and move the counts with them."""
+    table = BoardTotal.__table__
+    changed = connection.execute(
+        update(table)
+        .where(table.c.player_id == player_id, table.c.listed == (not listed))
+        .values(listed=listed, ranked=(table.c.rounds >= MIN_ROUNDS) if listed else false())
+        .returning(table.c.period, table.c.scope, table.c.points, table.c.skill, table.c.rounds)
+    ).all()
+    moves: Moves = Counter()
+    for row in changed:
+        count_row(moves, row, True, row.rounds >= MIN_ROUNDS, 1 if listed else -1)
     move_counts(connection, moves)
 
 
 @event.listens_for(Player, "after_update")
-def _relist_on_rename(mapper: Mapper, connection: Connection, player: Player) -> None:
-    """A guest who signs up joins the boards of their totals in the same flush (and back)."""
-    if inspect(player).attrs.username.history.has_changes():
-        _relist(connection, player.id, player.username is not None)
+def _relist_on_change(mapper: Mapper, connection: Connection, player: Player) -> None:
+    """A guest who signs up, or a player unlisted or restored, moves on the boards in the same
+    flush."""
+    state = inspect(player).attrs
+    if state.username.history.has_changes() or state.unlisted_at.history.has_changes():
+        relist(connection, player.id, player.on_boards)
 
 
 @event.listens_for(Player, "before_delete")
 def _unlist_before_delete(mapper: Mapper, connection: Connection, player: Player) -> None:
-    """The database deletes a deleted player's totals (ON DELETE CASCADE); the counts follow."""
-    _relist(connection, player.id, False)
+    """The database deletes a deleted player's rows (ON DELETE CASCADE); the counts follow."""
+    relist(connection, player.id, False)

@@ -49,6 +49,7 @@ from app.models import (
     System,
 )
 from app.models.base import utcnow
+from app.spreadsheet import neutralise_frame
 
 FORMATS = ("csv", "parquet", "sqlite")
 SQLITE_NAME = "roft-export.sqlite"
@@ -70,6 +71,13 @@ TASK_INSTRUCTION = (
     "Sentences of a text are revealed one at a time; the first is always written by a person. "
     "When you think the latest sentence was written by a machine, say so and tell us why; if you "
     "reach the end and think the whole text is human-written, say that."
+)
+
+
+CSV_CELLS = (
+    "CSV only: a text cell that begins with =, +, -, @, a tab or a carriage return (or an "
+    "apostrophe) is written with one more apostrophe in front, so that spreadsheets do not run it "
+    "as a formula; analysis.load removes it"
 )
 
 
@@ -177,6 +185,13 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "the latest `flask study verify --apply` decision (approve, reject, review, returned, "
         "pending); empty when none",
     ),
+    "uncounted": (
+        "string",
+        "",
+        "why the round counts on no total or leaderboard: truth_seen_device / truth_seen_address "
+        "(its answer had been shown to another player in the same browser / from the same "
+        "address); empty when it counts",
+    ),
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "example_id": ("string", "", "the example's id"),
@@ -205,6 +220,13 @@ PLAYER_COLUMNS: dict[str, tuple[str, str, str]] = {
     "joined_on": ("date", "UTC", "the day the player first came (day only)"),
     "rounds": ("integer", "rounds", "answered rounds in this export"),
     "points": ("integer", "points", "sum of points over those rounds"),
+    "unlisted_reason": (
+        "string",
+        "",
+        "why the player is off the leaderboards for a record implausible for a human (e.g. "
+        "exact hits or speed); empty when listed",
+    ),
+    "restored": ("boolean", "", "a researcher restored the player after an automatic unlisting"),
 }
 VOTE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "round_id": ("integer", "", "the round whose explanation was up-voted (rounds.round_id)"),
@@ -298,6 +320,7 @@ def _queries(options: ExportOptions):
             Round.ratings,
             Round.upvotes,
             Round.explanation_hidden_at,
+            Round.uncounted,
             Player.kind.label("player_kind"),
             Study.slug.label("study"),
             GameSet.kind.label("set_kind"),
@@ -383,6 +406,9 @@ def collect(options: ExportOptions, progress: Callable[[str], None] | None = Non
                     Player.is_guest,
                     Player.research_consent_at,
                     Player.created_at,
+                    Player.unlisted_at,
+                    Player.unlisted_reason,
+                    Player.restored_at,
                     *(getattr(PlayerSurvey, name) for name in survey.NAMES),
                 )
                 .outerjoin(PlayerSurvey, PlayerSurvey.player_id == Player.id)
@@ -523,6 +549,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "explanation_hidden": r["explanation_hidden_at"].notna(),
             "participant_status": r["participant_status"].map(_text_value),
             "decision": r["decision"].fillna(""),
+            "uncounted": r["uncounted"].fillna(""),
         },
         index=r.index,
     )
@@ -570,6 +597,10 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "joined_on": pd.to_datetime(players["created_at"], utc=True).dt.strftime("%Y-%m-%d"),
             "rounds": players["player_id"].map(per_player["rounds"]).fillna(0).astype("int64"),
             "points": players["player_id"].map(per_player["points"]).fillna(0).astype("int64"),
+            "unlisted_reason": players["unlisted_reason"]
+            .where(players["unlisted_at"].notna(), "")
+            .fillna(""),
+            "restored": players["restored_at"].notna(),
         }
     )
     if options.private:
@@ -689,7 +720,9 @@ def write(tables: dict[str, pd.DataFrame], options: ExportOptions, manifest: dic
     files = []
     if options.format == "csv":
         for name, frame in tables.items():
-            _for_text(frame, specs[name]).to_csv(folder / f"{name}.csv", index=False)
+            neutralise_frame(_for_text(frame, specs[name])).to_csv(
+                folder / f"{name}.csv", index=False
+            )
             files.append(f"{name}.csv")
     elif options.format == "parquet":
         for name, frame in tables.items():
@@ -750,6 +783,7 @@ def export(options: ExportOptions, progress: Callable[[str], None] | None = None
         "native_speaker are the player's answers on the optional /survey page (-1 = not given); "
         "read_guide is not recorded (-1)",
         "task_instruction": TASK_INSTRUCTION,
+        "csv_cells": CSV_CELLS,
     }
     folder.mkdir(parents=True, exist_ok=True)
     files = write(tables, options, manifest)

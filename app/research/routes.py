@@ -18,6 +18,7 @@ from flask_login import current_user, login_required
 
 from app.crowd import links, reports, studies
 from app.game import insights
+from app.leaderboard import integrity
 from app.research import overview
 
 bp = Blueprint("research", __name__, url_prefix="/research")
@@ -39,7 +40,16 @@ def index():
         systems=overview.by_system(),
         players=overview.player_counts(),
         studies=overview.studies(),
+        unlisted=integrity.unlisted_players(),
     )
+
+
+@bp.post("/players/<int:player_id>/restore")
+def restore_player(player_id: int):
+    """Put a player unlisted for an implausible record back on the boards."""
+    player = integrity.restore(player_id)
+    flash(f"{player.display_name} (player {player.id}) is back on the leaderboards.")
+    return redirect(url_for("research.index"))
 
 
 @bp.get("/studies/<slug>")

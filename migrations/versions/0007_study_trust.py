@@ -2,7 +2,7 @@
 comprehension tries, and the time a worker left.
 
 Revision ID: 0007_study_trust
-Revises: 0005_game_people_return
+Revises: 0006_fair_accounts
 Create Date: 2026-11-22
 
 Participants that earlier code marked approved / rejected get their outcome back as their status,
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0007_study_trust'
-down_revision = '0005_game_people_return'
+down_revision = '0006_fair_accounts'
 branch_labels = None
 depends_on = None
 

@@ -147,6 +147,7 @@ def test_mturk_preview_cannot_start_and_framing_is_limited(app, client):
 
 def test_framed_study_cookies_are_samesite_none_over_https(app):
     setup_study(app, slug="turk", platform="mturk", completion_codes={})
+    app.config["TRUSTED_HOSTS"] = ["roft.example"]
     client = app.test_client()
     link = (
         "/study/turk?workerId=A1&assignmentId=AS1&hitId=H1"

@@ -38,7 +38,8 @@ def check_database(app) -> dict[int, Round]:
     - a round with a guess has its points (by the scoring rule), answered_at and one reveal per
       revealed sentence; a round without a guess has no points and no answered_at;
     - a player has at most one open round;
-    - PlayerTotal and CategoryTotal equal the sums over the stored answered normal rounds;
+    - PlayerTotal and CategoryTotal equal the sums over the stored answered normal rounds that
+      count (`uncounted` is empty);
     - Example.annotation_count equals the number of answered normal rounds of each example.
     """
     with app.app_context():
@@ -47,7 +48,8 @@ def check_database(app) -> dict[int, Round]:
             select(Round).options(selectinload(Round.reveals), selectinload(Round.example))
         ).all()
         open_per_player = Counter()
-        scored: list[Round] = []
+        answered_normal: list[Round] = []
+        scored: list[Round] = []  # counted on the totals (app/leaderboard/integrity.py)
         for r in rounds:
             n = r.example.n_sentences
             assert [x.sentence_index for x in r.reveals] == list(range(r.revealed)), r.id
@@ -60,7 +62,9 @@ def check_database(app) -> dict[int, Round]:
             assert r.guess == r.revealed - 1 or (r.guess == n and r.revealed == n), r.id
             if r.kind == "normal":
                 assert r.points == scoring.points(r.guess, r.example.boundary), r.id
-                scored.append(r)
+                answered_normal.append(r)
+                if r.uncounted is None:
+                    scored.append(r)
         assert all(count == 1 for count in open_per_player.values()), open_per_player
 
         by_player: dict[int, list[Round]] = defaultdict(list)
@@ -75,7 +79,7 @@ def check_database(app) -> dict[int, Round]:
         assert player_totals == {key: _totals(group) for key, group in by_player.items()}
         assert category_totals == {key: _totals(group) for key, group in by_category.items()}
 
-        answered_per_example = Counter(r.example_id for r in scored)
+        answered_per_example = Counter(r.example_id for r in answered_normal)
         counts = dict(db.session.execute(select(Example.id, Example.annotation_count)).all())
         assert counts == {eid: answered_per_example.get(eid, 0) for eid in counts}
         found = {r.id: r for r in rounds}

@@ -151,3 +151,23 @@ def test_site_wide_cap_bounds_guests_from_many_addresses(app, serve, redis_url):
     played = player.play_round(2, "machine", ["generic"], "", category="random")
     assert player.start().round_id != played.round_id
     assert count_players(app) == 8
+
+
+def test_without_redis_the_per_name_lock_still_holds_across_workers(app, serve):
+    """Each worker's in-memory limiter counts alone (the first 429 came at attempt 41 with 5
+    workers); the per-name lock lives in the database, so the tenth failure locks the name on
+    every worker."""
+    server = serve(workers=3)  # generous per-address limits, no Redis
+    account = Player(server.url)
+    form = {"username": "ada", "password": "correct-horse", "consent": "yes"}
+    assert account.post("/signup", form).first_status == 302
+    bot = Player(server.url)
+    bot.get("/login")
+    wrong = {"username": "ada", "password": "not-the-password"}
+    statuses = one_per_worker_in_turn(
+        server, 12, lambda attempt: bot.post(f"/login?attempt={attempt}", wrong).status
+    )
+    assert statuses == [401] * 9 + [429] * 3
+    assert refusing_workers(server, "/login?attempt=", 12) == set(server.worker_pids())
+    right = bot.post("/login", {"username": "ada", "password": "correct-horse"})
+    assert right.status == 429 and "Too many failed logins for this name" in right.text

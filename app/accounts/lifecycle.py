@@ -1,0 +1,197 @@
+"""The end of an account, and a copy of everything it holds.
+
+- `delete_account` erases the player: their account, their explanations' text and their survey
+  answers. Their rounds stay only as anonymous research rows if they had consented to research
+  use (moved to a new anonymous player with no name, no password and no session, explanations
+  emptied), and are deleted otherwise. Totals, leaderboard counts and the texts' annotation counts
+  stay consistent either way, and so do the up-vote counts of the explanations they voted for.
+  Truth views stay, without the player, so that deleting an account does not clear the way for
+  another one (app/leaderboard/integrity.py).
+- `my_data` is everything the site holds about a player, for "download my data".
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, func, select, update
+
+from app.accounts import survey
+from app.accounts.service import name_key
+from app.errors import BadRequest, Forbidden
+from app.extensions import db
+from app.leaderboard import standings
+from app.models import (
+    BoardTotal,
+    Category,
+    CategoryTotal,
+    Example,
+    ExplanationVote,
+    GameSet,
+    LoginFailure,
+    Player,
+    PlayerSurvey,
+    PlayerTotal,
+    Round,
+)
+from app.models.base import utcnow
+from app.models.standings import relist
+
+# Rounds that counted on an example's annotation_count (see app/game/rounds.py).
+_ANNOTATION = (Round.kind == "normal", Round.guess.is_not(None))
+
+
+def check_deletion(player: Player, password: str, confirmed: bool) -> None:
+    """Raise unless the player may delete their account with what they typed."""
+    if player.kind == "crowd":
+        raise Forbidden(
+            "Your answers in a study are handled by the researcher who ran it: please contact "
+            "them through the platform."
+        )
+    if player.password_hash:
+        if not player.check_password(password or ""):
+            raise BadRequest("That password is not right; nothing was deleted.")
+    elif not confirmed:
+        raise BadRequest("Tick the box to confirm; nothing was deleted.")
+
+
+def delete_account(player: Player, password: str = "", confirmed: bool = False) -> bool:
+    """Delete the player (see the module docstring); True if rounds were kept anonymously."""
+    check_deletion(player, password, confirmed)
+    player_id = player.id
+    standings.forget_boards_of(player_id)
+    # The player's up-votes go with them (ON DELETE CASCADE): take them off the counts first.
+    voted = select(ExplanationVote.round_id).where(ExplanationVote.voter_id == player_id)
+    db.session.execute(update(Round).where(Round.id.in_(voted)).values(upvotes=Round.upvotes - 1))
+    connection = db.session.connection()
+    keep = (
+        player.research_consent_at is not None
+        and db.session.scalar(select(func.count()).where(Round.player_id == player_id)) > 0
+    )
+    if keep:
+        anonymous = Player(
+            is_guest=True,
+            kind=player.kind,
+            research_consent_at=player.research_consent_at,
+            created_at=player.created_at,
+            unlisted_at=player.unlisted_at,
+            unlisted_reason=player.unlisted_reason,
+            restored_at=player.restored_at,
+        )
+        db.session.add(anonymous)
+        db.session.flush()
+        relist(connection, player_id, False)
+        db.session.execute(
+            update(Round)
+            .where(Round.player_id == player_id)
+            .values(player_id=anonymous.id, explanation="")
+        )
+        for model in (PlayerTotal, CategoryTotal, BoardTotal):
+            db.session.execute(
+                update(model).where(model.player_id == player_id).values(player_id=anonymous.id)
+            )
+        # Sets stay with their rounds (exports say which were daily), without a share card.
+        db.session.execute(
+            update(GameSet)
+            .where(GameSet.player_id == player_id)
+            .values(player_id=anonymous.id, share_token=None)
+        )
+    else:
+        played = (
+            select(Round.example_id, func.count().label("n"))
+            .where(Round.player_id == player_id, *_ANNOTATION)
+            .group_by(Round.example_id)
+        )
+        for example_id, n in db.session.execute(played).all():
+            db.session.execute(
+                update(Example)
+                .where(Example.id == example_id)
+                .values(annotation_count=Example.annotation_count - n)
+            )
+    if player.username:
+        db.session.execute(
+            delete(LoginFailure).where(LoginFailure.name_key == name_key(player.username))
+        )
+    db.session.delete(player)  # rounds, totals, board rows and survey go with it (CASCADE)
+    db.session.commit()
+    return keep
+
+
+def my_data(player: Player) -> dict:
+    """Everything the site holds about the player, as JSON-ready values.
+
+    Rounds still in play show only what the player has been shown (no text id, no boundary).
+    """
+    rows = db.session.execute(
+        select(Round, Example, Category.slug)
+        .join(Example, Example.id == Round.example_id)
+        .join(Category, Category.id == Example.category_id)
+        .where(Round.player_id == player.id)
+        .order_by(Round.order_index)
+    ).all()
+    rounds = []
+    for round_, example, category in rows:
+        item = {
+            "order": round_.order_index,
+            "kind": round_.kind,
+            "category": category,
+            "started_at": round_.started_at.isoformat(),
+            "sentences_revealed": round_.revealed,
+        }
+        if round_.answered:
+            item |= {
+                "text_id": example.external_id,
+                "answered_at": round_.answered_at.isoformat(),
+                "guess": round_.guess,
+                "boundary": example.boundary,
+                "n_sentences": example.n_sentences,
+                "points": round_.points,
+                "counted": round_.uncounted is None,
+                "uncounted_reason": round_.uncounted,
+                "reasons": list(round_.reasons or []),
+                "explanation": round_.explanation,
+                "ratings": round_.ratings,
+            }
+        if round_.explanation:
+            item["explanation_upvotes"] = round_.upvotes
+        rounds.append(item)
+    answers = db.session.get(PlayerSurvey, player.id)
+    votes = db.session.execute(
+        select(ExplanationVote.round_id, ExplanationVote.voted_at, Round.explanation)
+        .join(Round, Round.id == ExplanationVote.round_id)
+        .where(ExplanationVote.voter_id == player.id)
+        .order_by(ExplanationVote.voted_at)
+    ).all()
+    return {
+        "exported_at": utcnow().isoformat(),
+        "account": {
+            "username": player.username,
+            "guest": player.is_guest,
+            "created_at": player.created_at.isoformat(),
+            "profile_public": player.profile_public,
+            "research_consent_at": (
+                player.research_consent_at.isoformat() if player.research_consent_at else None
+            ),
+            "unlisted_reason": player.unlisted_reason if player.unlisted_at else None,
+        },
+        "rounds": rounds,
+        "explanations": [
+            {
+                "order": r["order"],
+                "text_id": r["text_id"],
+                "explanation": r["explanation"],
+                "upvotes": r["explanation_upvotes"],
+            }
+            for r in rounds
+            if r.get("explanation")
+        ],
+        # The explanations of other players this player up-voted.
+        "votes": [
+            {"explanation": explanation, "voted_at": voted_at.isoformat()}
+            for _, voted_at, explanation in votes
+        ],
+        "survey": (
+            {name: getattr(answers, name) for name in survey.NAMES}
+            | {"answered_at": answers.answered_at.isoformat()}
+            if answers
+            else None
+        ),
+    }

@@ -1,0 +1,210 @@
+"""Fair play: answers that must not count, and records that must not be listed.
+
+The game service calls two functions, both inside the transaction that stores an answer:
+
+- `answer_seen(player_id, example_id, judge)` records that the text's truth is now shown to this
+  browser and address (the answer page shows it), and says why the answer must not count if its
+  truth was already shown to *another* player from the same browser (a long-lived device cookie)
+  within DEVICE_WINDOW, or from the same public address within ADDRESS_WINDOW. Such rounds are
+  stored with that reason in `rounds.uncounted` and left out of every total and board.
+- `count(player, ...)` adds a counted answer to the totals and boards, then unlists the player
+  from every board if their record has become implausible for a human (app/leaderboard/fairness.py),
+  with the reason. A researcher can restore them (`restore`); they are not unlisted automatically
+  again.
+
+The browser and address are stored as keyed hashes (HMAC with SECRET_KEY), never as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import Flask, current_app, g, has_request_context, request
+from sqlalchemy import func, or_, select
+
+from app.errors import NotFound
+from app.extensions import cache, db
+from app.game.scoring import Verdict
+from app.leaderboard import fairness, standings
+from app.leaderboard import skill as skill_rule
+from app.models import Example, Player, PlayerTotal, TruthView
+from app.models.base import utcnow
+
+DEVICE_COOKIE = "roft_device"
+DEVICE_COOKIE_DAYS = 400  # browsers cap cookie lifetimes at 400 days
+DEVICE_WINDOW = timedelta(days=365)
+ADDRESS_WINDOW = timedelta(hours=24)
+SEEN_ON_DEVICE = "truth_seen_device"
+SEEN_FROM_ADDRESS = "truth_seen_address"
+REASONS = {
+    SEEN_ON_DEVICE: "its answer had been shown to another player in this browser",
+    SEEN_FROM_ADDRESS: "its answer had been shown to another player from this address today",
+}
+SITE_RATE_CACHE_KEY = "integrity:site-rate"
+SITE_RATE_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class Client:
+    device: str | None
+    address: str | None
+
+
+def _digest(kind: str, value: str) -> str:
+    key = str(current_app.config["SECRET_KEY"]).encode()
+    return hmac.new(key, f"roft-{kind}:{value}".encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def _device_token() -> str:
+    """This browser's device token; a new one (set on the response) if it has none."""
+    token = request.cookies.get(DEVICE_COOKIE, "")
+    if not (16 <= len(token) <= 64 and token.isalnum()):
+        token = g.get("new_device") or secrets.token_hex(16)
+        g.new_device = token
+    return token
+
+
+def client() -> Client:
+    """The current request's browser and address as hashes; nothing outside a request (CLI)."""
+    if not has_request_context():
+        return Client(None, None)
+    address = fairness.address_identity(request.remote_addr)
+    return Client(
+        _digest("device", _device_token()),
+        _digest("address", address) if address else None,
+    )
+
+
+def init_app(app: Flask) -> None:
+    """Give a browser its device cookie on the response that first needed it, and let pages say
+    why a round did not count (`round.uncounted|uncounted_reason`)."""
+    app.add_template_filter(explain, "uncounted_reason")
+
+    @app.after_request
+    def set_device_cookie(response):
+        token = g.get("new_device")
+        if token:
+            response.set_cookie(
+                DEVICE_COOKIE,
+                token,
+                max_age=DEVICE_COOKIE_DAYS * 24 * 3600,
+                httponly=True,
+                secure=app.config.get("SESSION_COOKIE_SECURE", False),
+                samesite="Lax",
+            )
+        return response
+
+
+def answer_seen(player_id: int, example_id: int, judge: bool, now: datetime) -> str | None:
+    """Record that this text's truth is shown to this browser and address; return why the
+    answer must not count (another player saw the truth here first), or None (no commit)."""
+    seen = client()
+    reason = None
+    if judge and (seen.device or seen.address):
+        others = []
+        if seen.device:
+            others.append(
+                (TruthView.device == seen.device) & (TruthView.shown_at > now - DEVICE_WINDOW)
+            )
+        if seen.address:
+            others.append(
+                (TruthView.address == seen.address) & (TruthView.shown_at > now - ADDRESS_WINDOW)
+            )
+        earlier = db.session.execute(
+            select(TruthView.device == seen.device)
+            .where(
+                TruthView.example_id == example_id,
+                or_(TruthView.player_id.is_(None), TruthView.player_id != player_id),
+                or_(*others),
+            )
+            .order_by((TruthView.device == seen.device).desc())
+            .limit(1)
+        ).first()
+        if earlier is not None:
+            reason = SEEN_ON_DEVICE if earlier[0] else SEEN_FROM_ADDRESS
+    db.session.add(
+        TruthView(
+            example_id=example_id,
+            player_id=player_id,
+            device=seen.device,
+            address=seen.address,
+            shown_at=now,
+        )
+    )
+    return reason
+
+
+def count(
+    player: Player,
+    example: Example,
+    guess: int,
+    verdict: Verdict,
+    started_at: datetime,
+    revealed: int,
+    now: datetime,
+) -> None:
+    """Add a counted answer to the totals and boards, then review the player's record."""
+    stats = standings.record_answer(
+        player.id,
+        example.category_id,
+        verdict,
+        excess=skill_rule.excess(guess, example.boundary, example.n_sentences),
+        fast=fairness.is_fast((now - started_at).total_seconds(), revealed),
+        when=now,
+    )
+    judged = player.unlisted_at is not None or player.restored_at is not None
+    if judged or stats.rounds < fairness.JUDGE_AFTER:
+        return
+    reason = fairness.implausible(stats.rounds, stats.exact, stats.fast_rounds, site_rate())
+    if reason is not None:
+        player.unlisted_at = now
+        player.unlisted_reason = reason
+        db.session.flush()  # the Player event takes the rows off the boards in this transaction
+        standings.forget_boards_of(player.id)
+
+
+def site_rate() -> float:
+    """The share of exact hits over every counted round, recomputed every 10 minutes."""
+    rate = cache.get(SITE_RATE_CACHE_KEY)
+    if rate is None:
+        exact, rounds = db.session.execute(
+            select(
+                func.coalesce(func.sum(PlayerTotal.exact), 0),
+                func.coalesce(func.sum(PlayerTotal.rounds), 0),
+            )
+        ).one()
+        rate = fairness.site_rate(int(exact), int(rounds))
+        cache.set(SITE_RATE_CACHE_KEY, rate, timeout=SITE_RATE_SECONDS)
+    return rate
+
+
+def unlisted_players() -> list[Player]:
+    """Players unlisted for an implausible record, newest first (for /research)."""
+    return list(
+        db.session.scalars(
+            select(Player)
+            .where(Player.unlisted_at.is_not(None))
+            .order_by(Player.unlisted_at.desc())
+        )
+    )
+
+
+def restore(player_id: int) -> Player:
+    """A researcher vouches for a player: back on the boards, never unlisted automatically again."""
+    player = db.session.get(Player, player_id)
+    if player is None or player.unlisted_at is None:
+        raise NotFound("That player is not unlisted.")
+    player.unlisted_at = None
+    player.restored_at = utcnow()
+    db.session.commit()
+    standings.forget_boards_of(player.id)
+    return player
+
+
+def explain(uncounted: str | None) -> str | None:
+    """A sentence for the player on why a round did not count."""
+    return REASONS.get(uncounted) if uncounted else None
