@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from app.game.reasons import REASONS
+from roftcore.reasons import REASONS
 
 REASON_NAMES: tuple[str, ...] = tuple(REASONS)
 NEAR_DUPLICATE_SIMILARITY = 0.9

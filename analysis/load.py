@@ -1,7 +1,7 @@
 """Read our exports and the public RoFT `roft.csv` into one DataFrame schema.
 
-One row per answered round (an annotation). Positions follow the site's boundary convention
-(see app/game/scoring.py): `boundary` is the index of the first machine-written sentence
+One row per answered round (an annotation). Positions follow the boundary convention
+(roftcore.boundary, docs/boundary.md): `boundary` is the index of the first machine-written sentence
 (N = all human) and `guess` the index of the flagged sentence (N = "all human"). RoFT's
 `true_boundary_index` and `predicted_boundary_index` are one less; they are converted here, at the
 edge, and nowhere else.
@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from app.catalog.roft_csv import example_key
-from app.game.scoring import points as score_points
+from roftcore.boundary import points as score_points
+from roftcore.roft import example_key
 
 ROFT_COLUMNS: tuple[str, ...] = (
     "date",
@@ -109,7 +109,7 @@ class LoadError(ValueError):
 
 
 def recompute_points(guess: pd.Series | np.ndarray, boundary: pd.Series | np.ndarray) -> np.ndarray:
-    """Points for every row, from the one scoring function in app.game.scoring.
+    """Points for every row, from the one scoring function in roftcore.boundary.
 
     The function is applied once per distinct (guess, boundary) pair and the results are looked up
     for every row, so it stays the single definition of the rule while the work is vectorised.

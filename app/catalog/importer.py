@@ -146,6 +146,8 @@ def import_records(
                     seed=record.seed,
                     source=record.source,
                     meta=record.meta,
+                    system_label=record.system_label,
+                    provenance=record.provenance,
                     annotation_count=0,
                 )
             )
