@@ -251,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     tiny.add_argument("--out", type=Path, required=True, help="folder for the model")
     tiny.add_argument("--steps", type=int, default=None, help="training steps")
     tiny.add_argument("--seed", type=int, default=None, help="training seed")
+    tiny.add_argument(
+        "--architecture", choices=["gpt2", "llama"], default="gpt2", help="model (default gpt2)"
+    )
 
     demo = sub.add_parser(
         "demo",
@@ -529,7 +532,7 @@ def cmd_train_tiny(args) -> int:
 
     from generation.tiny import TinyConfig, train_tiny
 
-    config = TinyConfig()
+    config = TinyConfig(architecture=args.architecture)
     if args.steps is not None:
         _positive("--steps", args.steps)
         config = replace(config, steps=args.steps)
