@@ -5,3 +5,5 @@ INPUT --out DIR` writes the full report (tables, figures, summary.json, report.m
 datasheet). Points always come from roftcore.boundary, the one scoring rule the site uses too.
 See docs/analysis.md.
 """
+
+__version__ = "1.1.0"

@@ -60,3 +60,133 @@ def agreement(frame: pd.DataFrame) -> dict:
         "krippendorff_alpha_interval": alpha(frame, "interval"),
         "krippendorff_alpha_nominal": alpha(frame, "nominal"),
     }
+
+
+TOLERANCES = (0, 1, 2)
+
+
+def text_weights(n_texts: int, n_boot: int, seed: int, block: int = 250):
+    """Bootstrap weights over texts, in blocks of replicates: Poisson(1) counts per text (the
+    Poisson bootstrap: as good as resampling with replacement for many texts, and fast)."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_boot, block):
+        yield rng.poisson(1.0, size=(min(block, n_boot - start), n_texts)).astype(float)
+
+
+def alpha_from_counts(counts: np.ndarray, values: np.ndarray, level: str, weights=None):
+    """Krippendorff's alpha from a units x values count matrix, optionally with unit weights
+    (rows: bootstrap replicates); the same value as the `krippendorff` package for weights of 1.
+    Returns an array (one alpha per weight row) or a float."""
+    n_u = counts.sum(axis=1)
+    keep = n_u >= 2
+    counts, n_u = counts[keep], n_u[keep]
+    if level == "interval":
+        delta = (values[:, None] - values[None, :]) ** 2
+    else:
+        delta = (values[:, None] != values[None, :]).astype(float)
+    # Observed disagreement per unit: sum_c,k n_uc n_uk delta_ck / (n_u - 1).
+    observed_unit = np.einsum("uc,ck,uk->u", counts, delta, counts) / (n_u - 1)
+    single = weights is None
+    w = np.ones((1, len(n_u))) if single else np.asarray(weights, dtype=float)[:, keep]
+    total = w @ n_u
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (w @ observed_unit) / total
+    n_c = w @ counts  # (B, values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.einsum("bc,ck,bk->b", n_c, delta, n_c) / (total * (total - 1))
+        result = 1 - observed / expected
+    return float(result[0]) if single else result
+
+
+def within_all(counts: np.ndarray, distance: np.ndarray) -> list[np.ndarray]:
+    """Per text, the pairs of guesses at most k apart for each k in TOLERANCES:
+    (c^T near c - sum c) / 2 (a guess is not its own pair)."""
+    return [
+        (np.einsum("uc,ck,uk->u", counts, (distance <= k).astype(float), counts) - counts.sum(1))
+        / 2
+        for k in TOLERANCES
+    ]
+
+
+def tolerance_curve(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Share of annotation pairs on the same text whose guesses are at most k apart (k in
+    TOLERANCES), with a bootstrap interval over texts and two chance levels: independent uniform
+    guesses on 1..N, and independent guesses with the observed distribution of guesses."""
+    per_example = frame.groupby("example")["guess"].transform("size")
+    multi = frame[per_example >= 2]
+    rows = []
+    if multi.empty:
+        return pd.DataFrame(
+            columns=[
+                "tolerance",
+                "pairs",
+                "rate",
+                "ci_low",
+                "ci_high",
+                "chance_uniform",
+                "chance_marginal",
+            ]
+        )
+    cells = multi.groupby(["example", "guess"]).size().unstack(fill_value=0)
+    counts = cells.to_numpy(dtype=float)
+    guesses = cells.columns.to_numpy()
+    pairs_t = (counts.sum(axis=1) * (counts.sum(axis=1) - 1)) / 2
+    n = int(multi["n_sentences"].max())
+    share = counts.sum(axis=0) / counts.sum()
+    distance = np.abs(guesses[:, None] - guesses[None, :])
+    weights = None
+    if n_boot > 0 and len(counts) > 1:
+        weights = np.vstack(
+            [
+                w @ np.column_stack([pairs_t, *within_all(counts, distance)])
+                for w in text_weights(len(counts), n_boot, seed)
+            ]
+        )
+    for k in TOLERANCES:
+        near = (distance <= k).astype(float)
+        within_t = within_all(counts, distance)[k]
+        rate = within_t.sum() / pairs_t.sum()
+        low = high = rate
+        if weights is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boot = weights[:, 1 + k] / weights[:, 0]
+            low, high = np.nanquantile(boot, [0.025, 0.975])
+        uniform = sum(1 for g in range(1, n + 1) for h in range(1, n + 1) if abs(g - h) <= k) / n**2
+        rows.append(
+            {
+                "tolerance": k,
+                "pairs": int(pairs_t.sum()),
+                "rate": float(rate),
+                "ci_low": float(low),
+                "ci_high": float(high),
+                "chance_uniform": uniform,
+                "chance_marginal": float(share @ near @ share),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def alpha_interval(
+    frame: pd.DataFrame, level: str = "interval", n_boot: int = 1000, seed: int = 0
+) -> dict:
+    """Krippendorff's alpha with a 95% bootstrap interval over texts."""
+    counts, values = value_counts_matrix(frame)
+    if counts.size == 0 or counts.shape[1] < 2:
+        return {"alpha": None, "ci_low": None, "ci_high": None, "level": level}
+    estimate = alpha_from_counts(counts, values, level)
+    low = high = estimate
+    if n_boot > 0 and len(counts) > 1:
+        boot = np.concatenate(
+            [
+                alpha_from_counts(counts, values, level, w)
+                for w in text_weights(len(counts), n_boot, seed)
+            ]
+        )
+        low, high = np.nanquantile(boot, [0.025, 0.975])
+    return {
+        "alpha": estimate if np.isfinite(estimate) else None,
+        "ci_low": float(low) if np.isfinite(low) else None,
+        "ci_high": float(high) if np.isfinite(high) else None,
+        "level": level,
+        "texts": len(counts),
+    }

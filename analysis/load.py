@@ -292,20 +292,38 @@ def _read_table(path: Path) -> pd.DataFrame:
     raise LoadError(f"{path}: expected a .csv, .parquet or .sqlite file or an export folder")
 
 
-def read_raw(path: str | Path) -> tuple[pd.DataFrame, str]:
-    """The rounds table of an export (folder or file) or a roft.csv, and where it came from."""
+def resolve_input(path: str | Path) -> Path:
+    """The file the rounds are read from: the path itself, or the rounds file of an export."""
     path = Path(path)
     if not path.exists():
         raise LoadError(f"{path}: no such file or folder")
-    if path.is_dir():
-        for name in ROUNDS_BASENAMES:
-            if (path / name).exists():
-                return _read_table(path / name), "dump"
-        for candidate in sorted(path.iterdir()):
-            if candidate.suffix.lower() in SQLITE_SUFFIXES:
-                return _read_table(candidate), "dump"
-        raise LoadError(f"{path}: no rounds.csv, rounds.parquet or SQLite file in this folder")
-    raw = _read_table(path)
+    if not path.is_dir():
+        return path
+    for name in ROUNDS_BASENAMES:
+        if (path / name).exists():
+            return path / name
+    for candidate in sorted(path.iterdir()):
+        if candidate.suffix.lower() in SQLITE_SUFFIXES:
+            return candidate
+    raise LoadError(f"{path}: no rounds.csv, rounds.parquet or SQLite file in this folder")
+
+
+def sha256_of(path: str | Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_raw(path: str | Path) -> tuple[pd.DataFrame, str]:
+    """The rounds table of an export (folder or file) or a roft.csv, and where it came from."""
+    source = resolve_input(path)
+    raw = _read_table(source)
+    if Path(path).is_dir():
+        return raw, "dump"
     kind = "dump" if "example_id" in raw.columns else "roft-csv"
     return raw, kind
 

@@ -12,7 +12,6 @@ import datetime as dt
 import fcntl
 import json
 import os
-import subprocess
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import generation
 from generation.sentences import SPLITTER
 from roftcore.records import RecordError, validate
+from roftcore.version import code_version as roftcore_version
 
 # Settings that do not change which examples a run makes: a resumed run may differ in them.
 VOLATILE_SETTINGS = frozenset({"resume", "overwrite", "batch_size", "device", "progress", "out"})
@@ -132,20 +132,7 @@ def p_bin(p: float | None) -> str:
 
 def code_version() -> str:
     """The package version and, in a git checkout, the commit (with "+dirty" for local edits)."""
-    root = Path(generation.__file__).resolve().parent.parent
-    version = f"generation {generation.__version__}"
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short=12", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return version
-    return f"{version} (git {commit}{'+dirty' if dirty else ''})"
+    return roftcore_version("generation", generation.__version__)
 
 
 def _now() -> str:
