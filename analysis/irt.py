@@ -48,7 +48,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def fit(
-    frame: pd.DataFrame, prior_sd: float = 1.0, max_iter: int = 50, tol: float = 1e-3
+    frame: pd.DataFrame, prior_sd: float = 1.0, max_iter: int = 300, tol: float = 1e-3
 ) -> IrtFit:
     """Fit the model on the rows of `frame` (canonical columns)."""
     a_codes, a_names = pd.factorize(frame["annotator"])
