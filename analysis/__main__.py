@@ -164,7 +164,7 @@ def run_detect(args) -> int:
         **result["summary"],
     }
     (out / "detect_summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    detect.figure(out, result["table"])
+    detect.figure(out, result["table"], result["summary"])
     (out / "detect.md").write_text("\n".join(detect.markdown(result)) + "\n")
     s = result["summary"]
     print(

@@ -2,15 +2,14 @@
 
 On examples with at least two annotations: every unordered pair of annotations of one example is
 compared (exact same guess; guesses at most one sentence apart), and Krippendorff's alpha is
-computed with the `krippendorff` package from the example x guess-position count matrix (interval
-and nominal levels). Counting is done on grouped counts, never on the pairs themselves:
-an example with c_g annotations at position g has sum C(c_g, 2) exact pairs and
-sum c_g * c_(g+1) pairs one apart.
+computed from the example x guess-position count matrix (interval and nominal levels; the same
+values as the `krippendorff` package, which the tests compare with). Counting is done on grouped
+counts, never on the pairs themselves: an example with c_g annotations at position g has
+sum C(c_g, 2) exact pairs and sum c_g * c_(g+1) pairs one apart.
 """
 
 from __future__ import annotations
 
-import krippendorff
 import numpy as np
 import pandas as pd
 
@@ -31,12 +30,13 @@ def value_counts_matrix(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def alpha(frame: pd.DataFrame, level: str = "interval") -> float | None:
-    """Krippendorff's alpha of guess positions; None when it is undefined (e.g. no variation)."""
+    """Krippendorff's alpha of guess positions; None when it is undefined (e.g. no variation).
+    Computed from the count matrix by `alpha_from_counts` (the tests check it against the
+    `krippendorff` package)."""
     counts, values = value_counts_matrix(frame)
     if counts.size == 0 or counts.shape[1] < 2:
         return None
-    value = krippendorff.alpha(value_counts=counts, value_domain=values, level_of_measurement=level)
-    value = float(value)
+    value = alpha_from_counts(counts, values, level)
     return value if np.isfinite(value) else None
 
 
@@ -108,48 +108,59 @@ def within_all(counts: np.ndarray, distance: np.ndarray) -> list[np.ndarray]:
     ]
 
 
-def tolerance_curve(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Share of annotation pairs on the same text whose guesses are at most k apart (k in
-    TOLERANCES), with a bootstrap interval over texts and two chance levels: independent uniform
-    guesses on 1..N, and independent guesses with the observed distribution of guesses."""
-    per_example = frame.groupby("example")["guess"].transform("size")
-    multi = frame[per_example >= 2]
-    rows = []
-    if multi.empty:
-        return pd.DataFrame(
-            columns=[
-                "tolerance",
-                "pairs",
-                "rate",
-                "ci_low",
-                "ci_high",
-                "chance_uniform",
-                "chance_marginal",
-            ]
-        )
-    cells = multi.groupby(["example", "guess"]).size().unstack(fill_value=0)
-    counts = cells.to_numpy(dtype=float)
-    guesses = cells.columns.to_numpy()
+CURVE_COLUMNS = [
+    "tolerance",
+    "pairs",
+    "rate",
+    "ci_low",
+    "ci_high",
+    "chance_uniform",
+    "chance_marginal",
+]
+
+
+def intervals(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> tuple[dict, pd.DataFrame]:
+    """Krippendorff's alpha (interval) with a 95% bootstrap interval over texts, and the share of
+    annotation pairs on the same text whose guesses are at most k apart (k in TOLERANCES) with
+    its interval and two chance levels: independent uniform guesses on 1..N, and independent
+    guesses with the observed distribution of guesses. One set of bootstrap draws serves both."""
+    counts, values = value_counts_matrix(frame)
+    if counts.size == 0 or counts.shape[1] < 2:
+        empty = {"alpha": None, "ci_low": None, "ci_high": None, "level": "interval"}
+        if counts.size == 0:
+            return empty, pd.DataFrame(columns=CURVE_COLUMNS)
     pairs_t = (counts.sum(axis=1) * (counts.sum(axis=1) - 1)) / 2
-    n = int(multi["n_sentences"].max())
-    share = counts.sum(axis=0) / counts.sum()
-    distance = np.abs(guesses[:, None] - guesses[None, :])
-    weights = None
+    distance = np.abs(values[:, None] - values[None, :])
+    within = within_all(counts, distance)
+    per_text = np.column_stack([pairs_t, *within])
+    estimate = alpha_from_counts(counts, values, "interval") if counts.shape[1] > 1 else np.nan
+    alpha_boot, curve_boot = [], []
     if n_boot > 0 and len(counts) > 1:
-        weights = np.vstack(
-            [
-                w @ np.column_stack([pairs_t, *within_all(counts, distance)])
-                for w in text_weights(len(counts), n_boot, seed)
-            ]
-        )
+        for w in text_weights(len(counts), n_boot, seed):
+            curve_boot.append(w @ per_text)
+            if counts.shape[1] > 1:
+                alpha_boot.append(alpha_from_counts(counts, values, "interval", w))
+    low = high = estimate
+    if alpha_boot:
+        low, high = np.nanquantile(np.concatenate(alpha_boot), [0.025, 0.975])
+    alpha_result = {
+        "alpha": float(estimate) if np.isfinite(estimate) else None,
+        "ci_low": float(low) if np.isfinite(low) else None,
+        "ci_high": float(high) if np.isfinite(high) else None,
+        "level": "interval",
+        "texts": len(counts),
+    }
+    sums = np.vstack(curve_boot) if curve_boot else None
+    n = int(frame["n_sentences"].max())
+    share = counts.sum(axis=0) / counts.sum()
+    rows = []
     for k in TOLERANCES:
         near = (distance <= k).astype(float)
-        within_t = within_all(counts, distance)[k]
-        rate = within_t.sum() / pairs_t.sum()
+        rate = within[k].sum() / pairs_t.sum()
         low = high = rate
-        if weights is not None:
+        if sums is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
-                boot = weights[:, 1 + k] / weights[:, 0]
+                boot = sums[:, 1 + k] / sums[:, 0]
             low, high = np.nanquantile(boot, [0.025, 0.975])
         uniform = sum(1 for g in range(1, n + 1) for h in range(1, n + 1) if abs(g - h) <= k) / n**2
         rows.append(
@@ -163,30 +174,14 @@ def tolerance_curve(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> p
                 "chance_marginal": float(share @ near @ share),
             }
         )
-    return pd.DataFrame(rows)
+    return alpha_result, pd.DataFrame(rows, columns=CURVE_COLUMNS)
 
 
-def alpha_interval(
-    frame: pd.DataFrame, level: str = "interval", n_boot: int = 1000, seed: int = 0
-) -> dict:
-    """Krippendorff's alpha with a 95% bootstrap interval over texts."""
-    counts, values = value_counts_matrix(frame)
-    if counts.size == 0 or counts.shape[1] < 2:
-        return {"alpha": None, "ci_low": None, "ci_high": None, "level": level}
-    estimate = alpha_from_counts(counts, values, level)
-    low = high = estimate
-    if n_boot > 0 and len(counts) > 1:
-        boot = np.concatenate(
-            [
-                alpha_from_counts(counts, values, level, w)
-                for w in text_weights(len(counts), n_boot, seed)
-            ]
-        )
-        low, high = np.nanquantile(boot, [0.025, 0.975])
-    return {
-        "alpha": estimate if np.isfinite(estimate) else None,
-        "ci_low": float(low) if np.isfinite(low) else None,
-        "ci_high": float(high) if np.isfinite(high) else None,
-        "level": level,
-        "texts": len(counts),
-    }
+def tolerance_curve(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The pair-agreement curve of `intervals`."""
+    return intervals(frame, n_boot, seed)[1]
+
+
+def alpha_interval(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Krippendorff's alpha (interval) with its bootstrap interval, from `intervals`."""
+    return intervals(frame, n_boot, seed)[0]

@@ -66,7 +66,9 @@ def sentence_scores(lm, sentences: list[str]) -> tuple[list[float], list[float]]
         ids = ids[:limit]
     tensor = torch.tensor([ids], device=lm.device)
     with torch.inference_mode():
-        logits = lm.model(input_ids=tensor, use_cache=False).logits[0].float()
+        mask = torch.ones_like(tensor)
+        logits = lm.model(input_ids=tensor, attention_mask=mask, use_cache=False).logits[0]
+        logits = logits.float()
     logprobs = torch.log_softmax(logits[:-1], dim=-1)
     targets = tensor[0, 1:]
     chosen = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1)
@@ -242,7 +244,7 @@ def compare(frame: pd.DataFrame, detections: pd.DataFrame, n_boot: int = 1000, s
     return {"table": table, "summary": summary, "per_text": joined.reset_index()}
 
 
-def figure(out: Path, table: pd.DataFrame) -> str:
+def figure(out: Path, table: pd.DataFrame, summary: dict) -> str:
     import matplotlib.pyplot as plt
 
     part = table[table["weighting"] == "per annotation"]
@@ -261,7 +263,10 @@ def figure(out: Path, table: pd.DataFrame) -> str:
         ax.set_title(measure)
         if measure != "mean signed distance":
             ax.set_ylim(bottom=0)
-    fig.suptitle("Zero-shot detector vs players on the same texts (95% CI over texts)")
+    fig.suptitle(
+        f"Zero-shot detector vs players on the same {summary['texts']:,} texts "
+        f"({summary['annotations']:,} annotations; 95% CI over texts)"
+    )
     fig.tight_layout()
     fig.savefig(out / "detector_vs_players.png", dpi=150)
     plt.close(fig)

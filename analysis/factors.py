@@ -33,12 +33,11 @@ def _baselines(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     """Per level: mean points of random guessing (uniform on 1..N) and of always "all human"."""
     n = frame["n_sentences"].to_numpy()
     b = frame["boundary"].to_numpy()
-    pairs = pd.DataFrame({"b": b, "n": n}).drop_duplicates()
-    random_points = {
-        (row.b, row.n): recompute_points(np.arange(1, row.n + 1), np.full(row.n, row.b)).mean()
-        for row in pairs.itertuples()
-    }
-    expected = np.array([random_points[(x, y)] for x, y in zip(b, n, strict=True)])
+    top = int(n.max()) + 1 if len(n) else 1
+    table = np.zeros((top, top))  # [b, n] -> mean points of a uniform guess on 1..n
+    for bb, nn in set(zip(b.tolist(), n.tolist(), strict=True)):
+        table[bb, nn] = recompute_points(np.arange(1, nn + 1), np.full(nn, bb)).mean()
+    expected = table[b, n]
     data = pd.DataFrame(
         {
             column: frame[column].to_numpy(),
@@ -62,7 +61,7 @@ def table(frame: pd.DataFrame, column: str, n_boot: int = 1000, seed: int = 0) -
         {
             "rows": points["rows"],
             "annotators": points["annotators"],
-            "texts": frame.groupby(column, observed=True)["example"].nunique(),
+            "texts": frame.drop_duplicates(["example"]).groupby(column, observed=True).size(),
             "mean_points": points["mean"],
             "points_ci_low": points["ci_low"],
             "points_ci_high": points["ci_high"],

@@ -56,16 +56,20 @@ def many_level_means(
     keep = frame[by].notna().to_numpy()
     if not keep.any():
         return pd.DataFrame(columns=columns)
-    a_codes, a_names = pd.factorize(frame["annotator"].to_numpy()[keep])
+    a_codes, a_names = annotator_codes(frame)
+    a_codes = a_codes[keep]
     l_codes, levels = pd.factorize(frame[by].to_numpy()[keep], sort=True)
     shape = (len(a_names), len(levels))
-    counts = np.zeros(shape)
-    np.add.at(counts, (a_codes, l_codes), 1.0)
-    sums = {}
-    for name, series in values.items():
-        total = np.zeros(shape)
-        np.add.at(total, (a_codes, l_codes), np.nan_to_num(series.to_numpy(dtype=float)[keep]))
-        sums[name] = total
+    cell = a_codes * len(levels) + l_codes
+
+    def per_cell(weights=None) -> np.ndarray:
+        return np.bincount(cell, weights, shape[0] * shape[1]).reshape(shape).astype(float)
+
+    counts = per_cell()
+    sums = {
+        name: per_cell(np.nan_to_num(series.to_numpy(dtype=float)[keep]))
+        for name, series in values.items()
+    }
     n_rows = counts.sum(axis=0)
     estimates = {name: total.sum(axis=0) / n_rows for name, total in sums.items()}
     bounds = {name: (est.copy(), est.copy()) for name, est in estimates.items()}
@@ -125,11 +129,39 @@ class ClusteredFit:
         )
 
 
-def _meat(x_u: np.ndarray, groups: np.ndarray, n: int, k: int) -> tuple[np.ndarray, int]:
-    codes, uniques = pd.factorize(groups)
-    g = len(uniques)
-    sums = np.zeros((g, x_u.shape[1]))
-    np.add.at(sums, codes, x_u)
+CODE_COLUMNS = {"annotator": "_annotator_code", "example": "_example_code"}
+
+
+def with_codes(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with integer codes of annotator and text, so that the many groupings of a
+    report do not factorize a million strings each time."""
+    return frame.assign(
+        **{code: pd.factorize(frame[column])[0] for column, code in CODE_COLUMNS.items()}
+    )
+
+
+def _codes(frame: pd.DataFrame, column: str) -> np.ndarray:
+    code = CODE_COLUMNS[column]
+    if code in frame.columns:
+        return frame[code].to_numpy()
+    return pd.factorize(frame[column])[0]
+
+
+def annotator_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Dense integer codes of the annotators, and how many there are."""
+    codes, uniques = pd.factorize(_codes(frame, "annotator"))
+    return codes, uniques
+
+
+def cluster_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of annotator and text per row."""
+    return _codes(frame, "annotator"), _codes(frame, "example")
+
+
+def _meat(x_u: np.ndarray, codes: np.ndarray, n: int, k: int) -> tuple[np.ndarray, int]:
+    codes = pd.factorize(codes)[0] if codes.dtype.kind not in "iu" else codes
+    g = int(codes.max()) + 1 if len(codes) else 0
+    sums = np.column_stack([np.bincount(codes, x_u[:, j], g) for j in range(x_u.shape[1])])
     correction = (g / max(g - 1, 1)) * ((n - 1) / max(n - k, 1))
     return correction * (sums.T @ sums), g
 
@@ -152,7 +184,7 @@ def clustered_ols(
     x_u = x * (y - x @ coef)[:, None]
     a = pd.factorize(np.asarray(annotators))[0]
     t = pd.factorize(np.asarray(texts))[0]
-    both = a.astype(np.int64) * (int(t.max()) + 1) + t
+    both = pd.factorize(a.astype(np.int64) * (int(t.max()) + 1) + t)[0]
     meat_a, g_a = _meat(x_u, a, n, k)
     meat_t, g_t = _meat(x_u, t, n, k)
     meat_b, _ = _meat(x_u, both, n, k)

@@ -111,16 +111,28 @@ class LoadError(ValueError):
 def recompute_points(guess: pd.Series | np.ndarray, boundary: pd.Series | np.ndarray) -> np.ndarray:
     """Points for every row, from the one scoring function in roftcore.boundary.
 
-    The function is applied once per distinct (guess, boundary) pair and the results are looked up
-    for every row, so it stays the single definition of the rule while the work is vectorised.
+    The function fills a table over every (guess, boundary) pair in the data's range once, and
+    every row looks its points up there, so it stays the single definition of the rule while
+    the work is vectorised.
     """
     g = np.asarray(guess, dtype=np.int64)
     b = np.asarray(boundary, dtype=np.int64)
     if g.size == 0:
         return np.zeros(0, dtype=np.int64)
-    pairs, inverse = np.unique(np.stack([g, b], axis=1), axis=0, return_inverse=True)
-    table = np.array([score_points(int(x), int(y)) for x, y in pairs], dtype=np.int64)
-    return table[inverse.reshape(-1)]
+    g_low, b_low = int(g.min()), int(b.min())
+    width, height = int(g.max()) - g_low + 1, int(b.max()) - b_low + 1
+    if width * height > 1_000_000:  # a range this wide: score the distinct pairs only
+        pairs, inverse = np.unique(np.stack([g, b], axis=1), axis=0, return_inverse=True)
+        table = np.array([score_points(int(x), int(y)) for x, y in pairs], dtype=np.int64)
+        return table[inverse.reshape(-1)]
+    table = np.array(
+        [
+            [score_points(x, y) for y in range(b_low, b_low + height)]
+            for x in range(g_low, g_low + width)
+        ],
+        dtype=np.int64,
+    )
+    return table[g - g_low, b - b_low]
 
 
 def _normalise_reasons(values: pd.Series) -> pd.Series:

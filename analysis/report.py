@@ -375,7 +375,7 @@ def build_report(
             settings.min_median_seconds, settings.straight_line_k, settings.double_submit_seconds
         ),
     )
-    filtered = cleaned.frame
+    filtered = inference.with_codes(cleaned.frame)
     mismatches = cleaning.mismatch_table(frame)
     impossible = cleaning.impossible_points(frame)
     tick("cleaning")
@@ -406,8 +406,7 @@ def build_report(
     fit = irt.fit(filtered) if len(filtered) else None
     tick("learning_and_skill")
     agree = agreement_mod.agreement(filtered)
-    alpha = agreement_mod.alpha_interval(filtered, "interval", boot, seed)
-    curve = agreement_mod.tolerance_curve(filtered, boot, seed)
+    alpha, curve = agreement_mod.intervals(filtered, boot, seed)
     tick("agreement")
     reasons = filtered.assign(reasons=comments.canonical_reasons(filtered["reasons"]))
     flags = comments.reason_flags(reasons).astype(float)
@@ -458,7 +457,7 @@ def build_report(
         tables["detector_vs_players"] = detection["table"]
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
-    chance_points = baselines["random_guessing"]["mean_points"]
+    chance_points = boundary.random_baseline(filtered)["mean_points"]  # learning: all texts
     figures = [
         figure_distance(out, hist, human_guesses, len(machine), len(human)),
         figure_factors(out, factor),
@@ -470,7 +469,7 @@ def build_report(
     if detection is not None:
         from analysis import detect
 
-        figures.append(detect.figure(out, detection["table"]))
+        figures.append(detect.figure(out, detection["table"], detection["summary"]))
     tick("figures_and_tables")
 
     summary = {

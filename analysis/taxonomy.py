@@ -263,6 +263,15 @@ def _compile(pattern: str) -> tuple[re.Pattern, bool]:
 
 
 _COMPILED = {reason: [_compile(p) for p in patterns] for reason, patterns in RULES.items()}
+# One pattern per reason that matches when any of its cues does: most comments name one or two
+# reasons, so the cues of the others need not be tried one by one.
+# (Cues with a back-reference such as "(\w+) \1" are left out of it and always tried.)
+_ANY = {
+    reason: re.compile(
+        "|".join(f"(?:{p.pattern})" for p, _ in compiled if "\\1" not in p.pattern) or "(?!)"
+    )
+    for reason, compiled in _COMPILED.items()
+}
 ADD_THRESHOLD = 0.9  # the model adds a reason to those the rules found
 ALONE_THRESHOLD = 0.5  # the model's reasons when no rule fired
 FALLBACK_THRESHOLD = 0.3  # ... or its single best one, when at least this likely
@@ -305,7 +314,10 @@ def rule_reasons(normalised: str) -> dict[str, str]:
     """reason -> the first cue pattern that fired for it (negated cues do not fire)."""
     found: dict[str, str] = {}
     for reason, patterns in _COMPILED.items():
+        maybe = bool(_ANY[reason].search(normalised))
         for pattern, negatable in patterns:
+            if not maybe and "\\1" not in pattern.pattern:
+                continue
             for match in pattern.finditer(normalised):
                 if not _negated(normalised, match.start(), match.end(), pattern.pattern, negatable):
                     found[reason] = pattern.pattern.removeprefix(r"\b(?:").removesuffix(r")\b")
