@@ -103,15 +103,19 @@ def impossible_points(frame: pd.DataFrame) -> pd.DataFrame:
 
 def duplicate_kinds(frame: pd.DataFrame, window_seconds: float) -> pd.Series:
     """For each row: "" (first answer to the text), "double submission" or "replay"."""
-    ordered = sort_by_order(frame)
+    kinds = pd.Series("", index=frame.index, dtype=object)
+    involved = frame.duplicated(["annotator", "example"], keep=False)
+    if not involved.any():
+        return kinds
+    ordered = sort_by_order(frame[involved])
     repeat = ordered.duplicated(["annotator", "example"])
     key = [ordered["annotator"], ordered["example"]]
     previous_guess = ordered.groupby(key, sort=False)["guess"].shift()
     previous_date = ordered.groupby(key, sort=False)["date"].shift()
     gap = (ordered["date"] - previous_date).dt.total_seconds()
     double = repeat & (ordered["guess"] == previous_guess) & (gap.abs() <= window_seconds)
-    kinds = np.where(double, "double submission", np.where(repeat, "replay", ""))
-    return pd.Series(kinds, index=ordered.index).reindex(frame.index)
+    kinds.loc[ordered.index] = np.where(double, "double submission", np.where(repeat, "replay", ""))
+    return kinds
 
 
 def duplicate_pairs(frame: pd.DataFrame) -> int:

@@ -128,13 +128,14 @@ def _near_duplicate_groups(texts: list[str]) -> np.ndarray:
     except ValueError:  # nothing but stop words / empty vocabulary
         return np.arange(len(texts))
     labels = np.arange(len(texts))
-    # Sparse similarity, in row blocks so memory stays bounded.
+    # Sparse similarity, in row blocks so memory stays bounded; each block only against the
+    # rows from its own start on (the pairs before it were found already).
     edges = []
     block = 2000
     for start in range(0, matrix.shape[0], block):
-        sims = (matrix[start : start + block] @ matrix.T).tocoo()
-        keep = (sims.data >= NEAR_DUPLICATE_SIMILARITY) & (sims.row + start < sims.col)
-        edges.append((sims.row[keep] + start, sims.col[keep]))
+        sims = (matrix[start : start + block] @ matrix[start:].T).tocoo()
+        keep = (sims.data >= NEAR_DUPLICATE_SIMILARITY) & (sims.row < sims.col)
+        edges.append((sims.row[keep] + start, sims.col[keep] + start))
     rows = np.concatenate([e[0] for e in edges]) if edges else np.zeros(0, int)
     cols = np.concatenate([e[1] for e in edges]) if edges else np.zeros(0, int)
     graph = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(texts), len(texts)))

@@ -23,8 +23,25 @@ LEVEL = 0.95
 FEW_CLUSTERS = 20  # below this many annotators or texts, clustered errors are unreliable
 
 
+_WEIGHTS: dict[tuple[int, int, int], list[np.ndarray]] = {}
+CACHE_CELLS = 20_000_000  # keep one set of weights up to this size (annotators x replicates)
+
+
 def annotator_weights(n_annotators: int, n_boot: int, seed: int, block_cells: int = 20_000_000):
-    """Bootstrap weights (how often each annotator is drawn), in blocks of at most block_cells."""
+    """Bootstrap weights (how often each annotator is drawn), in blocks of at most block_cells.
+    The same draws serve every estimate of a report (kept in memory when they are small)."""
+    key = (n_annotators, n_boot, seed)
+    if key in _WEIGHTS:
+        yield from _WEIGHTS[key]
+        return
+    blocks = list(_draw_weights(n_annotators, n_boot, seed, block_cells))
+    if n_annotators * n_boot <= CACHE_CELLS:
+        _WEIGHTS.clear()
+        _WEIGHTS[key] = blocks
+    yield from blocks
+
+
+def _draw_weights(n_annotators: int, n_boot: int, seed: int, block_cells: int):
     rng = np.random.default_rng(seed)
     block = max(1, min(n_boot, block_cells // max(n_annotators, 1)))
     remaining = n_boot
@@ -56,7 +73,8 @@ def many_level_means(
     keep = frame[by].notna().to_numpy()
     if not keep.any():
         return pd.DataFrame(columns=columns)
-    a_codes, a_names = annotator_codes(frame)
+    a_codes = _codes(frame, "annotator")
+    a_names = np.arange(int(a_codes.max()) + 1 if len(a_codes) else 0)
     a_codes = a_codes[keep]
     l_codes, levels = pd.factorize(frame[by].to_numpy()[keep], sort=True)
     shape = (len(a_names), len(levels))
@@ -145,12 +163,6 @@ def _codes(frame: pd.DataFrame, column: str) -> np.ndarray:
     if code in frame.columns:
         return frame[code].to_numpy()
     return pd.factorize(frame[column])[0]
-
-
-def annotator_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Dense integer codes of the annotators, and how many there are."""
-    codes, uniques = pd.factorize(_codes(frame, "annotator"))
-    return codes, uniques
 
 
 def cluster_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

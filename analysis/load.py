@@ -152,6 +152,8 @@ def _survey(values: pd.Series) -> pd.Series:
     """Survey answers as integers; True/False become 1/0 and anything missing -1."""
     if values.dtype == bool:
         return values.astype("int64")
+    if pd.api.types.is_numeric_dtype(values):
+        return values.fillna(-1).astype("int64")
     lowered = values.astype("str").str.strip().str.lower()
     mapped = lowered.map({"true": "1", "false": "0"}).fillna(lowered)
     return _int_or(mapped, -1)
