@@ -76,7 +76,12 @@ def register_cli(app: Flask) -> None:
         """Import examples from FILE.
 
         Every record is validated first; if any is wrong, nothing is imported and each problem
-        is reported with its file and line. Categories and systems are created as needed.
+        is reported with its file and line. Categories and systems are created as needed; each
+        example's provenance and system_label are stored with it.
+
+        Positions: a record's boundary is the 0-based index of the first machine-written
+        sentence, 1..N, and N means all human (docs/boundary.md); roft.csv's
+        true_boundary_index is one less.
         """
         _run_import(file, on_duplicate, fmt)
 

@@ -131,3 +131,21 @@ def test_provenance_goes_through_import_into_the_database_and_every_export(
         assert json.loads(row["provenance"]) == PROVENANCE
         other = table[table["example_id"] != "news-prov-1"].iloc[0]
         assert pd.isna(other["weights_sha256"]) or other["weights_sha256"] == ""
+
+
+def test_the_boundary_convention_is_in_docs_and_every_help(runner, capsys):
+    doc = (PROJECT_ROOT / "docs" / "boundary.md").read_text(encoding="utf-8")
+    assert "0-based index of the first machine-written sentence" in doc
+    assert "boundary.md" in (PROJECT_ROOT / "docs" / "data-dictionary.md").read_text()
+    assert "first machine-" in runner.invoke(args=["import", "--help"]).output
+    from analysis.__main__ import main as analysis_main
+    from generation.cli import main as generation_main
+
+    for main, argv in (
+        (generation_main, ["generate", "--help"]),
+        (analysis_main, ["report", "--help"]),
+    ):
+        with pytest.raises(SystemExit):
+            main(argv)
+        help_text = " ".join(capsys.readouterr().out.split())
+        assert "first machine-written sentence" in help_text and "all human" in help_text
