@@ -276,3 +276,22 @@ def test_report_states_provenance_and_separates_all_human_texts(tmp_path):
     for name in summary["figures"]:
         with Image.open(tmp_path / name) as image:
             assert round(image.info["dpi"][0]) == 150, name
+
+
+def test_free_text_reasons_are_mapped_to_reason_names(tmp_path):
+    from analysis import comments
+
+    raw = pd.Series(["irrelevant;grammar", "the topic changes", "", "it repeats itself"])
+    assert comments.canonical_reasons(raw).tolist() == [
+        "irrelevant;grammar",
+        "irrelevant",
+        "",
+        "repetition",
+    ]
+    rows = pd.read_csv(ROFT)
+    rows["reason"] = "the sentence has nothing to do with the topic"
+    rows.to_csv(tmp_path / "free.csv", index=False)
+    build_report(tmp_path / "free.csv", tmp_path / "out", ReportSettings(bootstrap=20))
+    shares = pd.read_csv(tmp_path / "out" / "reasons_by_category.csv")
+    irrelevant = shares[shares["value"] == "irrelevant"]
+    assert (irrelevant["mean"] == 1.0).all()  # the figure is not empty
