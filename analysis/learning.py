@@ -5,8 +5,8 @@
   over annotators, and the trend tested with least squares on log(round) with two-way clustered
   standard errors (annotator and text; analysis.inference).
 - Per-annotator Spearman rho of points against round order (annotators with at least
-  `min_rounds` rounds), computed for all annotators at once from within-group ranks, and a pooled
-  test: Wilcoxon signed-rank of the rhos against 0, plus Spearman over all rows.
+  `min_rounds` rounds), computed for all annotators at once from within-group ranks, and a
+  Wilcoxon signed-rank test of the rhos against 0 (one value per annotator, so independent).
 - Skill range: mean points of the top and bottom 5% of annotators with at least `min_rounds`
   rounds (at least one annotator each).
 """
@@ -20,20 +20,6 @@ import pandas as pd
 from scipy import stats
 
 from analysis import inference
-
-
-def spearman(x: pd.Series, y: pd.Series) -> dict:
-    """Spearman's rho over rows (descriptive: rows are not independent)."""
-    keep = x.notna() & y.notna()
-    if keep.sum() < 3 or x[keep].nunique() < 2 or y[keep].nunique() < 2:
-        return {"rho": None, "p_value": None, "n": int(keep.sum())}
-    result = stats.spearmanr(x[keep], y[keep])
-    rho, p = float(result.statistic), float(result.pvalue)
-    return {
-        "rho": rho if math.isfinite(rho) else None,
-        "p_value": p if math.isfinite(p) else None,
-        "n": int(keep.sum()),
-    }
 
 
 def _means(frame: pd.DataFrame, column: str, n_boot: int, seed: int) -> pd.DataFrame:
@@ -105,7 +91,6 @@ def trend_summary(frame: pd.DataFrame, min_rounds: int = 10) -> dict:
         "mean_rho": float(rhos.mean()) if len(rhos) else None,
         "median_rho": float(np.median(rhos)) if len(rhos) else None,
         "wilcoxon_p_value": None,
-        "pooled": spearman(frame["order"], frame["points"].astype(float)),
     }
     if len(rhos) >= 2 and np.any(rhos != 0):
         p = float(stats.wilcoxon(rhos).pvalue)

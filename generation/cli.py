@@ -166,6 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--system", help="system name in the records (default: the model's name, e.g. gpt2-xl)"
     )
     gen.add_argument(
+        "--system-label",
+        help="a display name for the system (at most 100 characters), for the game to show "
+        "players instead of a generic description",
+    )
+    gen.add_argument(
         "--p",
         default="uniform",
         help="nucleus p per example: uniform (on [0, 1], default), uniform:LOW:HIGH, or a list "
@@ -400,6 +405,8 @@ def cmd_generate(args) -> int:
     for name in ("--per-doc", "--batch-size", "--max-attempts", "--tokens-per-sentence"):
         _positive(name, getattr(args, name[2:].replace("-", "_")))
     _positive("--max-new-tokens", args.max_new_tokens)
+    if args.system_label is not None and not 0 < len(args.system_label.strip()) <= 100:
+        raise UsageError("--system-label must be 1 to 100 characters")
     decoding = DecodingPlan.build(
         p=args.p,
         temperature=args.temperature,
@@ -457,6 +464,7 @@ def cmd_generate(args) -> int:
         content_filter=content_filter,
         progress=not args.no_progress,
         provenance=lm.provenance(code_version()),
+        system_label=args.system_label,
     )
     code = 1
     try:

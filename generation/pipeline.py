@@ -33,6 +33,7 @@ class GenerateOptions:
     content_filter: ContentFilter | None = None
     progress: bool = True
     provenance: dict | None = None  # LoadedModel.provenance(): carried by every model record
+    system_label: str | None = None  # the display name players may see
 
 
 def human_record(task: Task, dataset: str, meta: dict | None = None) -> dict:
@@ -254,4 +255,5 @@ def _model_record(
         seed=request.seed,
         meta={"task": task.index},
         provenance=options.provenance,
+        system_label=options.system_label,
     )

@@ -89,6 +89,7 @@ def make_record(
     source_extra: dict | None = None,
     meta: dict | None = None,
     provenance: dict | None = None,
+    system_label: str | None = None,
 ) -> dict:
     """One example in the contract format (roftcore.records); the writer validates it."""
     record = {
@@ -107,6 +108,8 @@ def make_record(
         },
         "meta": dict(meta or {}),
     }
+    if system_label:
+        record["system_label"] = system_label
     if provenance is not None:
         record["provenance"] = provenance
     return record

@@ -228,6 +228,8 @@ def test_grover_prompt_format_is_recorded(corpus_file, tmp_path, model_args):
         (["--model", "./no/such/model"], "does not exist"),
         (["--p", "1.5"], "p must be in [0, 1]"),
         (["-n", "1"], "at least 2"),
+        (["--system-label", "x" * 101], "1 to 100 characters"),
+        (["--preset", "raid", "--top-k", "5"], "sets every decoding setting"),
     ],
 )
 def test_bad_input_fails_clearly_without_output(

@@ -173,8 +173,9 @@ def test_raid_preset_records_every_setting(corpus_file, tmp_path, tiny_model_dir
 def test_temperature_top_k_min_p_per_example(corpus_file, tmp_path, tiny_model_dir):
     out = tmp_path / "modern.jsonl"
     args = ["--p", "0.9,1", "--temperature", "0.7,1.2", "--top-k", "0,20", "--min-p", "0.05"]
-    assert run(corpus_file, out, tiny_model_dir, *args) == 0
+    assert run(corpus_file, out, tiny_model_dir, *args, "--system-label", "A tiny model") == 0
     rows = [r for r in read(out) if r["system"] == "tiny"]
+    assert {r["system_label"] for r in rows} == {"A tiny model"}
     assert {r["decoding"]["temperature"] for r in rows} == {0.7, 1.2}
     assert {r["decoding"]["top_k"] for r in rows} == {None, 20}
     assert {r["decoding"]["min_p"] for r in rows} == {0.05}
