@@ -27,6 +27,7 @@ from analysis import taxonomy
 from roftcore.reasons import REASON_NAMES
 
 NEAR_DUPLICATE_SIMILARITY = 0.9
+RULES = taxonomy.RULES  # the cue patterns, one readable table (analysis/taxonomy.py)
 MAX_TABLE_COMMENTS = 5000  # rows of the per-comment table (the most frequent comments)
 
 
