@@ -90,7 +90,7 @@ def sentence_scores(lm, sentences: list[str]) -> tuple[list[float], list[float]]
 def read_texts(path: str | Path) -> pd.DataFrame:
     """example, sentences, boundary, n_sentences, system, category for every text of the input:
     an export's examples table, or the distinct texts of a roft.csv."""
-    from analysis.load import ROFT_N_SENTENCES, _example_key, _read_table
+    from analysis.load import _example_key, _read_table
 
     path = Path(path)
     folder = path if path.is_dir() else path.parent
@@ -120,9 +120,7 @@ def read_texts(path: str | Path) -> pd.DataFrame:
             "example": raw["example"],
             "sentences": sentences,
             "boundary": raw["true_boundary_index"].astype(int) + 1,
-            "n_sentences": sentences.map(len)
-            .clip(lower=1)
-            .where(sentences.map(len) > 0, ROFT_N_SENTENCES),
+            "n_sentences": sentences.map(len),
             "system": raw["model"].astype(str),
             "category": raw["dataset"].astype(str),
         }
