@@ -78,19 +78,26 @@ def reason_shares(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     return table.reset_index()
 
 
-def reason_points(frame: pd.DataFrame) -> pd.DataFrame:
-    """For each reason: rounds citing it, their share, and their mean points."""
+def reason_points(frame: pd.DataFrame, n_boot: int = 0, seed: int = 0) -> pd.DataFrame:
+    """For each reason: rounds citing it, their share, and their mean points with a 95% interval
+    over annotators (with n_boot > 0)."""
+    from analysis.inference import level_means
+
     flags = reason_flags(frame)
-    pts = frame["points"].to_numpy(dtype=float)
     rows = []
     for name in REASON_NAMES:
         mask = flags[name].to_numpy()
+        cited = frame[mask].assign(_all=name)
+        means = level_means(cited, "_all", "points", n_boot, seed) if mask.any() else None
+        nan = float("nan")
         rows.append(
             {
                 "reason": name,
                 "rounds": int(mask.sum()),
-                "share": float(mask.mean()) if len(mask) else float("nan"),
-                "mean_points": float(pts[mask].mean()) if mask.any() else float("nan"),
+                "share": float(mask.mean()) if len(mask) else nan,
+                "mean_points": float(means["mean"].iloc[0]) if means is not None else nan,
+                "ci_low": float(means["ci_low"].iloc[0]) if means is not None else nan,
+                "ci_high": float(means["ci_high"].iloc[0]) if means is not None else nan,
             }
         )
     return pd.DataFrame(rows)

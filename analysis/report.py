@@ -413,7 +413,7 @@ def build_report(
     reasons_cat = inference.many_level_means(
         reasons, "category", {name: flags[name] for name in REASON_NAMES}, boot, seed
     )
-    reason_pts = comments.reason_points(reasons)
+    reason_pts = comments.reason_points(reasons, boot, seed)
     comment = comments.explanation_report(
         filtered, settings.max_comments, settings.clusters, settings.seed
     )
@@ -705,7 +705,7 @@ def _markdown(summary, tables, comment, stats, baselines, info, factor, alpha, d
         "",
         "![reasons by category](reasons_by_category.png)",
         "",
-        "Mean points of rounds citing each reason:",
+        "Mean points of rounds citing each reason (95% intervals over annotators):",
         "",
         _md_table(tables["reason_points"]),
         f"Explanations: {comment.non_empty} non-empty of {comment.total}; {comment.unique_exact} "
