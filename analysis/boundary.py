@@ -112,23 +112,6 @@ def statistics(
     )
 
 
-def by_boundary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean points, exact rate and rows per boundary position."""
-    d = distances(frame)
-    table = (
-        frame.assign(exact=(d == 0).astype(float), distance=d)
-        .groupby("boundary")
-        .agg(
-            rows=("points", "size"),
-            mean_points=("points", "mean"),
-            exact_rate=("exact", "mean"),
-            mean_distance=("distance", "mean"),
-        )
-        .reset_index()
-    )
-    return table
-
-
 def always_human_baseline(frame: pd.DataFrame) -> dict[str, float]:
     """Expected statistics if every answer were "all human" (guess = N), given the boundaries:
     the lazy strategy a leaderboard must not reward."""

@@ -130,6 +130,7 @@ class ClusteredFit:
     se: np.ndarray
     n: int
     clusters: dict[str, int]
+    cov: np.ndarray  # the two-way clustered covariance (made positive semi-definite)
 
     def table(self) -> pd.DataFrame:
         z = stats.norm.ppf(0.5 + LEVEL / 2)
@@ -201,12 +202,15 @@ def clustered_ols(
     meat_t, g_t = _meat(x_u, t, n, k)
     meat_b, _ = _meat(x_u, both, n, k)
     cov = bread @ (meat_a + meat_t - meat_b) @ bread
-    # The difference of two positive semi-definite parts can lose that property; fall back to
-    # the larger one-way variance where it does (a common, conservative fix).
+    # The difference of positive semi-definite parts can lose that property: clip negative
+    # eigenvalues to zero (Cameron, Gelbach and Miller's fix), and where a variance is still not
+    # positive, use the larger one-way variance.
+    values, vectors = np.linalg.eigh((cov + cov.T) / 2)
+    cov = (vectors * np.clip(values, 0, None)) @ vectors.T
     variance = np.diag(cov)
     one_way = np.maximum(np.diag(bread @ meat_a @ bread), np.diag(bread @ meat_t @ bread))
     se = np.sqrt(np.where(variance > 0, variance, one_way))
-    return ClusteredFit(names, coef, se, n, {"annotators": g_a, "texts": g_t})
+    return ClusteredFit(names, coef, se, n, {"annotators": g_a, "texts": g_t}, cov)
 
 
 def factor_test(frame: pd.DataFrame, column: str, value: str = "points") -> dict:
@@ -222,12 +226,11 @@ def factor_test(frame: pd.DataFrame, column: str, value: str = "points") -> dict
         data[value].to_numpy(),
         x,
         ["(reference) " + levels[0], *levels[1:]],
-        data["annotator"],
-        data["example"],
+        *cluster_codes(data),
     )
     if fit is None:
         return {"test": "none (too few rows)", "levels": len(levels), "p_value": None}
-    cov = np.diag(fit.se[1:] ** 2)
+    cov = fit.cov[1:, 1:]
     beta = fit.coef[1:]
     wald = float(beta @ np.linalg.pinv(cov) @ beta)
     return {
@@ -254,8 +257,7 @@ def trend_test(frame: pd.DataFrame, x_column: str, value: str = "points", log: b
         data[value].to_numpy(),
         np.column_stack([np.ones(len(data)), xs]),
         ["intercept", f"log({x_column})" if log else x_column],
-        data["annotator"],
-        data["example"],
+        *cluster_codes(data),
     )
     if fit is None:
         return {"slope": None, "p_value": None, "n": len(data)}

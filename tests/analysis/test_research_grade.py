@@ -163,6 +163,16 @@ def test_two_way_clustered_errors_match_statsmodels():
     # Clustering widens the interval compared with rows taken as independent.
     naive = sm.OLS(df["points"].to_numpy(float), x).fit()
     assert ours.se[1] > naive.bse[1]
+    # The factor test's Wald statistic uses the whole clustered covariance.
+    df["level"] = np.where(df["example"].str[1:].astype(int) % 3 == 0, "c", df["system"])
+    test = inference.factor_test(df, "level")
+    levels = sorted(df["level"].unique())
+    dummies = np.column_stack([np.ones(len(df))] + [(df["level"] == v) for v in levels[1:]])
+    full = sm.OLS(df["points"].to_numpy(float), dummies.astype(float)).fit(
+        cov_type="cluster", cov_kwds={"groups": groups}
+    )
+    wald = full.wald_test(np.eye(3)[1:], use_f=False, scalar=True)
+    assert test["statistic"] == pytest.approx(float(wald.statistic), rel=1e-6)
 
 
 def test_level_means_interval_resamples_annotators():
