@@ -2,15 +2,14 @@
 
 On examples with at least two annotations: every unordered pair of annotations of one example is
 compared (exact same guess; guesses at most one sentence apart), and Krippendorff's alpha is
-computed with the `krippendorff` package from the example x guess-position count matrix (interval
-and nominal levels). Counting is done on grouped counts, never on the pairs themselves:
-an example with c_g annotations at position g has sum C(c_g, 2) exact pairs and
-sum c_g * c_(g+1) pairs one apart.
+computed from the example x guess-position count matrix (interval and nominal levels; the same
+values as the `krippendorff` package, which the tests compare with). Counting is done on grouped
+counts, never on the pairs themselves: an example with c_g annotations at position g has
+sum C(c_g, 2) exact pairs and sum c_g * c_(g+1) pairs one apart.
 """
 
 from __future__ import annotations
 
-import krippendorff
 import numpy as np
 import pandas as pd
 
@@ -31,12 +30,13 @@ def value_counts_matrix(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def alpha(frame: pd.DataFrame, level: str = "interval") -> float | None:
-    """Krippendorff's alpha of guess positions; None when it is undefined (e.g. no variation)."""
+    """Krippendorff's alpha of guess positions; None when it is undefined (e.g. no variation).
+    Computed from the count matrix by `alpha_from_counts` (the tests check it against the
+    `krippendorff` package)."""
     counts, values = value_counts_matrix(frame)
     if counts.size == 0 or counts.shape[1] < 2:
         return None
-    value = krippendorff.alpha(value_counts=counts, value_domain=values, level_of_measurement=level)
-    value = float(value)
+    value = alpha_from_counts(counts, values, level)
     return value if np.isfinite(value) else None
 
 
@@ -60,3 +60,128 @@ def agreement(frame: pd.DataFrame) -> dict:
         "krippendorff_alpha_interval": alpha(frame, "interval"),
         "krippendorff_alpha_nominal": alpha(frame, "nominal"),
     }
+
+
+TOLERANCES = (0, 1, 2)
+
+
+def text_weights(n_texts: int, n_boot: int, seed: int, block: int = 250):
+    """Bootstrap weights over texts, in blocks of replicates: Poisson(1) counts per text (the
+    Poisson bootstrap: as good as resampling with replacement for many texts, and fast)."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_boot, block):
+        yield rng.poisson(1.0, size=(min(block, n_boot - start), n_texts)).astype(float)
+
+
+def alpha_from_counts(counts: np.ndarray, values: np.ndarray, level: str, weights=None):
+    """Krippendorff's alpha from a units x values count matrix, optionally with unit weights
+    (rows: bootstrap replicates); the same value as the `krippendorff` package for weights of 1.
+    Returns an array (one alpha per weight row) or a float."""
+    n_u = counts.sum(axis=1)
+    keep = n_u >= 2
+    counts, n_u = counts[keep], n_u[keep]
+    if level == "interval":
+        delta = (values[:, None] - values[None, :]) ** 2
+    else:
+        delta = (values[:, None] != values[None, :]).astype(float)
+    # Observed disagreement per unit: sum_c,k n_uc n_uk delta_ck / (n_u - 1).
+    observed_unit = np.einsum("uc,ck,uk->u", counts, delta, counts) / (n_u - 1)
+    single = weights is None
+    w = np.ones((1, len(n_u))) if single else np.asarray(weights, dtype=float)[:, keep]
+    total = w @ n_u
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (w @ observed_unit) / total
+    n_c = w @ counts  # (B, values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.einsum("bc,ck,bk->b", n_c, delta, n_c) / (total * (total - 1))
+        result = 1 - observed / expected
+    return float(result[0]) if single else result
+
+
+def within_all(counts: np.ndarray, distance: np.ndarray) -> list[np.ndarray]:
+    """Per text, the pairs of guesses at most k apart for each k in TOLERANCES:
+    (c^T near c - sum c) / 2 (a guess is not its own pair)."""
+    return [
+        (np.einsum("uc,ck,uk->u", counts, (distance <= k).astype(float), counts) - counts.sum(1))
+        / 2
+        for k in TOLERANCES
+    ]
+
+
+CURVE_COLUMNS = [
+    "tolerance",
+    "pairs",
+    "rate",
+    "ci_low",
+    "ci_high",
+    "chance_uniform",
+    "chance_marginal",
+]
+
+
+def intervals(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> tuple[dict, pd.DataFrame]:
+    """Krippendorff's alpha (interval) with a 95% bootstrap interval over texts, and the share of
+    annotation pairs on the same text whose guesses are at most k apart (k in TOLERANCES) with
+    its interval and two chance levels: independent uniform guesses on 1..N, and independent
+    guesses with the observed distribution of guesses. One set of bootstrap draws serves both."""
+    counts, values = value_counts_matrix(frame)
+    if counts.size == 0 or counts.shape[1] < 2:
+        empty = {"alpha": None, "ci_low": None, "ci_high": None, "level": "interval"}
+        if counts.size == 0:
+            return empty, pd.DataFrame(columns=CURVE_COLUMNS)
+    pairs_t = (counts.sum(axis=1) * (counts.sum(axis=1) - 1)) / 2
+    distance = np.abs(values[:, None] - values[None, :])
+    within = within_all(counts, distance)
+    per_text = np.column_stack([pairs_t, *within])
+    estimate = alpha_from_counts(counts, values, "interval") if counts.shape[1] > 1 else np.nan
+    alpha_boot, curve_boot = [], []
+    if n_boot > 0 and len(counts) > 1:
+        for w in text_weights(len(counts), n_boot, seed):
+            curve_boot.append(w @ per_text)
+            if counts.shape[1] > 1:
+                alpha_boot.append(alpha_from_counts(counts, values, "interval", w))
+    low = high = estimate
+    if alpha_boot:
+        low, high = np.nanquantile(np.concatenate(alpha_boot), [0.025, 0.975])
+    alpha_result = {
+        "alpha": float(estimate) if np.isfinite(estimate) else None,
+        "ci_low": float(low) if np.isfinite(low) else None,
+        "ci_high": float(high) if np.isfinite(high) else None,
+        "level": "interval",
+        "texts": len(counts),
+    }
+    sums = np.vstack(curve_boot) if curve_boot else None
+    n = int(frame["n_sentences"].max())
+    share = counts.sum(axis=0) / counts.sum()
+    rows = []
+    for k in TOLERANCES:
+        near = (distance <= k).astype(float)
+        rate = within[k].sum() / pairs_t.sum()
+        low = high = rate
+        if sums is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boot = sums[:, 1 + k] / sums[:, 0]
+            low, high = np.nanquantile(boot, [0.025, 0.975])
+        uniform = sum(1 for g in range(1, n + 1) for h in range(1, n + 1) if abs(g - h) <= k) / n**2
+        rows.append(
+            {
+                "tolerance": k,
+                "pairs": int(pairs_t.sum()),
+                "rate": float(rate),
+                "ci_low": float(low),
+                "ci_high": float(high),
+                "chance_uniform": uniform,
+                "chance_marginal": float(share @ near @ share),
+            }
+        )
+    return alpha_result, pd.DataFrame(rows, columns=CURVE_COLUMNS)
+
+
+def tolerance_curve(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The pair-agreement curve of `intervals`."""
+    return intervals(frame, n_boot, seed)[1]
+
+
+def alpha_interval(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Krippendorff's alpha (interval) with its bootstrap interval, from `intervals`."""
+    return intervals(frame, n_boot, seed)[0]

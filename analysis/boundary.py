@@ -112,18 +112,40 @@ def statistics(
     )
 
 
-def by_boundary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean points, exact rate and rows per boundary position."""
-    d = distances(frame)
-    table = (
-        frame.assign(exact=(d == 0).astype(float), distance=d)
-        .groupby("boundary")
-        .agg(
-            rows=("points", "size"),
-            mean_points=("points", "mean"),
-            exact_rate=("exact", "mean"),
-            mean_distance=("distance", "mean"),
-        )
-        .reset_index()
+def always_human_baseline(frame: pd.DataFrame) -> dict[str, float]:
+    """Expected statistics if every answer were "all human" (guess = N), given the boundaries:
+    the lazy strategy a leaderboard must not reward."""
+    if frame.empty:
+        return dict.fromkeys(STATISTICS, float("nan"))
+    guess = frame["n_sentences"].to_numpy()
+    b = frame["boundary"].to_numpy()
+    d = guess - b
+    return {
+        "exact_rate": float(np.mean(d == 0)),
+        "mean_points": float(recompute_points(guess, b).mean()),
+        "mean_signed_distance": float(d.mean()),
+        "too_early": 0.0,
+        "too_late": float(np.mean(d > 0)),
+    }
+
+
+def split_human(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows on texts with a machine part, rows on all-human texts)."""
+    human = frame["boundary"] == frame["n_sentences"]
+    return frame[~human], frame[human]
+
+
+def human_text_guesses(frame: pd.DataFrame) -> pd.DataFrame:
+    """On all-human texts: the share of answers at each position (N = "all human", right)."""
+    if frame.empty:
+        return pd.DataFrame(columns=["guess", "observed", "observed_share", "random_share"])
+    n_max = int(frame["n_sentences"].max())
+    counts = frame["guess"].value_counts().reindex(range(1, n_max + 1), fill_value=0)
+    return pd.DataFrame(
+        {
+            "guess": counts.index,
+            "observed": counts.to_numpy(),
+            "observed_share": counts.to_numpy() / len(frame),
+            "random_share": 1 / n_max,
+        }
     )
-    return table

@@ -1,101 +1,63 @@
 """Reasons and free-text explanations.
 
 Reasons: the share of rounds citing each of RoFT's eight reasons, by system and by category, and
-the mean points of rounds citing each.
+the mean points of rounds citing each. Reasons given as free text instead of reason names (some
+exports of RoFT's data have them) are mapped to names with the comment taxonomy first.
 
 Explanations: normalised (lower case, punctuation and digits dropped, whitespace collapsed) and
 de-duplicated twice: exact duplicates of the normalised text, then near-duplicates (word
 TF-IDF cosine similarity >= NEAR_DUPLICATE_SIMILARITY) merged into one. Each unique comment is then
-given one of the eight reason types, or "other", by the first matching rule of `RULES` (a readable
-keyword table, printed in the report). The comments left as "other" are clustered with TF-IDF + NMF;
-each cluster is shown with its top terms and example comments. When there are more than
-`max_comments` unique comments, a fixed-seed random sample of that many is classified and
-clustered, and the output says so.
+given every reason type it states, or "other", by the comment taxonomy (`analysis.taxonomy`:
+normalisation and fuzzy cue matching, readable rules with negation, and a scikit-learn model
+trained on the labelled development set); the per-comment table says which rule or the model
+decided. The comments left as "other" are clustered with TF-IDF + NMF; each cluster is shown with
+its top terms and example comments. When there are more than `max_comments` unique comments, a
+fixed-seed random sample of that many is classified and clustered, and the output says so.
 """
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from app.game.reasons import REASONS
+from analysis import taxonomy
+from roftcore.reasons import REASON_NAMES
 
-REASON_NAMES: tuple[str, ...] = tuple(REASONS)
 NEAR_DUPLICATE_SIMILARITY = 0.9
-
-# (reason, pattern, what it looks for). The first rule that matches a comment wins.
-RULES: tuple[tuple[str, str, str], ...] = (
-    (
-        "repetition",
-        r"\brepeat\w*|\brepetit\w*|\bsame (?:word|phrase|thing|sentence)|\bagain and again|"
-        r"\bredundan\w*|\bloop\w*",
-        "repeats, repetition, same word/phrase, redundant, loops",
-    ),
-    (
-        "grammar",
-        r"\bgrammar\w*|\bgrammatical\w*|\bpunctuat\w*|\bspell\w*|\btypo\w*|\btense\b|"
-        r"\bsyntax\b|\bcapitali[sz]\w*|\bformat\w*|\bcomma\w*",
-        "grammar, punctuation, spelling, typo, tense, formatting",
-    ),
-    (
-        "contradicts_sentence",
-        r"\bcontradict\w*|\binconsisten\w*|\bearlier (?:it|they|he|she) said|\bdoesn'?t match",
-        "contradicts, inconsistent, doesn't match what was said",
-    ),
-    (
-        "contradicts_knowledge",
-        r"\bfactual\w*|\bfacts?\b|\bwrong (?:date|year|place|name)|\bnot true\b|\bfalse\b|"
-        r"\bincorrect\b|\bhistor\w*",
-        "facts, factual, incorrect, wrong date/place, not true",
-    ),
-    (
-        "common_sense",
-        r"\bcommon ?sense\b|\bimpossible\b|\bmakes? no sense\b|\bnonsens\w*|\bimplausib\w*|"
-        r"\bcould ?n[o']t happen\b|\billogical\b|\babsurd\w*|\bweird\b|\bodd\b|\bstrange\b",
-        "common sense, impossible, makes no sense, nonsense, illogical, weird",
-    ),
-    (
-        "coreference",
-        r"\bpronoun\w*|\bwho is\b|\bwho'?s\b|\bcharacter\w*|\bname changed\b|\bwrong person\b|"
-        r"\bhe\b.*\bshe\b|\bshe\b.*\bhe\b|\bcoreferen\w*|\bsubject changed\b",
-        "pronoun, who is, character, name changed, wrong person, he/she mix",
-    ),
-    (
-        "irrelevant",
-        r"\birrelevan\w*|\boff[- ]topic\b|\bunrelated\b|\bout of place\b|\bnothing to do\b|"
-        r"\bchange[sd]? (?:the )?(?:topic|subject)\b|\bdoesn'?t fit\b|\bnot related\b|\brandom\b|"
-        r"\bflow\b|\babrupt\w*",
-        "irrelevant, off topic, unrelated, out of place, changes topic, abrupt, random",
-    ),
-    (
-        "generic",
-        r"\bgeneric\b|\bvague\b|\bbland\b|\bfiller\b|\bboring\b|\bcliche\w*|\bclich[eé]\b|"
-        r"\bsimple\b|\bshort\b|\bempty\b",
-        "generic, vague, bland, filler, boring, cliché",
-    ),
-)
+RULES = taxonomy.RULES  # the cue patterns, one readable table (analysis/taxonomy.py)
+MAX_TABLE_COMMENTS = 5000  # rows of the per-comment table (the most frequent comments)
 
 
 def rules_table() -> pd.DataFrame:
+    """The taxonomy's cue patterns, one row per reason."""
     return pd.DataFrame(
-        [{"order": i + 1, "reason": r, "looks_for": d} for i, (r, _p, d) in enumerate(RULES)]
+        [
+            {"reason": reason, "cues": " | ".join(p.removeprefix("!") for p in patterns)}
+            for reason, patterns in taxonomy.RULES.items()
+        ]
     )
 
 
-_COMPILED = [(reason, re.compile(pattern)) for reason, pattern, _ in RULES]
-
-
 def classify(text: str) -> str:
-    """The reason type of one comment by the first matching rule, else "other"."""
-    lowered = text.lower()
-    for reason, pattern in _COMPILED:
-        if pattern.search(lowered):
-            return reason
-    return "other"
+    """The main reason type of one comment, or "other" (see analysis.taxonomy)."""
+    return taxonomy.classify_comment(text).primary
+
+
+def canonical_reasons(reasons: pd.Series) -> pd.Series:
+    """Reason strings ("a;b") whose parts are not reason names are read as free text and mapped
+    to the names the taxonomy gives them; names pass through unchanged."""
+    values = reasons.astype("str").fillna("")
+    unique = pd.unique(values)
+    known = set(REASON_NAMES)
+    free = [v for v in unique if v and not set(v.split(";")) <= known]
+    if not free:
+        return values
+    labels = taxonomy.classify_many([v.replace(";", ", ") for v in free])
+    mapping = {v: ";".join(c.labels) for v, c in zip(free, labels, strict=True)}
+    return values.map(lambda v: mapping.get(v, v))
 
 
 def reason_flags(frame: pd.DataFrame) -> pd.DataFrame:
@@ -116,19 +78,26 @@ def reason_shares(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     return table.reset_index()
 
 
-def reason_points(frame: pd.DataFrame) -> pd.DataFrame:
-    """For each reason: rounds citing it, their share, and their mean points."""
+def reason_points(frame: pd.DataFrame, n_boot: int = 0, seed: int = 0) -> pd.DataFrame:
+    """For each reason: rounds citing it, their share, and their mean points with a 95% interval
+    over annotators (with n_boot > 0)."""
+    from analysis.inference import level_means
+
     flags = reason_flags(frame)
-    pts = frame["points"].to_numpy(dtype=float)
     rows = []
     for name in REASON_NAMES:
         mask = flags[name].to_numpy()
+        cited = frame[mask].assign(_all=name)
+        means = level_means(cited, "_all", "points", n_boot, seed) if mask.any() else None
+        nan = float("nan")
         rows.append(
             {
                 "reason": name,
                 "rounds": int(mask.sum()),
-                "share": float(mask.mean()) if len(mask) else float("nan"),
-                "mean_points": float(pts[mask].mean()) if mask.any() else float("nan"),
+                "share": float(mask.mean()) if len(mask) else nan,
+                "mean_points": float(means["mean"].iloc[0]) if means is not None else nan,
+                "ci_low": float(means["ci_low"].iloc[0]) if means is not None else nan,
+                "ci_high": float(means["ci_high"].iloc[0]) if means is not None else nan,
             }
         )
     return pd.DataFrame(rows)
@@ -149,6 +118,7 @@ class CommentReport:
     sampled: bool
     sample_size: int
     classes: pd.DataFrame
+    table: pd.DataFrame  # one row per unique comment: text, rows, labels, primary, decided_by
     clusters: list[dict] = field(default_factory=list)
     note: str = ""
 
@@ -166,13 +136,14 @@ def _near_duplicate_groups(texts: list[str]) -> np.ndarray:
     except ValueError:  # nothing but stop words / empty vocabulary
         return np.arange(len(texts))
     labels = np.arange(len(texts))
-    # Sparse similarity, in row blocks so memory stays bounded.
+    # Sparse similarity, in row blocks so memory stays bounded; each block only against the
+    # rows from its own start on (the pairs before it were found already).
     edges = []
     block = 2000
     for start in range(0, matrix.shape[0], block):
-        sims = (matrix[start : start + block] @ matrix.T).tocoo()
-        keep = (sims.data >= NEAR_DUPLICATE_SIMILARITY) & (sims.row + start < sims.col)
-        edges.append((sims.row[keep] + start, sims.col[keep]))
+        sims = (matrix[start : start + block] @ matrix[start:].T).tocoo()
+        keep = (sims.data >= NEAR_DUPLICATE_SIMILARITY) & (sims.row < sims.col)
+        edges.append((sims.row[keep] + start, sims.col[keep] + start))
     rows = np.concatenate([e[0] for e in edges]) if edges else np.zeros(0, int)
     cols = np.concatenate([e[1] for e in edges]) if edges else np.zeros(0, int)
     graph = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(texts), len(texts)))
@@ -242,18 +213,39 @@ def explanation_report(
         )
     groups = _near_duplicate_groups(first_raw["norm"].tolist())
     first_raw["group"] = groups
+    rows_per_norm = normalised[normalised.str.len() > 0].value_counts()
+    first_raw["rows"] = first_raw["norm"].map(rows_per_norm).fillna(0).astype("int64")
+    first_raw["group_rows"] = first_raw.groupby("group")["rows"].transform("sum")
     unique_near_frame = first_raw.drop_duplicates("group")
-    labels = [classify(t) for t in unique_near_frame["raw"]]
-    unique_near_frame = unique_near_frame.assign(reason_type=labels)
-    classes = (
-        unique_near_frame.groupby("reason_type")
-        .size()
-        .reindex([*REASON_NAMES, "other"], fill_value=0)
-        .rename("comments")
-        .reset_index()
+    found = taxonomy.classify_many(unique_near_frame["raw"].tolist())
+    unique_near_frame = unique_near_frame.assign(
+        labels=[";".join(c.labels) or taxonomy.OTHER for c in found],
+        primary=[c.primary for c in found],
+        decided_by=[c.decided_by for c in found],
     )
-    classes["share"] = classes["comments"] / max(len(unique_near_frame), 1)
-    others = unique_near_frame.loc[unique_near_frame["reason_type"] == "other", "raw"].tolist()
+    counts = {name: 0 for name in [*REASON_NAMES, taxonomy.OTHER]}
+    for c in found:
+        for name in c.labels or (taxonomy.OTHER,):
+            counts[name] += 1
+    total = max(len(unique_near_frame), 1)
+    classes = pd.DataFrame(
+        {
+            "reason_type": list(counts),
+            "comments": list(counts.values()),
+            "share": [v / total for v in counts.values()],
+            "as_main_reason": [sum(c.primary == name for c in found) for name in counts],
+        }
+    )
+    table = (
+        unique_near_frame.drop(columns=["rows"])
+        .rename(columns={"raw": "text", "group_rows": "rows"})[
+            ["text", "rows", "labels", "primary", "decided_by"]
+        ]
+        .sort_values(["rows", "text"], ascending=[False, True])
+        .head(MAX_TABLE_COMMENTS)
+        .reset_index(drop=True)
+    )
+    others = unique_near_frame.loc[unique_near_frame["primary"] == taxonomy.OTHER, "raw"].tolist()
     return CommentReport(
         total=len(raw),
         non_empty=len(non_empty),
@@ -262,6 +254,7 @@ def explanation_report(
         sampled=sampled,
         sample_size=len(first_raw),
         classes=classes,
+        table=table,
         clusters=_clusters(others, n_clusters, seed),
         note=note,
     )

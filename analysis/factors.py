@@ -1,20 +1,25 @@
-"""Points by factor: system, category, decoding p (binned) and boundary position, with tests.
+"""Points by factor: system, category, decoding p (binned) and boundary position.
 
-Groups are compared with Kruskal–Wallis (Mann–Whitney U when there are exactly two); ordered
-factors (p, boundary) also get Spearman's rho against points. Groups with fewer than 2 rows are
-left out of the tests.
+On texts with a machine part (all-human texts are reported apart, in the boundary section). For
+each level: rows, annotators, texts, mean points and exact rate with 95% intervals from a
+bootstrap over annotators, and what random guessing and always answering "all human" would score
+on the same texts. Whether levels differ is tested with least squares and two-way clustered
+standard errors (annotator and text; analysis.inference), not with tests that take rows as
+independent: an annotator's rows share their skill and a text's rows share its difficulty.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from analysis import inference
+from analysis.load import recompute_points
 
 P_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+FACTORS = (("system", "system"), ("category", "category"), ("p", "p_bin"), ("boundary", "boundary"))
 
 
 def p_bin(p: pd.Series) -> pd.Series:
@@ -24,78 +29,63 @@ def p_bin(p: pd.Series) -> pd.Series:
     return binned.astype("str").where(p.notna(), "unknown")
 
 
-def table(frame: pd.DataFrame, column: str) -> pd.DataFrame:
-    d = frame["guess"] - frame["boundary"]
-    return (
-        frame.assign(exact=(d == 0).astype(float), distance=d)
-        .groupby(column, observed=True)
-        .agg(
-            rows=("points", "size"),
-            annotators=("annotator", "nunique"),
-            mean_points=("points", "mean"),
-            exact_rate=("exact", "mean"),
-            mean_distance=("distance", "mean"),
-        )
-        .reset_index()
-    )
-
-
-def difference_test(frame: pd.DataFrame, column: str) -> dict:
-    """Kruskal–Wallis across groups of `column` (Mann–Whitney U for two groups) on points."""
-    groups = [g.to_numpy() for _, g in frame.groupby(column, observed=True)["points"] if len(g) > 1]
-    if len(groups) < 2:
-        return {"test": "none", "groups": len(groups), "statistic": None, "p_value": None}
-    if all(np.all(g == groups[0][0]) for g in groups):
-        return {
-            "test": "none (all points equal)",
-            "groups": len(groups),
-            "statistic": None,
-            "p_value": None,
+def _baselines(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per level: mean points of random guessing (uniform on 1..N) and of always "all human"."""
+    n = frame["n_sentences"].to_numpy()
+    b = frame["boundary"].to_numpy()
+    top = int(n.max()) + 1 if len(n) else 1
+    table = np.zeros((top, top))  # [b, n] -> mean points of a uniform guess on 1..n
+    for bb, nn in set(zip(b.tolist(), n.tolist(), strict=True)):
+        table[bb, nn] = recompute_points(np.arange(1, nn + 1), np.full(nn, bb)).mean()
+    expected = table[b, n]
+    data = pd.DataFrame(
+        {
+            column: frame[column].to_numpy(),
+            "random_points": expected,
+            "always_human_points": recompute_points(n, b),
         }
-    if len(groups) == 2:
-        result = stats.mannwhitneyu(groups[0], groups[1], alternative="two-sided")
-        name = "Mann-Whitney U"
-    else:
-        result = stats.kruskal(*groups)
-        name = "Kruskal-Wallis H"
-    return {
-        "test": name,
-        "groups": len(groups),
-        "statistic": _finite(result.statistic),
-        "p_value": _finite(result.pvalue),
-    }
-
-
-def spearman(x: pd.Series, y: pd.Series) -> dict:
-    keep = x.notna() & y.notna()
-    if keep.sum() < 3 or x[keep].nunique() < 2 or y[keep].nunique() < 2:
-        return {"rho": None, "p_value": None, "n": int(keep.sum())}
-    result = stats.spearmanr(x[keep], y[keep])
-    return {
-        "rho": _finite(result.statistic),
-        "p_value": _finite(result.pvalue),
-        "n": int(keep.sum()),
-    }
-
-
-def _finite(value) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def by_factor(frame: pd.DataFrame) -> dict[str, dict]:
-    """Tables and tests for system, category, p bin and boundary position."""
-    frame = frame.assign(p_bin=p_bin(frame["p"]))
-    out: dict[str, dict] = {}
-    for name, column in (
-        ("system", "system"),
-        ("category", "category"),
-        ("p", "p_bin"),
-        ("boundary", "boundary"),
-    ):
-        out[name] = {"table": table(frame, column), "test": difference_test(frame, column)}
-    out["p"]["spearman"] = spearman(frame["p"], frame["points"].astype(float))
-    out["boundary"]["spearman"] = spearman(
-        frame["boundary"].astype(float), frame["points"].astype(float)
     )
+    return data.groupby(column, observed=True).mean().reset_index()
+
+
+def table(frame: pd.DataFrame, column: str, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    exact = (frame["guess"] == frame["boundary"]).astype(float)
+    long = inference.many_level_means(
+        frame, column, {"points": frame["points"].astype(float), "exact": exact}, n_boot, seed
+    )
+    if long.empty:
+        return pd.DataFrame(columns=[column, "rows", "annotators", "texts", "mean_points"])
+    points = long[long["value"] == "points"].set_index(column)
+    hits = long[long["value"] == "exact"].set_index(column)
+    out = pd.DataFrame(
+        {
+            "rows": points["rows"],
+            "annotators": points["annotators"],
+            "texts": frame.drop_duplicates(["example"]).groupby(column, observed=True).size(),
+            "mean_points": points["mean"],
+            "points_ci_low": points["ci_low"],
+            "points_ci_high": points["ci_high"],
+            "exact_rate": hits["mean"],
+            "exact_ci_low": hits["ci_low"],
+            "exact_ci_high": hits["ci_high"],
+        }
+    )
+    out = out.join(_baselines(frame, column).set_index(column))
+    return out.rename_axis(column).reset_index()
+
+
+def by_factor(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict[str, dict]:
+    """Tables and clustered tests for system, category, p bin and boundary (machine texts)."""
+    machine = frame[frame["boundary"] < frame["n_sentences"]]
+    machine = machine.assign(p_bin=p_bin(machine["p"]))
+    out: dict[str, dict] = {}
+    for name, column in FACTORS:
+        out[name] = {
+            "column": column,
+            "table": table(machine, column, n_boot, seed),
+            "test": inference.factor_test(machine.assign(**{column: machine[column]}), column),
+        }
+    known_p = machine.dropna(subset=["p"])
+    out["p"]["trend"] = inference.trend_test(known_p, "p", log=False)
+    out["boundary"]["trend"] = inference.trend_test(machine, "boundary", log=False)
     return out

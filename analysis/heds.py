@@ -1,8 +1,11 @@
 """A prefilled Human Evaluation Datasheet (HEDS) for a boundary-detection study.
 
-Everything the records can tell is filled in; every field they cannot know holds a `TODO` marker
-for the researcher (see `TODO`). Sections follow HEDS: systems and outputs, sample, evaluators,
-design, criterion, ethics.
+Only what the input establishes is filled in. For our own exports (`flask export`, whose
+manifest says "roft-site") that is a good deal: how texts were chosen, how answers were collected,
+the instructions, consent, pseudonyms, who took part (public players, crowd workers). For any other
+input, such as the public `roft.csv`, most of the study cannot be read from the rows: those fields
+say UNKNOWN ("unknown — fill in") and are listed under `to_fill`, so nobody mistakes a default for
+a fact. Sections follow HEDS: systems and outputs, sample, evaluators, design, criterion, ethics.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-TODO = "TODO (researcher): "
+UNKNOWN = "unknown — fill in"
 
 TASK_INSTRUCTION = (
     "Sentences of a text are revealed one at a time. The first is always written by a person. "
@@ -21,35 +24,101 @@ TASK_INSTRUCTION = (
 )
 
 
+def _unknown(what: str) -> str:
+    return f"{UNKNOWN} ({what})"
+
+
 def datasheet(
     all_rows: pd.DataFrame,
     filtered: pd.DataFrame,
     steps: pd.DataFrame,
     agreement: dict,
     export_info: dict | None = None,
+    provenance: dict | None = None,
 ) -> dict:
-    """The datasheet as nested dictionaries (sections -> fields -> values)."""
+    """The datasheet as nested dictionaries (sections -> fields -> values), with `to_fill`."""
     info = export_info or {}
+    site = info.get("source") == "roft-site"
     per_system = all_rows.groupby("system")["example"].nunique().sort_index().astype(int).to_dict()
     kinds = sorted(all_rows["participant_kind"].dropna().unique().tolist())
     crowd = "crowd" in kinds
+    public = "public" in kinds
     excluded = {
-        row.step: {"rows": int(row.rows_removed), "annotators": int(row.annotators_removed)}
+        row.step: row.why
+        if not row.applicable
+        else {"rows": int(row.rows_removed), "annotators": int(row.annotators_removed)}
         for row in steps.itertuples()
     }
     n_max = int(all_rows["n_sentences"].max()) if len(all_rows) else 10
-    return {
+    if site:
+        who = " and ".join(
+            [
+                k
+                for k, present in (("public players of the site", public), ("crowd workers", crowd))
+                if present
+            ]
+        )
+        evaluators = {
+            "type": who or "none",
+            "paid": (
+                f"crowd workers: yes (the rate is in the study settings: {UNKNOWN})"
+                if crowd
+                else ""
+            )
+            + ("; " if crowd and public else "")
+            + ("public players: no" if public else ""),
+            "recruitment": "; ".join(
+                part
+                for part in (
+                    "public players came to the site and consented to research use"
+                    if public
+                    else "",
+                    f"crowd workers through a study link ({UNKNOWN}: platform and screening)"
+                    if crowd
+                    else "",
+                )
+                if part
+            ),
+            "training": "the site's help page; crowd studies show instructions and practice "
+            "rounds before the task",
+        }
+        design = {
+            "collection": "web game; one sentence revealed per request, timestamped by the "
+            "server; points computed on the server",
+            "time_limits": "none (the site sets no time limit per round)",
+            "interface": "the Real or Fake Text site (see docs/players.md and docs/screenshots)",
+            "item_selection": "each round shows a text the player has not read, preferring the "
+            "texts with the fewest answers so far, within the category the player chose",
+        }
+        ethics = {
+            "consent": "only rounds of players who consented to research use are exported"
+            if not info.get("include_unconsented")
+            else "the export includes players who did not consent (--include-unconsented)",
+            "pseudonymised": not info.get("private", False),
+        }
+    else:
+        evaluators = {
+            "type": _unknown("who the annotators were"),
+            "paid": _unknown("whether and how much they were paid"),
+            "recruitment": _unknown("how they were recruited and screened"),
+            "training": _unknown("guide or practice before the task"),
+        }
+        design = {
+            "collection": _unknown("how answers were collected"),
+            "time_limits": _unknown("time limits per item or session"),
+            "interface": _unknown("the interface annotators used"),
+            "item_selection": _unknown("how the texts shown were selected"),
+        }
+        ethics = {
+            "consent": _unknown("how consent was obtained"),
+            "pseudonymised": _unknown("whether annotator ids are pseudonyms"),
+        }
+    sheet = {
+        "provenance": provenance or {},
         "systems_and_outputs": {
             "systems": sorted(per_system),
             "items_per_system": per_system,
-            "item_selection": (
-                "Each round shows the player a text they have not read, preferring the texts with "
-                "the fewest answers so far (least-annotated first, ties broken at random), within "
-                "the category the player chose."
-                if info.get("source") == "roft-site"
-                else TODO + "how the texts shown were selected"
-            ),
-            "output_language": TODO + "language of the texts",
+            "output_language": _unknown("language of the texts"),
         },
         "sample": {
             "annotations_before_exclusions": len(all_rows),
@@ -63,32 +132,21 @@ def datasheet(
         "evaluators": {
             "number_before_exclusions": int(all_rows["annotator"].nunique()),
             "number_after_exclusions": int(filtered["annotator"].nunique()),
-            "type": "crowd workers and public volunteers"
-            if crowd
-            else "public volunteers (players of the site)",
-            "paid": (TODO + "reward per task and currency") if crowd else "no (unpaid players)",
-            "recruitment": (TODO + "platform (e.g. Prolific) and screening")
-            if crowd
-            else "players who came to the public site and consented to research use",
-            "reward_and_hourly_rate": (TODO + "reward; effective hourly rate from median time")
-            if crowd
-            else "none",
+            **evaluators,
             "median_seconds_per_round": _median(all_rows["seconds"]),
-            "training": TODO + "guide or practice shown before the task, if any",
         },
         "design": {
-            "collection": "web game; one sentence revealed per request, timestamped by the server",
+            **design,
             "quality_assurance": {
-                "methods": steps["rule"].tolist() if len(steps) else [],
+                "methods": steps.loc[steps["applicable"], "rule"].tolist() if len(steps) else [],
                 "excluded": excluded,
             },
-            "time_limits": "none",
-            "interface": TODO + "screenshot or link to the interface",
         },
         "criterion": {
             "name": "boundary detection (first machine-written sentence)",
             "definition": "the index of the first sentence the annotator believes a machine wrote",
-            "verbatim_instruction": info.get("task_instruction", TASK_INSTRUCTION),
+            "verbatim_instruction": info.get("task_instruction")
+            or (TASK_INSTRUCTION if site else _unknown("the instructions annotators read")),
             "scale": f"positions 1..N-1 (a sentence) or N ('all human'); N = {n_max}",
             "aggregation": "points per annotation: 5 at the boundary, one less per sentence late, "
             "0 when too early; reported as the mean over annotations",
@@ -97,14 +155,19 @@ def datasheet(
             "agreement_score": agreement.get("krippendorff_alpha_interval"),
         },
         "ethics": {
-            "consent": "only rounds of players who consented to research use are exported"
-            if info.get("source") == "roft-site"
-            else TODO + "how consent was obtained",
-            "pseudonymised": bool(info) and not info.get("private", False),
-            "approval": TODO + "ethics review body and reference",
-            "offensive_content_warning": TODO + "whether raters were warned about web text",
+            **ethics,
+            "approval": _unknown("ethics review body and reference"),
+            "offensive_content_warning": _unknown("whether raters were warned about web text"),
         },
     }
+    sheet["to_fill"] = [
+        f"{section}.{key}"
+        for section, fields in sheet.items()
+        if isinstance(fields, dict)
+        for key, value in fields.items()
+        if isinstance(value, str) and UNKNOWN in value
+    ]
+    return sheet
 
 
 def _median(values: pd.Series) -> float | None:
@@ -115,9 +178,12 @@ def _median(values: pd.Series) -> float | None:
 def to_markdown(sheet: dict) -> str:
     lines = ["# Human Evaluation Datasheet (prefilled)", ""]
     lines.append(
-        "Fields marked `TODO (researcher)` could not be known from the records; fill them in."
+        f"Fields that say **{UNKNOWN}** cannot be established from the input; fill them in. "
+        f"To fill: {', '.join(sheet.get('to_fill', [])) or 'nothing'}."
     )
     for section, fields in sheet.items():
+        if section == "to_fill":
+            continue
         lines += ["", f"## {section.replace('_', ' ').capitalize()}", ""]
         for key, value in fields.items():
             shown = (

@@ -1,10 +1,12 @@
 """Learning over time and the range of skill between annotators.
 
 - Mean points by the annotator's n-th round, long-term (capped) and within a session of
-  `session_length` rounds (position ((order - 1) mod L) + 1).
+  `session_length` rounds (position ((order - 1) mod L) + 1), with 95% intervals from a bootstrap
+  over annotators, and the trend tested with least squares on log(round) with two-way clustered
+  standard errors (annotator and text; analysis.inference).
 - Per-annotator Spearman rho of points against round order (annotators with at least
-  `min_rounds` rounds), computed for all annotators at once from within-group ranks, and a pooled
-  test: Wilcoxon signed-rank of the rhos against 0, plus Spearman over all rows.
+  `min_rounds` rounds), computed for all annotators at once from within-group ranks, and a
+  Wilcoxon signed-rank test of the rhos against 0 (one value per annotator, so independent).
 - Skill range: mean points of the top and bottom 5% of annotators with at least `min_rounds`
   rounds (at least one annotator each).
 """
@@ -17,32 +19,37 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.factors import spearman
+from analysis import inference
 
 
-def by_order(frame: pd.DataFrame, cap: int = 100) -> pd.DataFrame:
-    """Mean points by the n-th round (rows beyond `cap` are pooled into `cap`)."""
-    order = frame["order"].clip(upper=cap)
-    return (
-        frame.assign(n=order)
-        .dropna(subset=["n"])
-        .groupby("n")
-        .agg(rows=("points", "size"), mean_points=("points", "mean"))
-        .reset_index()
-        .astype({"n": "int64"})
-    )
+def _means(frame: pd.DataFrame, column: str, n_boot: int, seed: int) -> pd.DataFrame:
+    table = inference.level_means(frame, column, "points", n_boot, seed)
+    table = table.rename(columns={"mean": "mean_points"})
+    return table.astype({column: "int64"}) if len(table) else table
 
 
-def by_session_position(frame: pd.DataFrame, session_length: int = 10) -> pd.DataFrame:
+def by_order(frame: pd.DataFrame, cap: int = 100, n_boot: int = 0, seed: int = 0) -> pd.DataFrame:
+    """Mean points by the n-th round (rows beyond `cap` are pooled into `cap`), with intervals."""
+    return _means(frame.assign(n=frame["order"].clip(upper=cap)), "n", n_boot, seed)
+
+
+def by_session_position(
+    frame: pd.DataFrame, session_length: int = 10, n_boot: int = 0, seed: int = 0
+) -> pd.DataFrame:
     position = (frame["order"] - 1) % session_length + 1
-    return (
-        frame.assign(position=position)
-        .dropna(subset=["position"])
-        .groupby("position")
-        .agg(rows=("points", "size"), mean_points=("points", "mean"))
-        .reset_index()
-        .astype({"position": "int64"})
-    )
+    return _means(frame.assign(position=position), "position", n_boot, seed)
+
+
+def clustered_trends(frame: pd.DataFrame, session_length: int = 10) -> dict:
+    """Points on log(round number), and on the position within a session, with two-way
+    clustered standard errors."""
+    position = (frame["order"] - 1) % session_length + 1
+    return {
+        "long_term": inference.trend_test(frame, "order", log=True),
+        "within_session": inference.trend_test(
+            frame.assign(position=position), "position", log=False
+        ),
+    }
 
 
 def annotator_trends(frame: pd.DataFrame, min_rounds: int = 10) -> pd.DataFrame:
@@ -84,7 +91,6 @@ def trend_summary(frame: pd.DataFrame, min_rounds: int = 10) -> dict:
         "mean_rho": float(rhos.mean()) if len(rhos) else None,
         "median_rho": float(np.median(rhos)) if len(rhos) else None,
         "wilcoxon_p_value": None,
-        "pooled": spearman(frame["order"], frame["points"].astype(float)),
     }
     if len(rhos) >= 2 and np.any(rhos != 0):
         p = float(stats.wilcoxon(rhos).pvalue)

@@ -1,7 +1,7 @@
 """Read our exports and the public RoFT `roft.csv` into one DataFrame schema.
 
-One row per answered round (an annotation). Positions follow the site's boundary convention
-(see app/game/scoring.py): `boundary` is the index of the first machine-written sentence
+One row per answered round (an annotation). Positions follow the boundary convention
+(roftcore.boundary, docs/boundary.md): `boundary` is the index of the first machine-written sentence
 (N = all human) and `guess` the index of the flagged sentence (N = "all human"). RoFT's
 `true_boundary_index` and `predicted_boundary_index` are one less; they are converted here, at the
 edge, and nowhere else.
@@ -45,9 +45,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from app.catalog.roft_csv import example_key
-from app.game.scoring import points as score_points
-from app.spreadsheet import restore_frame
+from roftcore.boundary import points as score_points
+from roftcore.roft import example_key
+from roftcore.spreadsheet import restore_frame
 
 ROFT_COLUMNS: tuple[str, ...] = (
     "date",
@@ -110,18 +110,30 @@ class LoadError(ValueError):
 
 
 def recompute_points(guess: pd.Series | np.ndarray, boundary: pd.Series | np.ndarray) -> np.ndarray:
-    """Points for every row, from the one scoring function in app.game.scoring.
+    """Points for every row, from the one scoring function in roftcore.boundary.
 
-    The function is applied once per distinct (guess, boundary) pair and the results are looked up
-    for every row, so it stays the single definition of the rule while the work is vectorised.
+    The function fills a table over every (guess, boundary) pair in the data's range once, and
+    every row looks its points up there, so it stays the single definition of the rule while
+    the work is vectorised.
     """
     g = np.asarray(guess, dtype=np.int64)
     b = np.asarray(boundary, dtype=np.int64)
     if g.size == 0:
         return np.zeros(0, dtype=np.int64)
-    pairs, inverse = np.unique(np.stack([g, b], axis=1), axis=0, return_inverse=True)
-    table = np.array([score_points(int(x), int(y)) for x, y in pairs], dtype=np.int64)
-    return table[inverse.reshape(-1)]
+    g_low, b_low = int(g.min()), int(b.min())
+    width, height = int(g.max()) - g_low + 1, int(b.max()) - b_low + 1
+    if width * height > 1_000_000:  # a range this wide: score the distinct pairs only
+        pairs, inverse = np.unique(np.stack([g, b], axis=1), axis=0, return_inverse=True)
+        table = np.array([score_points(int(x), int(y)) for x, y in pairs], dtype=np.int64)
+        return table[inverse.reshape(-1)]
+    table = np.array(
+        [
+            [score_points(x, y) for y in range(b_low, b_low + height)]
+            for x in range(g_low, g_low + width)
+        ],
+        dtype=np.int64,
+    )
+    return table[g - g_low, b - b_low]
 
 
 def _normalise_reasons(values: pd.Series) -> pd.Series:
@@ -141,6 +153,8 @@ def _survey(values: pd.Series) -> pd.Series:
     """Survey answers as integers; True/False become 1/0 and anything missing -1."""
     if values.dtype == bool:
         return values.astype("int64")
+    if pd.api.types.is_numeric_dtype(values):
+        return values.fillna(-1).astype("int64")
     lowered = values.astype("str").str.strip().str.lower()
     mapped = lowered.map({"true": "1", "false": "0"}).fillna(lowered)
     return _int_or(mapped, -1)
@@ -293,27 +307,45 @@ def _read_table(path: Path) -> pd.DataFrame:
     raise LoadError(f"{path}: expected a .csv, .parquet or .sqlite file or an export folder")
 
 
-def read_raw(path: str | Path) -> tuple[pd.DataFrame, str]:
-    """The rounds table of an export (folder or file) or a roft.csv, and where it came from."""
+def resolve_input(path: str | Path) -> Path:
+    """The file the rounds are read from: the path itself, or the rounds file of an export."""
     path = Path(path)
     if not path.exists():
         raise LoadError(f"{path}: no such file or folder")
-    if path.is_dir():
-        for name in ROUNDS_BASENAMES:
-            if (path / name).exists():
-                return _unguarded(_read_table(path / name), path / name), "dump"
-        for candidate in sorted(path.iterdir()):
-            if candidate.suffix.lower() in SQLITE_SUFFIXES:
-                return _read_table(candidate), "dump"
-        raise LoadError(f"{path}: no rounds.csv, rounds.parquet or SQLite file in this folder")
-    raw = _unguarded(_read_table(path), path)
+    if not path.is_dir():
+        return path
+    for name in ROUNDS_BASENAMES:
+        if (path / name).exists():
+            return path / name
+    for candidate in sorted(path.iterdir()):
+        if candidate.suffix.lower() in SQLITE_SUFFIXES:
+            return candidate
+    raise LoadError(f"{path}: no rounds.csv, rounds.parquet or SQLite file in this folder")
+
+
+def sha256_of(path: str | Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_raw(path: str | Path) -> tuple[pd.DataFrame, str]:
+    """The rounds table of an export (folder or file) or a roft.csv, and where it came from."""
+    source = resolve_input(path)
+    raw = _unguarded(_read_table(source), source)
+    if Path(path).is_dir():
+        return raw, "dump"
     kind = "dump" if "example_id" in raw.columns else "roft-csv"
     return raw, kind
 
 
 def _unguarded(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """Our CSV exports prefix formula-like text cells with an apostrophe (app/spreadsheet.py, named
-    in their manifest); remove it so the text is what the player wrote."""
+    """Our CSV exports prefix formula-like text cells with an apostrophe (roftcore/spreadsheet.py,
+    named in their manifest); remove it so the text is what the player wrote."""
     if path.suffix.lower() == ".csv" and read_export_info(path).get("csv_cells"):
         return restore_frame(frame)
     return frame

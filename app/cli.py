@@ -56,8 +56,6 @@ def _run_import(
         click.echo(f"New categories: {', '.join(report.new_categories)}")
     if report.new_systems:
         click.echo(f"New systems: {', '.join(report.new_systems)}")
-    for system, label in report.labels.items():
-        click.echo(f"Players will see {system} as “{label}”.")
     if report.pools.get("daily") or report.pools.get("spare"):
         click.echo(
             f"Held back for the daily challenge: {report.pools['daily']} example(s); "
@@ -112,8 +110,13 @@ def register_cli(app: Flask) -> None:
         """Import examples from FILE.
 
         Every record is validated first; if any is wrong, nothing is imported and each problem
-        is reported with its file and line. Categories and systems are created as needed; a
-        record's optional system_label is what players are told wrote the text.
+        is reported with its file and line. Categories and systems are created as needed; each
+        example's provenance and system_label (what players are told wrote the text) are stored
+        with it.
+
+        Positions: a record's boundary is the 0-based index of the first machine-written
+        sentence, 1..N, and N means all human (docs/boundary.md); roft.csv's
+        true_boundary_index is one less.
         """
         _run_import(file, on_duplicate, fmt, reserve_daily)
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis.load import ROFT_COLUMNS
 from analysis.report import ReportSettings, build_report
-from app.game.reasons import REASONS
+from roftcore.reasons import REASONS
 
 VOCABULARY = (
     "the sentence repeats itself topic changes suddenly grammar wrong name weird odd "

@@ -22,6 +22,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from generation.decoding import Decoding  # noqa: E402
 from generation.generator import Request, continue_batch  # noqa: E402
 from generation.models import LoadedModel, resolve_device  # noqa: E402
 from generation.sentences import split_sentences  # noqa: E402
@@ -97,7 +98,7 @@ def main() -> None:
     lm = build(args.size, args.device, args.dtype)
     texts = prompts(args.examples)
     requests = [
-        Request(prompt=t, needed=1, p=0.9, seed=i, budget=args.new_tokens)
+        Request(prompt=t, needed=1, decoding=Decoding(p=0.9), seed=i, budget=args.new_tokens)
         for i, t in enumerate(texts)
     ]
 

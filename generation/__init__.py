@@ -3,4 +3,4 @@
 Run `python -m generation --help`; the guide is docs/generation.md.
 """
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"

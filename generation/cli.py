@@ -10,13 +10,25 @@ from pathlib import Path
 
 from generation import distributed
 from generation.corpus import CorpusError, Document, default_category, read_corpus
+from generation.decoding import PRESETS, DecodingPlan
 from generation.filters import ContentFilter, FilterError
 from generation.models import DTYPES, ModelError
-from generation.prompts import PROMPT_FORMATS, PDistribution, PlanError, make_plan, slug
-from generation.records import OutputError, RunWriter, merge, paths_for, shard_path
+from generation.prompts import PROMPT_FORMATS, PlanError, grover_tags, make_plan, slug
+from generation.records import (
+    OutputError,
+    RunWriter,
+    code_version,
+    merge,
+    paths_for,
+    shard_path,
+)
 
 CATEGORY_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-EPILOG = "Guide: docs/generation.md. Every subcommand has its own --help."
+EPILOG = (
+    "Positions follow the boundary convention (docs/boundary.md): a record's boundary is the "
+    "0-based index of the first machine-written sentence, 1..N, and N means all human. "
+    "Guide: docs/generation.md. Every subcommand has its own --help."
+)
 
 
 class UsageError(ValueError):
@@ -46,8 +58,9 @@ def _add_corpus(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--category",
-        help="the examples' category (a lowercase slug such as news); default: the corpus "
-        "file's name without .jsonl, or the folder's name",
+        help="the examples' category (a lowercase slug such as news) for documents without a "
+        "`category` field of their own; default: the corpus file's name without .jsonl, or the "
+        "folder's name",
     )
     parser.add_argument("--dataset", help="source.dataset in every record (default: the category)")
     parser.add_argument(
@@ -153,10 +166,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--system", help="system name in the records (default: the model's name, e.g. gpt2-xl)"
     )
     gen.add_argument(
+        "--system-label",
+        help="a display name for the system (at most 100 characters), for the game to show "
+        "players instead of a generic description",
+    )
+    gen.add_argument(
         "--p",
         default="uniform",
         help="nucleus p per example: uniform (on [0, 1], default), uniform:LOW:HIGH, or a list "
         "such as 0,0.4,1.0; 0 is greedy (argmax), 1 samples from the whole distribution",
+    )
+    gen.add_argument(
+        "--temperature",
+        help="sampling temperature, or a list such as 0.7,1.0 drawn per example (default 1)",
+    )
+    gen.add_argument(
+        "--top-k", help="keep the k most likely tokens (a list is drawn per example; default off)"
+    )
+    gen.add_argument(
+        "--min-p",
+        help="keep tokens at least MIN_P times as likely as the most likely one "
+        "(a list is drawn per example; default off)",
+    )
+    gen.add_argument(
+        "--repetition-penalty",
+        help="CTRL repetition penalty such as 1.2 (a list is drawn per example; default off)",
+    )
+    gen.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="raid: each example gets one of RAID's settings (greedy; sampling at temperature 1; "
+        "each without and with repetition penalty 1.2); excludes the settings above",
     )
     gen.add_argument(
         "--prompt-format",
@@ -182,11 +222,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="token budget per sentence to generate (default 48)",
     )
     gen.add_argument("--max-new-tokens", type=int, help="cap on new tokens per example")
-    gen.add_argument(
-        "--repetition-penalty",
-        type=float,
-        help="CTRL repetition penalty (e.g. 1.2; off by default)",
-    )
     gen.add_argument(
         "--shard",
         help="run only shard I of K (I/K, e.g. 0/4) into OUT's shard file; torchrun sets this "
@@ -221,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     tiny.add_argument("--out", type=Path, required=True, help="folder for the model")
     tiny.add_argument("--steps", type=int, default=None, help="training steps")
     tiny.add_argument("--seed", type=int, default=None, help="training seed")
+    tiny.add_argument(
+        "--architecture", choices=["gpt2", "llama"], default="gpt2", help="model (default gpt2)"
+    )
 
     demo = sub.add_parser(
         "demo",
@@ -367,9 +405,16 @@ def cmd_generate(args) -> int:
     for name in ("--per-doc", "--batch-size", "--max-attempts", "--tokens-per-sentence"):
         _positive(name, getattr(args, name[2:].replace("-", "_")))
     _positive("--max-new-tokens", args.max_new_tokens)
-    if args.repetition_penalty is not None and args.repetition_penalty <= 0:
-        raise UsageError(f"--repetition-penalty must be positive, got {args.repetition_penalty}")
-    p_dist = PDistribution.parse(args.p)
+    if args.system_label is not None and not 0 < len(args.system_label.strip()) <= 100:
+        raise UsageError("--system-label must be 1 to 100 characters")
+    decoding = DecodingPlan.build(
+        p=args.p,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        min_p=args.min_p,
+        repetition_penalty=args.repetition_penalty,
+        preset=args.preset,
+    )
     docs, category, dataset = _load_docs(args)
     content_filter = ContentFilter.from_file(args.filter_words) if args.filter_words else None
     system = args.system or default_system(args.model)
@@ -381,7 +426,7 @@ def cmd_generate(args) -> int:
         per_doc=args.per_doc,
         seed=args.seed,
         human_share=args.human_share,
-        p_dist=p_dist,
+        decoding=decoding,
     )
     shard = distributed.from_environment()
     if shard is None and args.shard:
@@ -402,10 +447,12 @@ def cmd_generate(args) -> int:
                 if torch.cuda.is_available():
                     device = f"cuda:{shard.local_rank % torch.cuda.device_count()}"
     settings = _settings(args)
-    settings["p"] = p_dist.describe()
+    settings["p"] = decoding.p.describe() if not decoding.preset else None
+    settings["decoding"] = decoding.describe()
     settings["shard"] = f"{shard.index}/{shard.count}" if shard else None
     lm = models.load(args.model, device=device, dtype=args.dtype, revision=args.revision)
     extra = {"model": lm.describe()}
+    warnings = tag_warnings(lm, args.prompt_format)
     options = GenerateOptions(
         system=system,
         dataset=dataset,
@@ -414,13 +461,17 @@ def cmd_generate(args) -> int:
         max_attempts=args.max_attempts,
         tokens_per_sentence=args.tokens_per_sentence,
         max_new_tokens=args.max_new_tokens,
-        repetition_penalty=args.repetition_penalty,
         content_filter=content_filter,
         progress=not args.no_progress,
+        provenance=lm.provenance(code_version()),
+        system_label=args.system_label,
     )
     code = 1
     try:
         writer = RunWriter(out, settings, resume=args.resume, overwrite=args.overwrite)
+        for warning in warnings:
+            writer.warn(warning)
+            print(f"warning: {warning}", file=sys.stderr)
         code = _run(writer, lambda: run_generate(plan, writer, lm, options), extra=extra)
     finally:
         if shard is not None and shard.distributed:
@@ -434,6 +485,21 @@ def cmd_generate(args) -> int:
             if not everyone_ok and code == 0:
                 code = 1
     return code
+
+
+def tag_warnings(lm, prompt_format: str) -> list[str]:
+    """For the Grover format: every tag the tokenizer does not hold as one token (it would be split
+    into pieces, and the model would read characters, not the field markers it was trained on)."""
+    if prompt_format != "grover":
+        return []
+    split = [tag for tag in grover_tags() if len(lm.tokenizer.tokenize(tag)) != 1]
+    if not split:
+        return []
+    return [
+        f"the tokenizer of {lm.name} splits {len(split)} Grover tag(s) into several tokens "
+        f"({', '.join(split)}): use a Grover checkpoint whose tokenizer has them as special "
+        "tokens, or --prompt-format plain"
+    ]
 
 
 def cmd_merge(args) -> int:
@@ -474,7 +540,7 @@ def cmd_train_tiny(args) -> int:
 
     from generation.tiny import TinyConfig, train_tiny
 
-    config = TinyConfig()
+    config = TinyConfig(architecture=args.architecture)
     if args.steps is not None:
         _positive("--steps", args.steps)
         config = replace(config, steps=args.steps)

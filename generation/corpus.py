@@ -1,19 +1,23 @@
 """Reading a corpus of human-written documents: a JSONL file or a folder of .txt files.
 
 JSONL: one object per line, `{"id", "text"}` plus optional `title`, `date`, `authors`
-(a list of names or one string) and `domain`. A folder: every `*.txt` file is one document whose id
-is the file name without `.txt`. Documents are split into sentences once, when read.
+(a list of names or one string), `domain` and `category` (the document's category, a lowercase
+slug; it wins over the run's --category and the file name). A folder: every `*.txt` file is one
+document whose id is the file name without `.txt`. Documents are split into sentences once, when
+read.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from generation.sentences import split_sentences
 
-OPTIONAL_FIELDS = ("title", "date", "authors", "domain")
+OPTIONAL_FIELDS = ("title", "date", "authors", "domain", "category")
+CATEGORY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 class CorpusError(ValueError):
@@ -29,6 +33,7 @@ class Document:
     date: str | None = None
     authors: tuple[str, ...] = ()
     domain: str | None = None
+    category: str | None = None  # the document's own category field, when it has one
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -69,6 +74,12 @@ def document_from_json(obj, where: str) -> Document:
     if not isinstance(text, str) or not text.strip():
         raise CorpusError(f"{where}: 'text' must be a non-empty string")
     extra = {k: v for k, v in obj.items() if k not in ("id", "text", *OPTIONAL_FIELDS)}
+    category = _text_field(obj, "category", where)
+    if category is not None and not CATEGORY_RE.fullmatch(category):
+        raise CorpusError(
+            f"{where}: 'category' must be a lowercase slug (letters, digits, - or _), "
+            f"got {category!r}"
+        )
     return Document(
         id=doc_id.strip(),
         text=text,
@@ -77,6 +88,7 @@ def document_from_json(obj, where: str) -> Document:
         date=_text_field(obj, "date", where),
         authors=_authors(obj, where),
         domain=_text_field(obj, "domain", where),
+        category=category,
         extra=extra,
     )
 

@@ -15,8 +15,9 @@ import tempfile
 from pathlib import Path
 
 from generation.corpus import read_corpus
-from generation.prompts import PDistribution, make_plan
-from generation.records import RunWriter, merge
+from generation.decoding import DecodingPlan
+from generation.prompts import make_plan
+from generation.records import RunWriter, code_version, merge
 
 N = 10
 DATASET = "roft-demo"
@@ -69,7 +70,7 @@ def build_demo(
                     per_doc=per_doc,
                     seed=seed,
                     human_share=share,
-                    p_dist=p,
+                    decoding=p,
                 )
 
             def writer(system, category=category):
@@ -95,10 +96,11 @@ def build_demo(
                 dataset=DATASET,
                 batch_size=16,
                 tokens_per_sentence=TOKENS_PER_SENTENCE,
-                repetition_penalty=REPETITION_PENALTY,
                 progress=progress,
+                provenance={**lm.provenance(code_version()), "model": "data/demo/model"},
             )
-            tiny_plan = plan(TINY_SYSTEM, PER_DOC[TINY_SYSTEM], 0.0, PDistribution.parse("uniform"))
+            decoding = DecodingPlan.build(repetition_penalty=str(REPETITION_PENALTY))
+            tiny_plan = plan(TINY_SYSTEM, PER_DOC[TINY_SYSTEM], 0.0, decoding)
             run_generate(tiny_plan, w, lm, options)
             w.finish(extra={"model": lm.describe()})
         merged = merge(

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+# generation_config.json entries that only name tokens or describe the file: not decoding settings.
+NOT_SETTINGS = {
+    "_from_model_config",
+    "transformers_version",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "decoder_start_token_id",
+    "output_attentions",
+    "output_hidden_states",
+    "use_cache",
+}
 
 DTYPES = {
     "auto": None,
@@ -29,6 +44,11 @@ class LoadedModel:
     revision: str | None = None
     commit: str | None = None  # the hub commit the files came from, when known
     eos_ids: list[int] = field(default_factory=list)
+    weights_sha256: str | None = None
+    weight_files: dict[str, str] = field(default_factory=dict)  # file name -> SHA-256
+    # The model's generation_config.json settings; `generate` would apply them silently. They are
+    # switched off (see `load`) and recorded, so every example's settings are the ones it states.
+    model_defaults: dict = field(default_factory=dict)
 
     def describe(self) -> dict:
         config = self.model.config
@@ -42,7 +62,79 @@ class LoadedModel:
             "max_positions": max_positions(self.model),
             "dtype": self.dtype,
             "device": str(self.device),
+            "weights_sha256": self.weights_sha256,
+            "weight_files": self.weight_files,
+            "generation_config_ignored": self.model_defaults,
         }
+
+    def provenance(self, code_version: str) -> dict:
+        """What every record this model writes carries in `provenance` (roftcore.records)."""
+        import transformers
+
+        return {
+            "model": self.name,
+            "weights_sha256": self.weights_sha256,
+            "hub_commit": self.commit,
+            "code_version": code_version,
+            "generation": {
+                "architecture": type(self.model).__name__,
+                "dtype": self.dtype,
+                "device_type": self.device.type,
+                "transformers": transformers.__version__,
+                "torch": torch.__version__.split("+")[0],
+                "model_generation_config_ignored": self.model_defaults,
+            },
+        }
+
+
+def hash_weights(folder: Path) -> tuple[str | None, dict[str, str]]:
+    """SHA-256 of every weight file in `folder` (by name), and one digest over all of them
+    (SHA-256 of the sorted "name sha256" lines). (None, {}) when there is none."""
+    files = sorted(p for p in Path(folder).iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
+    digests = {}
+    for path in files:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digests[path.name] = digest.hexdigest()
+    if not digests:
+        return None, {}
+    lines = "".join(f"{name} {sha}\n" for name, sha in sorted(digests.items()))
+    return hashlib.sha256(lines.encode()).hexdigest(), digests
+
+
+def _model_folder(name: str, source: str, revision: str | None, commit: str | None) -> Path | None:
+    """The folder the weights were read from: the local path, or the hub cache's snapshot."""
+    if Path(source).is_dir():
+        return Path(source)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, revision=commit or revision, local_files_only=True))
+    except Exception:  # not in the cache in a form we can find: the commit still identifies it
+        return None
+
+
+def _switch_off_defaults(model) -> dict:
+    """Replace the model's generation config with a blank one; return what it had set."""
+    from transformers import GenerationConfig
+
+    config = getattr(model, "generation_config", None)
+    if config is None:
+        return {}
+    blank = GenerationConfig().to_dict()
+    found = {
+        key: value
+        for key, value in config.to_dict().items()
+        if key not in NOT_SETTINGS and blank.get(key, object()) != value
+    }
+    model.generation_config = GenerationConfig(
+        bos_token_id=config.bos_token_id,
+        eos_token_id=config.eos_token_id,
+        pad_token_id=config.pad_token_id,
+    )
+    return dict(sorted(found.items()))
 
 
 def resolve_device(name: str) -> torch.device:
@@ -114,6 +206,10 @@ def load(
         tokenizer.pad_token = tokenizer.eos_token
     model.to(target)
     model.eval()
+    commit = getattr(model.config, "_commit_hash", None)
+    folder = _model_folder(name, source, revision, commit)
+    weights_sha256, weight_files = hash_weights(folder) if folder else (None, {})
+    model_defaults = _switch_off_defaults(model)
     eos_ids = []
     if tokenizer.eos_token_id is not None:
         eos_ids.append(tokenizer.eos_token_id)
@@ -130,6 +226,9 @@ def load(
         device=target,
         dtype=str(torch_dtype).removeprefix("torch."),
         revision=revision,
-        commit=getattr(model.config, "_commit_hash", None),
+        commit=commit,
         eos_ids=sorted(set(eos_ids)),
+        weights_sha256=weights_sha256,
+        weight_files=weight_files,
+        model_defaults=model_defaults,
     )

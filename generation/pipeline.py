@@ -30,9 +30,10 @@ class GenerateOptions:
     max_attempts: int = 3
     tokens_per_sentence: int = 48
     max_new_tokens: int | None = None
-    repetition_penalty: float | None = None
     content_filter: ContentFilter | None = None
     progress: bool = True
+    provenance: dict | None = None  # LoadedModel.provenance(): carried by every model record
+    system_label: str | None = None  # the display name players may see
 
 
 def human_record(task: Task, dataset: str, meta: dict | None = None) -> dict:
@@ -56,8 +57,7 @@ def _bar(total: int, initial: int, enabled: bool, desc: str):
 
 def run_human(plan: Plan, writer: RunWriter, dataset: str, progress: bool = True) -> None:
     """All-human examples: the first N sentences of each document."""
-    writer.counts.planned = len(plan.tasks)
-    writer.counts.skipped_documents = len(plan.skipped_documents)
+    writer.plan(plan.tasks, len(plan.skipped_documents))
     pending = [t for t in plan.tasks if not writer.is_done(t.id)]
     with _bar(len(plan.tasks), len(plan.tasks) - len(pending), progress, HUMAN) as bar:
         for task in pending:
@@ -78,8 +78,7 @@ def run_baseline(
 ) -> None:
     """RoFT's splice baseline: after the prompt, N - h sentences from another document of the same
     corpus (category); h = N examples are all-human."""
-    writer.counts.planned = len(plan.tasks)
-    writer.counts.skipped_documents = len(plan.skipped_documents)
+    writer.plan(plan.tasks, len(plan.skipped_documents))
     pending = [t for t in plan.tasks if not writer.is_done(t.id)]
     with _bar(len(plan.tasks), len(plan.tasks) - len(pending), progress, system) as bar:
         for task in pending:
@@ -90,7 +89,9 @@ def run_baseline(
             problem = None
             for attempt in range(max_attempts):
                 seed = retry_seed(task.seed, attempt)
-                donor, start, continuation = splice(task, corpus, random.Random(seed))
+                donor, start, continuation = splice(
+                    task, corpus, random.Random(seed), plan.category
+                )
                 if donor is None:
                     problem = "no_donor"
                     break
@@ -99,10 +100,10 @@ def run_baseline(
                     break
                 writer.counts.retries += 1
             if problem is not None:
-                writer.drop(task.id, problem)
+                writer.drop(task.id, problem, h=task.h)
                 continue
             if content_filter and (words := content_filter.matches(continuation)):
-                writer.drop(task.id, "content_filter", words)
+                writer.drop(task.id, "content_filter", words, h=task.h)
                 continue
             writer.write(
                 make_record(
@@ -135,8 +136,7 @@ def run_generate(
     on_window: Callable[[], None] | None = None,
 ) -> None:
     """Model continuations for every planned example not yet written (h = N: all-human)."""
-    writer.counts.planned = len(plan.tasks)
-    writer.counts.skipped_documents = len(plan.skipped_documents)
+    writer.plan(plan.tasks, len(plan.skipped_documents))
     pending = [t for t in plan.tasks if not writer.is_done(t.id)]
     window = max(1, options.batch_size) * WINDOW_BATCHES
     with _bar(
@@ -177,14 +177,16 @@ def _run_window(
                 Request(
                     prompt=prompts[t.id][0],
                     needed=t.n - t.h,
-                    p=t.p,
+                    decoding=t.decoding,
                     seed=retry_seed(t.seed, attempt),
                     budget=_budget(t, options),
                 )
                 for t in batch
             ]
-            results = continue_batch(lm, requests, repetition_penalty=options.repetition_penalty)
+            results = continue_batch(lm, requests)
             for task, request, result in zip(batch, requests, results, strict=True):
+                writer.counts.repaired += result.repairs > 0
+                writer.counts.unsettled += not result.settled
                 needed = task.n - task.h
                 problem = quality_problem(
                     task.prompt, result.sentences, needed, source=list(task.doc.sentences)
@@ -192,7 +194,7 @@ def _run_window(
                 if problem is not None:
                     outcome[task.id] = ("drop", problem, None)
                     # Greedy decoding (p = 0) ignores the seed: a retry would repeat itself.
-                    if task.p > 0 and attempt + 1 < options.max_attempts:
+                    if not task.decoding.greedy and attempt + 1 < options.max_attempts:
                         failed.append(task)
                         writer.counts.retries += 1
                     continue
@@ -211,7 +213,7 @@ def _run_window(
         if kind == "record":
             writer.write(rest[0])
         else:
-            writer.drop(task.id, rest[0], rest[1])
+            writer.drop(task.id, rest[0], rest[1], p=task.p, h=task.h)
 
 
 def _batches(
@@ -241,14 +243,6 @@ def _batches(
 def _model_record(
     task: Task, request: Request, continuation: list[str], options: GenerateOptions
 ) -> dict:
-    decoding = {
-        "strategy": "nucleus",
-        "p": task.p,
-        "top_k": None,
-        "max_new_tokens": request.budget,
-    }
-    if options.repetition_penalty:
-        decoding["repetition_penalty"] = options.repetition_penalty
     return make_record(
         id=task.id,
         category=task.category,
@@ -257,7 +251,9 @@ def _model_record(
         boundary=task.h,
         doc_id=task.doc.id,
         dataset=options.dataset,
-        decoding=decoding,
+        decoding=task.decoding.to_json(max_new_tokens=request.budget),
         seed=request.seed,
         meta={"task": task.index},
+        provenance=options.provenance,
+        system_label=options.system_label,
     )

@@ -10,8 +10,12 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from generation.corpus import Document
+
+if TYPE_CHECKING:
+    from generation.decoding import Decoding, DecodingPlan
 
 SEED_RANGE = 2**31
 P_DECIMALS = 3
@@ -96,8 +100,12 @@ class Task:
     repeat: int
     h: int
     n: int
-    p: float | None
+    decoding: Decoding | None
     seed: int
+
+    @property
+    def p(self) -> float | None:
+        return None if self.decoding is None else self.decoding.p
 
     @property
     def all_human(self) -> bool:
@@ -112,6 +120,7 @@ class Task:
 class Plan:
     tasks: list[Task]
     skipped_documents: list[str]  # ids of documents too short for N sentences
+    category: str = ""  # the run's category (documents without their own)
 
 
 def slug(text: str) -> str:
@@ -148,9 +157,13 @@ def make_plan(
     per_doc: int = 1,
     seed: int = 0,
     human_share: float | None = None,
-    p_dist: PDistribution | None = None,
+    decoding: DecodingPlan | None = None,
 ) -> Plan:
-    """The examples of a run, in a fixed order (document order, then repeat)."""
+    """The examples of a run, in a fixed order (document order, then repeat).
+
+    A document's own `category` field, when it has one, is its examples' category; `category`
+    applies to the others.
+    """
     check_settings(n, per_doc, human_share)
     tasks: list[Task] = []
     skipped: list[str] = []
@@ -158,24 +171,26 @@ def make_plan(
         if len(doc.sentences) < n:
             skipped.append(doc.id)
             continue
+        doc_category = doc.category or category
         for repeat in range(per_doc):
-            rng = random.Random(f"{seed}/{category}/{doc.id}/{repeat}")
+            rng = random.Random(f"{seed}/{doc_category}/{doc.id}/{repeat}")
             h = draw_boundary(rng, n, human_share)
-            p = p_dist.draw(rng) if p_dist is not None and h < n else None
+            first = decoding.draw_p(rng) if decoding is not None and h < n else None
+            task_seed = rng.randrange(SEED_RANGE)
             tasks.append(
                 Task(
                     index=len(tasks),
                     id=f"{doc.id}-{system_slug}-{repeat}",
-                    category=category,
+                    category=doc_category,
                     doc=doc,
                     repeat=repeat,
                     h=h,
                     n=n,
-                    p=p,
-                    seed=rng.randrange(SEED_RANGE),
+                    decoding=None if first is None else decoding.draw(first, rng),
+                    seed=task_seed,
                 )
             )
-    return Plan(tasks=tasks, skipped_documents=skipped)
+    return Plan(tasks=tasks, skipped_documents=skipped, category=category)
 
 
 def retry_seed(seed: int, attempt: int) -> int:
@@ -215,6 +230,12 @@ def grover_header(doc: Document) -> tuple[str, list[str]]:
 
 
 GROVER_END = "<|endofarticle|>"
+
+
+def grover_tags() -> list[str]:
+    """Every marker the Grover format writes, and the end-of-article token."""
+    tags = [f"<|{edge}{key}|>" for key in GROVER_FIELDS for edge in ("begin", "end")]
+    return [*tags, "<|beginarticle|>", GROVER_END]
 
 
 def prompt_text(doc: Document, h: int, prompt_format: str) -> tuple[str, dict]:

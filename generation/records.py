@@ -9,15 +9,17 @@ A run writes `<out>.part` (one flushed line per example) and `<out>.manifest.jso
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import os
-import subprocess
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import generation
 from generation.sentences import SPLITTER
+from roftcore.records import RecordError, validate
+from roftcore.version import code_version as roftcore_version
 
 # Settings that do not change which examples a run makes: a resumed run may differ in them.
 VOLATILE_SETTINGS = frozenset({"resume", "overwrite", "batch_size", "device", "progress", "out"})
@@ -34,7 +36,38 @@ def paths_for(out: Path) -> dict[str, Path]:
         "part": out.with_name(out.name + ".part"),
         "manifest": out.with_name(out.name + ".manifest.json"),
         "dropped": out.with_name(out.name + ".dropped.jsonl"),
+        "lock": out.with_name(out.name + ".lock"),
     }
+
+
+class OutputLock:
+    """An exclusive lock on one output (`OUT.lock`, flock): a second run writing the same output,
+    such as a --resume while the first still runs, stops at once instead of mixing its lines in.
+    The lock goes with the process (a killed run leaves no stale lock)."""
+
+    def __init__(self, out: Path):
+        self.path = paths_for(out)["lock"]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = self.path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._handle.seek(0)
+            holder = self._handle.read().strip() or "another process"
+            self._handle.close()
+            raise OutputError(
+                f"{paths_for(out)['out']} is being written by {holder}: wait for that run to "
+                "finish (or stop it) before running again"
+            ) from None
+        self._handle.seek(0)
+        self._handle.truncate()
+        self._handle.write(f"process {os.getpid()}\n")
+        self._handle.flush()
+
+    def release(self) -> None:
+        if not self._handle.closed:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
 
 
 def shard_path(out: Path, index: int, count: int) -> Path:
@@ -55,13 +88,11 @@ def make_record(
     seed: int | None = None,
     source_extra: dict | None = None,
     meta: dict | None = None,
+    provenance: dict | None = None,
+    system_label: str | None = None,
 ) -> dict:
-    """One example in the contract format (see ARCHITECTURE.md), checked before it is written."""
-    if not 1 <= boundary <= len(sentences) or len(sentences) < 2:
-        raise ValueError(f"{id}: boundary {boundary} outside 1..{len(sentences)}")
-    if any(not isinstance(s, str) or not s.strip() for s in sentences):
-        raise ValueError(f"{id}: empty sentence")
-    return {
+    """One example in the contract format (roftcore.records); the writer validates it."""
+    record = {
         "id": id,
         "category": category,
         "system": system,
@@ -77,24 +108,34 @@ def make_record(
         },
         "meta": dict(meta or {}),
     }
+    if system_label:
+        record["system_label"] = system_label
+    if provenance is not None:
+        record["provenance"] = provenance
+    return record
+
+
+def check_record(record: dict) -> None:
+    """Validate a record with the contract (roftcore.records) before it is written."""
+    try:
+        validate(record, 1)
+    except RecordError as error:
+        raise OutputError(
+            f"{record.get('id')!r} breaks the example format: {error.message}"
+        ) from None
+
+
+def p_bin(p: float | None) -> str:
+    """Bins of 0.2 for the drop counts ("0.0-0.2" holds 0, greedy); "none" when not decoded."""
+    if p is None:
+        return "none"
+    low = min(int(p * 5), 4) / 5
+    return f"{low:.1f}-{low + 0.2:.1f}"
 
 
 def code_version() -> str:
     """The package version and, in a git checkout, the commit (with "+dirty" for local edits)."""
-    root = Path(generation.__file__).resolve().parent.parent
-    version = f"generation {generation.__version__}"
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short=12", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return version
-    return f"{version} (git {commit}{'+dirty' if dirty else ''})"
+    return roftcore_version("generation", generation.__version__)
 
 
 def _now() -> str:
@@ -136,6 +177,33 @@ class Counts:
     dropped: Counter = field(default_factory=Counter)  # by reason
     filtered_words: Counter = field(default_factory=Counter)
     retries: int = 0
+    repaired: int = 0  # examples the unbatched check corrected (see generation.generator)
+    unsettled: int = 0  # examples still not agreeing after the most repairs
+    # "p" (bins of 0.2) and "prompt_sentences" (h) -> bin -> planned / made / dropped:<reason>
+    by: dict = field(
+        default_factory=lambda: {"p": defaultdict(Counter), "prompt": defaultdict(Counter)}
+    )
+
+    def note(self, what: str, p: float | None, h: int | None) -> None:
+        self.by["p"][p_bin(p)][what] += 1
+        self.by["prompt"][str(h) if h is not None else "none"][what] += 1
+
+    def _breakdown(self, name: str) -> dict:
+        out = {}
+        for key in sorted(self.by[name], key=lambda k: (len(k), k)):
+            counter = self.by[name][key]
+            dropped = {
+                k.split(":", 1)[1]: v for k, v in counter.items() if k.startswith("dropped:")
+            }
+            planned = counter.get("planned", 0)
+            out[key] = {
+                "planned": planned,
+                "made": counter.get("made", 0),
+                "dropped": sum(dropped.values()),
+                "drop_rate": round(sum(dropped.values()) / planned, 4) if planned else None,
+                "dropped_by_reason": dict(sorted(dropped.items())),
+            }
+        return out
 
     def to_json(self) -> dict:
         return {
@@ -147,7 +215,16 @@ class Counts:
             "dropped_by_reason": dict(sorted(self.dropped.items())),
             "filtered_words": dict(sorted(self.filtered_words.items())),
             "retries": self.retries,
+            "repaired": self.repaired,
+            "unsettled": self.unsettled,
+            "by_p": self._breakdown("p"),
+            "by_prompt_sentences": self._breakdown("prompt"),
         }
+
+
+def _record_p(record: dict) -> float | None:
+    decoding = record.get("decoding") or {}
+    return decoding.get("p")
 
 
 class RunWriter:
@@ -161,12 +238,22 @@ class RunWriter:
         self.counts = Counts()
         self.already_complete = False
         self.started = _now()
+        self.warnings: list[str] = []
+        self.lock = OutputLock(out)
+        try:
+            self._open(resume, overwrite)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, resume: bool, overwrite: bool) -> None:
         out_path, manifest = self.paths["out"], self.paths["manifest"]
         if resume and manifest.exists():
             previous = json.loads(manifest.read_text(encoding="utf-8"))
             self._check_same_settings(previous.get("settings", {}))
             if previous.get("status") == "complete" and out_path.exists():
                 self.already_complete = True
+                self.lock.release()
                 return
         elif out_path.exists() and not overwrite:
             raise OutputError(
@@ -182,9 +269,11 @@ class RunWriter:
             for row in _read_complete_lines(self.paths["part"]):
                 self.done_ids.add(row["id"])
                 self.counts.made[row["system"]] += 1
+                self.counts.note("made", _record_p(row), row.get("boundary"))
             for row in _read_complete_lines(self.paths["dropped"]):
                 self.dropped_ids.add(row["id"])
                 self.counts.dropped[row["reason"]] += 1
+                self.counts.note(f"dropped:{row['reason']}", row.get("p"), row.get("h"))
                 for word in row.get("words", []):
                     self.counts.filtered_words[word] += 1
         else:
@@ -208,19 +297,43 @@ class RunWriter:
                 f"({detail}); use the same settings, or --overwrite to start again"
             )
 
+    def plan(self, tasks: list, skipped_documents: int) -> None:
+        """Count what the run means to make (overall, by p bin and by prompt length)."""
+        self.counts.planned = len(tasks)
+        self.counts.skipped_documents = skipped_documents
+        for counter in self.counts.by.values():
+            for bin_counts in counter.values():
+                bin_counts.pop("planned", None)
+        for task in tasks:
+            self.counts.note("planned", task.p, task.h)
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
     def is_done(self, example_id: str) -> bool:
         return example_id in self.done_ids or example_id in self.dropped_ids
 
     def write(self, record: dict) -> None:
         if record["id"] in self.done_ids:
             raise OutputError(f"duplicate example id {record['id']!r}")
+        check_record(record)
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._handle.flush()
         self.done_ids.add(record["id"])
         self.counts.made[record["system"]] += 1
+        self.counts.note("made", _record_p(record), record["boundary"])
 
-    def drop(self, example_id: str, reason: str, words: list[str] | None = None) -> None:
-        row = {"id": example_id, "reason": reason}
+    def drop(
+        self,
+        example_id: str,
+        reason: str,
+        words: list[str] | None = None,
+        *,
+        p: float | None = None,
+        h: int | None = None,
+    ) -> None:
+        row = {"id": example_id, "reason": reason, "p": p, "h": h}
         if words:
             row["words"] = words
             for word in words:
@@ -229,6 +342,7 @@ class RunWriter:
         self._dropped.flush()
         self.dropped_ids.add(example_id)
         self.counts.dropped[reason] += 1
+        self.counts.note(f"dropped:{reason}", p, h)
 
     def write_manifest(self, status: str, error: str | None = None, extra: dict | None = None):
         manifest = {
@@ -240,6 +354,7 @@ class RunWriter:
             "updated": _now(),
             "settings": self.settings,
             "counts": self.counts.to_json(),
+            "warnings": self.warnings,
             **(extra or {}),
         }
         if error:
@@ -250,15 +365,20 @@ class RunWriter:
         for handle in (self._handle, self._dropped):
             if not handle.closed:
                 handle.close()
+        self.lock.release()
 
     def finish(self, extra: dict | None = None) -> None:
-        self.close()
+        for handle in (self._handle, self._dropped):
+            handle.close()
         os.replace(self.paths["part"], self.paths["out"])
         self.write_manifest("complete", extra=extra)
+        self.close()
 
     def fail(self, error: str, extra: dict | None = None) -> None:
-        self.close()
+        for handle in (self._handle, self._dropped):
+            handle.close()
         self.write_manifest("incomplete", error=error, extra=extra)
+        self.close()
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -297,11 +417,19 @@ def merge(inputs: list[Path], out: Path, *, by_task: bool = False, extra: dict |
     if by_task:
         records.sort(key=lambda r: r.get("meta", {}).get("task", 0))
     out = Path(out)
-    tmp = out.with_name(out.name + ".part")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for row in records:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, out)
+    lock = OutputLock(out)
+    try:
+        tmp = out.with_name(out.name + ".part")
+        with tmp.open("w", encoding="utf-8") as handle:
+            for row in records:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        os.replace(tmp, out)
+        return _merged_manifest(out, records, manifests, extra)
+    finally:
+        lock.release()
+
+
+def _merged_manifest(out: Path, records: list[dict], manifests: list[dict], extra: dict | None):
     totals = Counts()
     for manifest in manifests:
         counts = manifest.get("counts", {})
@@ -311,6 +439,15 @@ def merge(inputs: list[Path], out: Path, *, by_task: bool = False, extra: dict |
         totals.dropped.update(counts.get("dropped_by_reason", {}))
         totals.filtered_words.update(counts.get("filtered_words", {}))
         totals.retries += counts.get("retries", 0)
+        totals.repaired += counts.get("repaired", 0)
+        totals.unsettled += counts.get("unsettled", 0)
+        for name, key in (("p", "by_p"), ("prompt", "by_prompt_sentences")):
+            for bin_name, row in counts.get(key, {}).items():
+                target = totals.by[name][bin_name]
+                target["planned"] += row.get("planned", 0)
+                target["made"] += row.get("made", 0)
+                for reason, count in row.get("dropped_by_reason", {}).items():
+                    target[f"dropped:{reason}"] += count
     if not manifests:
         totals.made.update(Counter(r["system"] for r in records))
     merged = {
@@ -322,6 +459,7 @@ def merge(inputs: list[Path], out: Path, *, by_task: bool = False, extra: dict |
         "merged_from": manifests,
         "counts": totals.to_json(),
         "examples": len(records),
+        "warnings": sorted({w for m in manifests for w in m.get("warnings", [])}),
         **(extra or {}),
     }
     write_json_atomic(paths_for(out)["manifest"], merged)

@@ -1,6 +1,7 @@
-"""A tiny GPT-2 trained on a small corpus in well under a minute on a CPU (the demo's model).
+"""A tiny GPT-2 (or Llama) trained on a small corpus in well under a minute on a CPU (the demo's
+model is the GPT-2; the tests also build a Llama, to check that any causal LM works).
 
-A byte-level BPE tokenizer is trained with the `tokenizers` library, a 2-layer GPT-2 is trained on
+A byte-level BPE tokenizer is trained with the `tokenizers` library, a 2-layer model is trained on
 random windows of the corpus, and both are saved with `save_pretrained`, so they load with the same
 `from_pretrained(path)` code as any Hugging Face model.
 """
@@ -30,6 +31,10 @@ class TinyConfig:
     steps: int = 400
     lr: float = 5e-3
     seed: int = 2026
+    architecture: str = "gpt2"  # or "llama"
+
+
+ARCHITECTURES = ("gpt2", "llama")
 
 
 def train_tokenizer(texts: list[str], vocab_size: int):
@@ -53,12 +58,43 @@ def train_tokenizer(texts: list[str], vocab_size: int):
     )
 
 
-def train_tiny(texts: list[str], out: Path, config: TinyConfig = TinyConfig(), log=print) -> dict:
-    """Train a tokenizer and a tiny GPT-2 on `texts`; save both to `out`. Returns a summary."""
+def _build(config: TinyConfig, vocab: int, eos: int):
+    special = {"bos_token_id": eos, "eos_token_id": eos, "pad_token_id": eos}
+    if config.architecture == "llama":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        return LlamaForCausalLM(
+            LlamaConfig(
+                vocab_size=vocab,
+                hidden_size=config.width,
+                intermediate_size=2 * config.width,
+                num_hidden_layers=config.layers,
+                num_attention_heads=config.heads,
+                num_key_value_heads=config.heads,
+                max_position_embeddings=config.positions,
+                **special,
+            )
+        )
     from transformers import GPT2Config, GPT2LMHeadModel
 
+    return GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=vocab,
+            n_positions=config.positions,
+            n_embd=config.width,
+            n_layer=config.layers,
+            n_head=config.heads,
+            **special,
+        )
+    )
+
+
+def train_tiny(texts: list[str], out: Path, config: TinyConfig = TinyConfig(), log=print) -> dict:
+    """Train a tokenizer and a tiny model on `texts`; save both to `out`. Returns a summary."""
     if not texts:
         raise ValueError("no texts to train on")
+    if config.architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}")
     started = time.perf_counter()
     random.seed(config.seed)
     torch.manual_seed(config.seed)
@@ -70,17 +106,7 @@ def train_tiny(texts: list[str], out: Path, config: TinyConfig = TinyConfig(), l
     data = torch.tensor(ids, dtype=torch.long)
     if len(data) <= config.block + 1:
         raise ValueError(f"the corpus has {len(data)} tokens: too few for blocks of {config.block}")
-    model_config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=config.positions,
-        n_embd=config.width,
-        n_layer=config.layers,
-        n_head=config.heads,
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.eos_token_id,
-    )
-    model = GPT2LMHeadModel(model_config)
+    model = _build(config, len(tokenizer), tokenizer.eos_token_id)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(

@@ -23,13 +23,11 @@ def category(slug: str = "news", name: str | None = None) -> Category:
     return row
 
 
-def system(name: str = "gpt2-xl", label: str | None = None) -> System:
+def system(name: str = "gpt2-xl") -> System:
     found = db.session.scalar(select(System).where(System.name == name))
     if found:
-        if label is not None:
-            found.label = label
         return found
-    row = System(name=name, label=label)
+    row = System(name=name)
     db.session.add(row)
     db.session.flush()
     return row
@@ -62,7 +60,8 @@ def example(
     row = Example(
         external_id=external_id or f"ex-{number}",
         category_id=category(category_slug).id,
-        system_id=system("human" if boundary == n else system_name, system_label).id,
+        system_id=system("human" if boundary == n else system_name).id,
+        system_label=system_label,
         sentences=sentences,
         n_sentences=len(sentences),
         boundary=boundary,

@@ -175,20 +175,13 @@ def test_cli_import_non_utf8_file(runner, ctx, tmp_path):
 # -- display labels ---------------------------------------------------------------------------
 
 
-def test_system_label_is_what_players_see_and_must_be_consistent(ctx, tmp_path):
-    with pytest.raises(RecordError, match="system_label must be a non-empty string"):
-        validate(good(system_label="   "), 3)
-    with pytest.raises(RecordError, match="at most 100"):
+def test_system_label_is_kept_with_each_example_and_passages_are_linked(ctx, tmp_path):
+    with pytest.raises(RecordError, match="system_label"):
         validate(good(system_label="x" * 101), 3)
-    clash = tmp_path / "clash.jsonl"
-    write(clash, [good(1, system_label="GPT-2 XL"), good(2, system_label="Another name")])
-    with pytest.raises(ImportFailed, match="has two labels"):
-        import_file(clash)
-    assert count(Example) == 0
     path = tmp_path / "labelled.jsonl"
-    write(path, [good(1, system_label=" GPT-2 XL "), good(2)])
-    report = import_file(path)
-    assert report.labels == {"gpt2-xl": "GPT-2 XL"}
-    assert db.session.scalar(select(System.label).where(System.name == "gpt2-xl")) == "GPT-2 XL"
+    write(path, [good(1, system_label="GPT-2 XL"), good(2)])
+    import_file(path)
+    labels = dict(db.session.execute(select(Example.external_id, Example.system_label)).all())
+    assert labels == {"news-0001-gpt2xl": "GPT-2 XL", "news-0002-gpt2xl": None}
     # Every example is linked to its source passage (both variants of n17 share it).
     assert count(ExamplePassage) == 2 and count(Passage) == 1

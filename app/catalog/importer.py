@@ -38,8 +38,6 @@ class ImportReport:
     skipped: list[str] = field(default_factory=list)
     new_categories: list[str] = field(default_factory=list)
     new_systems: list[str] = field(default_factory=list)
-    # System name -> the display label the file set for it.
-    labels: dict[str, str] = field(default_factory=dict)
     # How many imported examples went to normal play, the daily challenge, or neither.
     pools: dict[str, int] = field(default_factory=dict)
 
@@ -94,24 +92,6 @@ def import_file(
     )
 
 
-def _labels(path: Path, records: list[ExampleRecord]) -> dict[str, str]:
-    """The display label of each system that has one; two labels for one system are an error."""
-    labels: dict[str, str] = {}
-    for record in records:
-        if record.system_label is None:
-            continue
-        known = labels.setdefault(record.system, record.system_label)
-        if known != record.system_label:
-            raise ImportFailed(
-                path,
-                [
-                    f"{path}: system {record.system!r} has two labels, {known!r} and "
-                    f"{record.system_label!r}; give each system one system_label"
-                ],
-            )
-    return labels
-
-
 def import_records(
     path: Path,
     records: list[ExampleRecord],
@@ -130,7 +110,6 @@ def import_records(
         raise ValueError("on_duplicate must be 'error' or 'skip'")
     if not 0 <= reserve_daily <= 1:
         raise ValueError("reserve_daily must be between 0 and 1")
-    labels = _labels(path, records)
     report = ImportReport(path)
     existing = _existing_ids([r.id for r in records])
     if existing and on_duplicate == "error":
@@ -166,10 +145,6 @@ def import_records(
                 systems[record.system] = _get_or_create(
                     System, "name", record.system, report.new_systems
                 )
-                label = labels.get(record.system)
-                if label is not None and systems[record.system].label != label:
-                    systems[record.system].label = label
-                    report.labels[record.system] = label
             batch.append(
                 Example(
                     external_id=record.id,
@@ -183,6 +158,8 @@ def import_records(
                     seed=record.seed,
                     source=record.source,
                     meta=record.meta,
+                    system_label=record.system_label,
+                    provenance=record.provenance,
                     annotation_count=0,
                 )
             )

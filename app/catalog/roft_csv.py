@@ -10,16 +10,15 @@ name, prompt and generation ids are kept in `meta`.
 from __future__ import annotations
 
 import csv
-import hashlib
 import math
 import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from app.catalog.records import ExampleRecord, RecordError, validate
+from roftcore.records import ExampleRecord, RecordError, validate
+from roftcore.roft import SEP, example_key
 
-SEP = "_SEP_"
 NEEDED = ("model", "dataset", "dec_strat_value", "true_boundary_index", "prompt_body", "gen_body")
 
 
@@ -43,13 +42,6 @@ def parse_p(value: str | float | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(p) else p
-
-
-def example_key(model: str, dataset: str, p: float | None, prompt_body: str, gen_body: str) -> str:
-    """A stable id for one RoFT text; analysis.load gives the same id to roft.csv rows."""
-    parts = [model, dataset, "" if p is None else repr(float(p)), prompt_body, gen_body]
-    digest = hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:12]
-    return f"roft-{digest}"
 
 
 def slug(text: str) -> str:

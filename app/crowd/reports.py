@@ -16,7 +16,7 @@ from app.crowd.studies import FINISHED, LEFT, completion_code, config_of
 from app.extensions import db
 from app.game import rounds as game
 from app.models import Example, Participant, ParticipantStatus, Round, Study, StudyDecision
-from app.spreadsheet import neutralise_row
+from roftcore.spreadsheet import neutralise_row
 
 # Below this many workers with answered rounds, the study's median time says too little for
 # the relative speeder flag.

@@ -33,7 +33,7 @@ from app.errors import Conflict
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Study, StudyBonus, StudyDecision
 from app.models.base import utcnow
-from app.spreadsheet import neutralise, neutralise_row
+from roftcore.spreadsheet import neutralise, neutralise_row
 
 APPROVE, REJECT, REVIEW, RETURNED, PENDING = "approve", "reject", "review", "returned", "pending"
 DECISIONS = (APPROVE, REJECT, REVIEW, RETURNED, PENDING)

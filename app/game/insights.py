@@ -84,7 +84,7 @@ def describe(boundary: int, n_sentences: int, decoding: dict | None, label: str 
 
 
 def kind_of(example: Example) -> TextKind:
-    return describe(example.boundary, example.n_sentences, example.decoding, example.system.label)
+    return describe(example.boundary, example.n_sentences, example.decoding, example.system_label)
 
 
 # --- Where other players flagged it ----------------------------------------------------------

@@ -1,36 +1,7 @@
-"""RoFT's eight reasons for calling a sentence machine-written, plus "just a hunch".
-
-"hunch" is ours: a one-tap way to say "no particular reason", so that a player need not pick a
-reason they do not hold (RoFT's players wrote such answers into "other").
-"""
+"""RoFT's eight reasons: re-exported from `roftcore.reasons`, the one definition."""
 
 from __future__ import annotations
 
-REASONS: dict[str, tuple[str, str]] = {
-    "grammar": ("Grammar", "Ungrammatical or badly punctuated."),
-    "repetition": ("Repetition", "Repeats words, phrases or ideas."),
-    "irrelevant": ("Irrelevant", "Off topic or unrelated to what came before."),
-    "contradicts_sentence": (
-        "Contradicts an earlier sentence",
-        "Says something that clashes with an earlier sentence.",
-    ),
-    "contradicts_knowledge": (
-        "Contradicts known facts",
-        "Gets the world wrong: facts, dates, places, how things work.",
-    ),
-    "common_sense": ("Common-sense error", "Describes something that could not plausibly happen."),
-    "coreference": ("Mixes up people or things", "Confuses who or what is being talked about."),
-    "generic": ("Generic or bland", "Vague filler that could appear in any text."),
-    "hunch": ("Just a hunch", "No single reason: it just reads as machine-written."),
-}
+from roftcore.reasons import MAX_EXPLANATION_CHARS, REASONS, clean_reasons
 
-MAX_EXPLANATION_CHARS = 2000
-
-
-def clean_reasons(values: list[str]) -> list[str]:
-    """Known reason keys in the canonical order, duplicates removed; unknown keys raise."""
-    unknown = sorted(set(values) - REASONS.keys())
-    if unknown:
-        raise ValueError(f"unknown reason: {', '.join(unknown)}")
-    chosen = set(values)
-    return [key for key in REASONS if key in chosen]
+__all__ = ["MAX_EXPLANATION_CHARS", "REASONS", "clean_reasons"]

@@ -1,64 +1,15 @@
-"""The RoFT scoring rule and boundary distance: pure functions, shared by the site and analysis.
-
-An example has N sentences s[0..N-1]; `boundary` is the index of the first machine-written
-sentence (N when the whole text is human-written). A guess `g` is the index of the sentence the
-player flagged as machine-written, or N for "all human".
-"""
+"""The RoFT scoring rule and boundary distance: re-exported from `roftcore.boundary`, the one
+definition shared by the site, generation and analysis."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from roftcore.boundary import (
+    MAX_POINTS,
+    Verdict,
+    distance,
+    points,
+    validate_boundary,
+    verdict,
+)
 
-MAX_POINTS = 5
-
-
-def points(guess: int, boundary: int) -> int:
-    """5 for the exact boundary, one less per sentence late (never below 0), 0 when too early."""
-    if guess < boundary:
-        return 0
-    return max(MAX_POINTS - (guess - boundary), 0)
-
-
-def distance(guess: int, boundary: int) -> int:
-    """Signed distance in sentences: negative when too early, positive when late."""
-    return guess - boundary
-
-
-@dataclass(frozen=True)
-class Verdict:
-    points: int
-    distance: int
-    message: str
-
-    @property
-    def exact(self) -> bool:
-        return self.distance == 0
-
-    @property
-    def too_early(self) -> bool:
-        return self.distance < 0
-
-
-def verdict(guess: int, boundary: int, n_sentences: int) -> Verdict:
-    """Points plus the short message shown when the truth is revealed."""
-    d = distance(guess, boundary)
-    all_human = boundary == n_sentences
-    if d == 0:
-        message = "Right: the whole text was human-written!" if all_human else "Exact!"
-    elif d < 0:
-        if all_human:
-            message = "Too early: the whole text was human-written."
-        else:
-            n = -d
-            message = f"Too early, by {n} sentence{'s' if n != 1 else ''}."
-    else:
-        message = f"{d} sentence{'s' if d != 1 else ''} late."
-    return Verdict(points=points(guess, boundary), distance=d, message=message)
-
-
-def validate_boundary(boundary: int, n_sentences: int) -> None:
-    """Raise ValueError unless 1 <= boundary <= N (s[0] is always human-written)."""
-    if n_sentences < 2:
-        raise ValueError(f"an example needs at least 2 sentences, got {n_sentences}")
-    if not 1 <= boundary <= n_sentences:
-        raise ValueError(f"boundary must be between 1 and {n_sentences}, got {boundary}")
+__all__ = ["MAX_POINTS", "Verdict", "distance", "points", "validate_boundary", "verdict"]

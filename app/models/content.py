@@ -27,9 +27,6 @@ class System(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True)
-    # What players are told wrote the text, when the operator set one in the import file
-    # (`system_label`); otherwise the reveal describes the kind of text in plain words.
-    label: Mapped[str | None] = mapped_column(String(100), nullable=True)
 
 
 class Example(db.Model):
@@ -54,6 +51,11 @@ class Example(db.Model):
     seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
     source: Mapped[dict] = mapped_column(JSON, default=dict)
     meta: Mapped[dict] = mapped_column(JSON, default=dict)
+    # Shown to players instead of a generic description when the operator sets it.
+    system_label: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    # How the text was made (roftcore.records.PROVENANCE_FIELDS): model, weights_sha256,
+    # hub_commit, code_version, generation settings; kept verbatim as the record carried it.
+    provenance: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     # "normal"; "daily" (held back for the daily challenge, never served in normal play); or
     # "attention_check" (all human, first sentence tells workers what to answer).
     kind: Mapped[str] = mapped_column(String(16), default="normal", server_default="normal")

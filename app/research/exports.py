@@ -49,7 +49,7 @@ from app.models import (
     System,
 )
 from app.models.base import utcnow
-from app.spreadsheet import neutralise_frame
+from roftcore.spreadsheet import neutralise_frame
 
 FORMATS = ("csv", "parquet", "sqlite")
 SQLITE_NAME = "roft-export.sqlite"
@@ -192,6 +192,15 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "(its answer had been shown to another player in the same browser / from the same "
         "address); empty when it counts",
     ),
+    "system_label": ("string", "", "display name of the system shown to players; empty if unset"),
+    "provenance_model": ("string", "", "the model (hub id or path) that wrote the text"),
+    "weights_sha256": ("string", "hex", "SHA-256 of the model's weight files; empty if unknown"),
+    "code_version": ("string", "", "version and git commit of the generation code"),
+    "provenance": (
+        "string",
+        "JSON",
+        "how the text was made: model, weights_sha256, hub_commit, code_version, generation",
+    ),
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "example_id": ("string", "", "the example's id"),
@@ -212,6 +221,15 @@ EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "sentences": ("string", "JSON list", "all N sentences"),
     "answered_rounds": ("integer", "rounds", "answered rounds in this export"),
     "imported_at": ("timestamp", "UTC, ISO 8601", "when the example was imported"),
+    "system_label": ("string", "", "display name of the system shown to players; empty if unset"),
+    "provenance_model": ("string", "", "the model (hub id or path) that wrote the text"),
+    "weights_sha256": ("string", "hex", "SHA-256 of the model's weight files; empty if unknown"),
+    "code_version": ("string", "", "version and git commit of the generation code"),
+    "provenance": (
+        "string",
+        "JSON",
+        "how the text was made: model, weights_sha256, hub_commit, code_version, generation",
+    ),
 }
 PLAYER_COLUMNS: dict[str, tuple[str, str, str]] = {
     "annotator": ("string", "", "pseudonym (matches rounds.annotator)"),
@@ -389,6 +407,8 @@ def collect(options: ExportOptions, progress: Callable[[str], None] | None = Non
                     Example.meta,
                     Example.sentences,
                     Example.imported_at,
+                    Example.system_label,
+                    Example.provenance,
                 )
                 .join(Category, Category.id == Example.category_id)
                 .join(System, System.id == Example.system_id)
@@ -453,6 +473,30 @@ def _json(value) -> str:
     return json.dumps(value if value is not None else None, ensure_ascii=False, sort_keys=True)
 
 
+PROVENANCE_EXPORT = (
+    "system_label",
+    "provenance_model",
+    "weights_sha256",
+    "code_version",
+    "provenance",
+)
+
+
+def _provenance_columns(examples: pd.DataFrame) -> pd.DataFrame:
+    """The provenance the example file carried (flask import keeps it), flattened for export."""
+    prov = examples["provenance"].map(lambda v: v or {})
+    return pd.DataFrame(
+        {
+            "system_label": examples["system_label"].fillna(""),
+            "provenance_model": prov.map(lambda v: v.get("model") or ""),
+            "weights_sha256": prov.map(lambda v: v.get("weights_sha256") or ""),
+            "code_version": prov.map(lambda v: v.get("code_version") or ""),
+            "provenance": examples["provenance"].map(lambda v: _json(v) if v else ""),
+        },
+        index=examples.index,
+    )
+
+
 def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.DataFrame]:
     """The exported tables from what `collect` read."""
     rounds, reveals, examples, players = (
@@ -472,6 +516,8 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
     examples["gen_body"] = [
         SEP.join(s[b:]) for s, b in zip(examples["sentences"], examples["boundary"], strict=True)
     ]
+    flat = _provenance_columns(examples)
+    examples = examples.drop(columns=["system_label", "provenance"]).join(flat)
     by_example = examples.set_index("example_pk")
 
     names = {pid: pseudonym(int(pid), key) for pid in players["player_id"]}
@@ -550,6 +596,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "participant_status": r["participant_status"].map(_text_value),
             "decision": r["decision"].fillna(""),
             "uncounted": r["uncounted"].fillna(""),
+            **{name: r[name] for name in PROVENANCE_EXPORT},
         },
         index=r.index,
     )
@@ -583,6 +630,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             .fillna(0)
             .astype("int64"),
             "imported_at": pd.to_datetime(examples["imported_at"], utc=True),
+            **{name: examples[name] for name in PROVENANCE_EXPORT},
         }
     )
 

@@ -1,4 +1,4 @@
-"""A game people come back to: sets, the daily challenge, passages, votes, system labels.
+"""A game people come back to: sets, the daily challenge, passages, votes.
 
 - `game_sets`: a player's sets of texts (normal, or one daily challenge per UTC day) with running
   figures; `rounds.set_id` ties a round to its set.
@@ -8,7 +8,6 @@
   and rounds are backfilled here (keys as in app/catalog/passages.py, frozen in this file).
 - `explanation_votes`, `rounds.upvotes`, `rounds.explanation_hidden_at`: votes on explanations and
   a researcher's hiding of one.
-- `systems.label`: a display name for a system, set in the import file.
 
 Revision ID: 0005_game_people_return
 Revises: 0004_player_survey
@@ -100,9 +99,6 @@ def upgrade():
         batch_op.create_index(batch_op.f('ix_rounds_set_id'), ['set_id'], unique=False)
         batch_op.create_foreign_key(batch_op.f('fk_rounds_set_id_game_sets'), 'game_sets', ['set_id'], ['id'], ondelete='SET NULL')
 
-    with op.batch_alter_table('systems', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('label', sa.String(length=100), nullable=True))
-
     _backfill_passages()
 
 
@@ -158,9 +154,6 @@ def _backfill_passages():
 
 
 def downgrade():
-    with op.batch_alter_table('systems', schema=None) as batch_op:
-        batch_op.drop_column('label')
-
     with op.batch_alter_table('rounds', schema=None) as batch_op:
         batch_op.drop_constraint(batch_op.f('fk_rounds_set_id_game_sets'), type_='foreignkey')
         batch_op.drop_index(batch_op.f('ix_rounds_set_id'))

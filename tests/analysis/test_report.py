@@ -52,7 +52,7 @@ def test_report_on_roft_csv(tmp_path):
     assert heds["evaluators"]["number_before_exclusions"] == 6
     assert heds["evaluators"]["number_after_exclusions"] == 5
     assert heds["design"]["quality_assurance"]["excluded"]["straight_lining"]["rows"] == 5
-    assert "TODO (researcher)" in (tmp_path / "heds.md").read_text()
+    assert "unknown — fill in" in (tmp_path / "heds.md").read_text()
     assert (tmp_path / "comment_rules.csv").exists()
 
 

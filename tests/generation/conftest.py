@@ -55,3 +55,24 @@ def corpus_file(tmp_path) -> Path:
     docs = [*demo_docs("news", 6), {"id": "short-1", "text": "Too short. Only two sentences."}]
     path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory) -> Path:
+    """A second architecture: a 2-layer Llama with the same kind of tokenizer, trained briefly."""
+    from generation.tiny import TinyConfig, train_tiny
+
+    texts = [d["text"] for d in demo_docs("news", 4) + demo_docs("stories", 4)]
+    out = tmp_path_factory.mktemp("tiny-llama")
+    config = TinyConfig(
+        vocab_size=400,
+        width=64,
+        heads=2,
+        block=64,
+        batch=8,
+        steps=150,
+        lr=1e-2,
+        architecture="llama",
+    )
+    train_tiny(texts, out, config, log=None)
+    return out

@@ -10,6 +10,7 @@ import torch
 from app.catalog.records import parse_lines
 from generation import pipeline
 from generation.cli import main
+from generation.decoding import Decoding
 from generation.generator import Request, continue_batch
 
 N = 4
@@ -61,7 +62,7 @@ def model_args(tiny_model_dir):
 
 def test_p_zero_is_greedy_decoding(lm):
     requests = [
-        Request(prompt=text, needed=99, p=0.0, seed=i, budget=12)
+        Request(prompt=text, needed=99, decoding=Decoding(p=0.0), seed=i, budget=12)
         for i, text in enumerate(prompts(2))
     ]
     ours = continue_batch(lm, requests, stop_on_sentences=False)
@@ -82,21 +83,27 @@ def test_p_zero_is_greedy_decoding(lm):
 
 def test_batched_equals_one_at_a_time(lm):
     requests = [
-        Request(prompt=text, needed=2, p=p, seed=7 + i, budget=60)
+        Request(
+            prompt=text,
+            needed=2,
+            decoding=Decoding(p=p, repetition_penalty=1.2),
+            seed=7 + i,
+            budget=60,
+        )
         for i, (text, p) in enumerate(zip(prompts(4), [0.0, 0.0, 0.9, 1.0], strict=True))
     ]
-    batched = continue_batch(lm, requests, repetition_penalty=1.2)
-    alone = [continue_batch(lm, [r], repetition_penalty=1.2)[0] for r in requests]
+    batched = continue_batch(lm, requests)
+    alone = [continue_batch(lm, [r])[0] for r in requests]
     assert batched == alone
     assert len({r.text for r in batched}) > 1
 
 
 def test_same_seed_same_text_and_other_seeds_differ(lm):
-    request = Request(prompt=prompts(1)[0], needed=2, p=1.0, seed=11, budget=40)
+    request = Request(prompt=prompts(1)[0], needed=2, decoding=Decoding(p=1.0), seed=11, budget=40)
     first = continue_batch(lm, [request])[0]
     assert continue_batch(lm, [request])[0] == first
     others = {
-        continue_batch(lm, [Request(request.prompt, 2, 1.0, seed, 40)])[0].text
+        continue_batch(lm, [Request(request.prompt, 2, Decoding(p=1.0), seed, 40)])[0].text
         for seed in (12, 13, 14)
     }
     assert others - {first.text}
@@ -129,6 +136,7 @@ def test_generate_writes_valid_examples_of_exactly_n_sentences(corpus_file, tmp_
         else:
             assert row["system"] == "tiny"
             assert 0.8 <= row["decoding"]["p"] <= 1 and row["decoding"]["top_k"] is None
+            assert row["provenance"]["weights_sha256"] == manifest["model"]["weights_sha256"]
             assert isinstance(row["seed"], int)
             assert " ".join(row["sentences"][h:]) not in doc["text"]
     # The same run again gives the same examples.
@@ -220,6 +228,8 @@ def test_grover_prompt_format_is_recorded(corpus_file, tmp_path, model_args):
         (["--model", "./no/such/model"], "does not exist"),
         (["--p", "1.5"], "p must be in [0, 1]"),
         (["-n", "1"], "at least 2"),
+        (["--system-label", "x" * 101], "1 to 100 characters"),
+        (["--preset", "raid", "--top-k", "5"], "sets every decoding setting"),
     ],
 )
 def test_bad_input_fails_clearly_without_output(

@@ -11,6 +11,7 @@ import torch
 
 from generation.baselines import splice
 from generation.corpus import CorpusError, Document, read_corpus
+from generation.decoding import DecodingPlan
 from generation.filters import (
     REPEATED_SENTENCE,
     REPEATS_PROMPT,
@@ -64,10 +65,10 @@ def test_boundary_is_uniform_on_1_to_n_and_all_human_share_is_configurable():
 
 def test_plan_is_reproducible_per_example_and_skips_short_documents():
     docs = [doc("a", 12), doc("short", 5), doc("b", 12)]
-    p = PDistribution()
-    first = make_plan(docs, category="news", system_slug="m", per_doc=3, seed=9, p_dist=p)
-    again = make_plan(docs, category="news", system_slug="m", per_doc=3, seed=9, p_dist=p)
-    alone = make_plan(docs[2:], category="news", system_slug="m", per_doc=3, seed=9, p_dist=p)
+    p = DecodingPlan()
+    first = make_plan(docs, category="news", system_slug="m", per_doc=3, seed=9, decoding=p)
+    again = make_plan(docs, category="news", system_slug="m", per_doc=3, seed=9, decoding=p)
+    alone = make_plan(docs[2:], category="news", system_slug="m", per_doc=3, seed=9, decoding=p)
     assert first.skipped_documents == ["short"]
     assert [(t.id, t.h, t.p, t.seed) for t in first.tasks] == [
         (t.id, t.h, t.p, t.seed) for t in again.tasks
@@ -75,7 +76,7 @@ def test_plan_is_reproducible_per_example_and_skips_short_documents():
     # An example does not depend on the other documents of the run (resume, shards).
     b_tasks = [(t.id, t.h, t.p, t.seed) for t in first.tasks if t.doc.id == "b"]
     assert b_tasks == [(t.id, t.h, t.p, t.seed) for t in alone.tasks]
-    other = make_plan(docs, category="news", system_slug="m", per_doc=3, seed=10, p_dist=p)
+    other = make_plan(docs, category="news", system_slug="m", per_doc=3, seed=10, decoding=p)
     assert [t.seed for t in other.tasks] != [t.seed for t in first.tasks]
     with pytest.raises(PlanError, match="at least 2"):
         make_plan(docs, category="news", system_slug="m", n=1)

@@ -15,7 +15,7 @@ from app import PROJECT_ROOT
 from app.extensions import db
 from app.models import Round
 from app.research.exports import ExportOptions, export
-from app.spreadsheet import neutralise, neutralise_frame, restore, restore_frame
+from roftcore.spreadsheet import neutralise, neutralise_frame, restore, restore_frame
 from tests import factories
 from tests.analysis.test_report import ROFT
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
@@ -106,7 +106,7 @@ def test_analysis_report_tables_neutralise_text(tmp_path):
 
 
 def test_no_csv_writer_bypasses_the_rule():
-    """Every place that writes CSV goes through app/spreadsheet.py."""
+    """Every place that writes CSV goes through the one rule (roftcore/spreadsheet.py)."""
     writers = []
     for folder in ("app", "analysis", "generation"):
         for path in (PROJECT_ROOT / folder).rglob("*.py"):
