@@ -201,8 +201,12 @@ def compare(frame: pd.DataFrame, detections: pd.DataFrame, n_boot: int = 1000, s
         exact=("exact", "mean"),
         distance=("distance", "mean"),
     )
-    joined = players.join(
-        det[["guess", "points", "distance", "boundary", "n_sentences"]], rsuffix="_detector"
+    joined = players.merge(
+        det[["guess", "points", "distance", "boundary", "n_sentences"]],
+        how="left",
+        left_index=True,
+        right_index=True,
+        suffixes=("", "_detector"),
     )
     joined["exact_detector"] = (joined["guess"] == joined["boundary"]).astype(float)
     table = []
