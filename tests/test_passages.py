@@ -56,16 +56,13 @@ def test_a_read_passage_is_never_served_again_in_another_variant(ctx):
     assert len(read) == 2
 
 
-def test_operators_may_allow_other_variants(make_app, db_uri):
-    app = make_app(AVOID_REPEATED_PASSAGES=False)
-    with app.app_context():
-        db.create_all()
-        first = factories.example(boundary=4, passage="doc-1")
-        second = factories.example(boundary=10, passage="doc-1")
-        player = factories.player()
-        answer(player, first, 4)
-        assert rounds.start_round(player, "news").example_id == second.id
-        db.drop_all()
+def test_operators_may_allow_other_variants(ctx):
+    ctx.config["AVOID_REPEATED_PASSAGES"] = False
+    first = factories.example(boundary=4, passage="doc-1")
+    second = factories.example(boundary=10, passage="doc-1")
+    player = factories.player()
+    answer(player, first, 4)
+    assert rounds.start_round(player, "news").example_id == second.id
 
 
 def test_a_splice_counts_both_of_its_passages_as_read(ctx):
