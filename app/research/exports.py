@@ -85,6 +85,18 @@ class ExportError(ValueError):
     """The export cannot be made as asked; the message says why."""
 
 
+# How each example was made, in the rounds and the examples tables alike.
+PROVENANCE_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "system_label": ("string", "", "display name of the system shown to players; empty if unset"),
+    "provenance_model": ("string", "", "the model (hub id or path) that wrote the text"),
+    "weights_sha256": ("string", "hex", "SHA-256 of the model's weight files; empty if unknown"),
+    "code_version": ("string", "", "version and git commit of the generation code"),
+    "provenance": (
+        "string",
+        "JSON",
+        "how the text was made: model, weights_sha256, hub_commit, code_version, generation",
+    ),
+}
 # name -> (type, unit, description). The order of ROUND_COLUMNS is the order of the table.
 ROFT_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "date": ("timestamp", "UTC, ISO 8601", "when the round was answered"),
@@ -192,15 +204,7 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "(its answer had been shown to another player in the same browser / from the same "
         "address); empty when it counts",
     ),
-    "system_label": ("string", "", "display name of the system shown to players; empty if unset"),
-    "provenance_model": ("string", "", "the model (hub id or path) that wrote the text"),
-    "weights_sha256": ("string", "hex", "SHA-256 of the model's weight files; empty if unknown"),
-    "code_version": ("string", "", "version and git commit of the generation code"),
-    "provenance": (
-        "string",
-        "JSON",
-        "how the text was made: model, weights_sha256, hub_commit, code_version, generation",
-    ),
+    **PROVENANCE_COLUMNS,
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "example_id": ("string", "", "the example's id"),
@@ -221,15 +225,7 @@ EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "sentences": ("string", "JSON list", "all N sentences"),
     "answered_rounds": ("integer", "rounds", "answered rounds in this export"),
     "imported_at": ("timestamp", "UTC, ISO 8601", "when the example was imported"),
-    "system_label": ("string", "", "display name of the system shown to players; empty if unset"),
-    "provenance_model": ("string", "", "the model (hub id or path) that wrote the text"),
-    "weights_sha256": ("string", "hex", "SHA-256 of the model's weight files; empty if unknown"),
-    "code_version": ("string", "", "version and git commit of the generation code"),
-    "provenance": (
-        "string",
-        "JSON",
-        "how the text was made: model, weights_sha256, hub_commit, code_version, generation",
-    ),
+    **PROVENANCE_COLUMNS,
 }
 PLAYER_COLUMNS: dict[str, tuple[str, str, str]] = {
     "annotator": ("string", "", "pseudonym (matches rounds.annotator)"),
