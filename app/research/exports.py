@@ -469,13 +469,7 @@ def _json(value) -> str:
     return json.dumps(value if value is not None else None, ensure_ascii=False, sort_keys=True)
 
 
-PROVENANCE_EXPORT = (
-    "system_label",
-    "provenance_model",
-    "weights_sha256",
-    "code_version",
-    "provenance",
-)
+PROVENANCE_EXPORT = tuple(PROVENANCE_COLUMNS)
 
 
 def _provenance_columns(examples: pd.DataFrame) -> pd.DataFrame:
