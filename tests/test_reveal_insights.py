@@ -8,6 +8,7 @@ import re
 import pandas as pd
 import pytest
 
+from app.accounts import lifecycle
 from app.accounts import service as accounts
 from app.extensions import db
 from app.game import insights
@@ -173,3 +174,18 @@ def test_crowd_and_other_texts_explanations_stay_out(ctx):
     assert insights.explanations_for(mine) == []
     with pytest.raises(ValueError):
         insights.explanations_for(Round(guess=None))
+
+
+def test_votes_are_in_my_data_and_leave_with_a_deleted_account(ctx):
+    example = factories.example(boundary=4, passage="v")
+    writer = factories.player("writer", password="a long password")
+    explained = answer(writer, example, 4, "Repeats the same phrase")
+    voter = factories.player("voter", password="another long password")
+    answer(voter, example, 4)
+    insights.vote(voter, explained.id)
+    assert lifecycle.my_data(voter)["votes"][0]["explanation"] == "Repeats the same phrase"
+    assert lifecycle.my_data(writer)["explanations"][0]["upvotes"] == 1
+    lifecycle.delete_account(voter, "another long password")
+    db.session.expire_all()
+    assert db.session.get(Round, explained.id).upvotes == 0
+    assert insights.upvotes_received(db.session.get(Player, writer.id)) == 0

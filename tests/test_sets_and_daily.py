@@ -358,3 +358,18 @@ def test_daily_status_and_reserve_commands(daily_app):
     status = runner.invoke(args=["daily", "status"])
     assert status.exit_code == 0 and "Days left: about 5 more" in status.output
     assert runner.invoke(args=["daily", "reserve", "0"]).exit_code == 2
+
+
+def test_a_challenge_with_an_uncounted_text_stays_out_of_the_distribution(daily_app):
+    for _ in range(2):
+        client = daily_app.test_client()
+        play_daily(client, csrf_token(client))
+    with daily_app.app_context():
+        assert daily.results(DAY).players == 2
+        # As if the second player's first text had been revealed to another identity of theirs.
+        tainted = db.session.scalars(
+            select(Round).join(GameSet, GameSet.id == Round.set_id).order_by(Round.id.desc())
+        ).first()
+        tainted.uncounted = "truth_seen_device"
+        db.session.commit()
+        assert daily.results(DAY).players == 1
