@@ -193,3 +193,13 @@ def test_sets_skip_passages_read_in_a_set_too(ctx):
     rounds.submit_answer(player, first.id, rounds.parse_answer("machine", 2, ["hunch"], ""))
     with pytest.raises(rounds.NoExamplesLeft):
         sets.play(player, "news")
+
+
+def test_the_daily_draw_grows_along_splices_to_spare_few_texts():
+    # Passages 1-2-3-4-5-6 each spliced with the next: holding back three should keep them in a
+    # run (one splice across the pools), never scattered.
+    candidates = dict.fromkeys(range(1, 7), 1)
+    neighbours = pools._splice_links([(i, i + 1) for i in range(1, 6)])
+    for seed in range(20):
+        drawn = sorted(pools._choose(candidates, 0.5, random.Random(seed), neighbours))
+        assert len(drawn) == 3 and drawn[-1] - drawn[0] == 2, drawn

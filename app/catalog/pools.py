@@ -83,8 +83,20 @@ def _pools_of(passage_ids: list[int], excluding: set[int]) -> dict[int, str]:
     return pools
 
 
-def _choose(candidates: dict[int, int], share: float, rng: random.Random | None = None) -> set[int]:
-    """A share of candidate passages, drawn within each category: {passage: category}."""
+def _choose(
+    candidates: dict[int, int],
+    share: float,
+    rng: random.Random | None = None,
+    neighbours: dict[int, set[int]] | None = None,
+) -> set[int]:
+    """A share of candidate passages, drawn within each category: {passage: category}.
+
+    `neighbours` links passages that a spliced baseline shows together. The draw grows along
+    those links (a neighbour of a passage already drawn comes first, the one with most such
+    links), so that few splices end up with one passage in each pool, where neither pool may
+    serve them.
+    """
+    neighbours = neighbours or {}
     by_category: dict[int, list[int]] = defaultdict(list)
     for passage, category in sorted(candidates.items()):
         by_category[category].append(passage)
@@ -92,8 +104,30 @@ def _choose(candidates: dict[int, int], share: float, rng: random.Random | None 
     chosen: set[int] = set()
     for passages in by_category.values():
         count = math.floor(share * len(passages) + 0.5)
-        chosen.update(rng.sample(passages, count))
+        left = set(passages)
+        frontier: dict[int, int] = {}  # passage -> links into the chosen set
+        for _ in range(count):
+            if frontier:
+                most = max(frontier.values())
+                pick = rng.choice(sorted(p for p, n in frontier.items() if n == most))
+            else:
+                pick = rng.choice(sorted(left))
+            chosen.add(pick)
+            left.discard(pick)
+            frontier.pop(pick, None)
+            for other in neighbours.get(pick, ()):
+                if other in left:
+                    frontier[other] = frontier.get(other, 0) + 1
     return chosen
+
+
+def _splice_links(passage_lists) -> dict[int, set[int]]:
+    """Which passages are shown together by one example (a splice's two passages)."""
+    neighbours: dict[int, set[int]] = defaultdict(set)
+    for passages in passage_lists:
+        for a in passages:
+            neighbours[a].update(b for b in passages if b != a)
+    return neighbours
 
 
 def _kind_for(pools: list[str]) -> str:
@@ -131,7 +165,8 @@ def place_new_examples(
         for ex in examples:
             first_category.setdefault(links[ex.id][0], ex.category_id)
         candidates = {p: c for p, c in first_category.items() if p not in pools}
-        pools.update(dict.fromkeys(_choose(candidates, daily_share, rng), DAILY))
+        drawn = _choose(candidates, daily_share, rng, _splice_links(links.values()))
+        pools.update(dict.fromkeys(drawn, DAILY))
     kinds = {ex_id: _kind_for([pools.get(p, NORMAL) for p in ps]) for ex_id, ps in links.items()}
     _set_kinds({ex_id: kind for ex_id, kind in kinds.items() if kind != NORMAL})
     counts = dict.fromkeys((NORMAL, DAILY, SPARE), 0)
@@ -179,13 +214,12 @@ def reserve_unread(share: float, rng: random.Random | None = None) -> Reserved:
         for passage, uses in links.items()
         if all(kind == NORMAL and ex not in played and ex not in in_studies for ex, kind, _ in uses)
     }
-    chosen = _choose(candidates, share, rng)
-    touched = {ex for passage in chosen for ex, _, _ in links[passage]}
     passages_of: dict[int, list[int]] = defaultdict(list)
     for passage, uses in links.items():
         for ex, _kind, _category in uses:
-            if ex in touched:
-                passages_of[ex].append(passage)
+            passages_of[ex].append(passage)
+    chosen = _choose(candidates, share, rng, _splice_links(passages_of.values()))
+    touched = {ex for passage in chosen for ex, _, _ in links[passage]}
     current = {ex: kind for uses in links.values() for ex, kind, _ in uses}
 
     def pool(passage: int) -> str:
