@@ -30,3 +30,23 @@ login_manager = LoginManager()
 csrf = CSRFProtect()
 limiter = Limiter(key_func=get_remote_address, default_limits=[])
 cache = Cache()
+
+
+def commit_keeping(*keep: object) -> None:
+    """Commit, keeping the loaded state of the objects in `keep`; every other object expires.
+
+    A plain commit expires everything, so the page drawn next loads the player, the round and its
+    text again. The caller must first bring what it changed with SQL statements up to date on the
+    kept objects (`sqlalchemy.orm.attributes.set_committed_value`) or expire those attributes.
+    A proxy (`current_user`) stands for the object behind it.
+    """
+    session = db.session()
+    kept = {id(getattr(obj, "_get_current_object", lambda obj=obj: obj)()) for obj in keep}
+    session.expire_on_commit = False
+    try:
+        session.commit()
+    finally:
+        session.expire_on_commit = True
+    for obj in list(session.identity_map.values()):
+        if id(obj) not in kept:
+            session.expire(obj)

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from flask import Flask, g, has_request_context, request
 from flask.logging import default_handler
+from sqlalchemy import inspect
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _WELL_FORMED_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -76,9 +77,10 @@ def configure_logging(app: Flask) -> None:
         request_id = g.get("request_id") or request_id_from(None)
         response.headers[REQUEST_ID_HEADER] = request_id
         if access and "request_started" in g:
-            # Only a player this request already loaded: logging must not query the database.
-            user = g.get("_login_user")
-            player = user.get_id() if user is not None and user.is_authenticated else None
+            # Only a player this request already loaded, by its identity key: reading an
+            # attribute after a commit would load the player again.
+            state = inspect(g.get("_login_user"), raiseerr=False)
+            player = state.identity[0] if state is not None and state.identity else None
             app.logger.info(
                 "request",
                 extra={
@@ -88,7 +90,7 @@ def configure_logging(app: Flask) -> None:
                     "status": response.status_code,
                     "duration_ms": round((time.perf_counter() - g.request_started) * 1000, 2),
                     "remote": request.remote_addr,
-                    "player": player.split(":", 1)[0] if player else None,
+                    "player": str(player) if player is not None else None,
                 },
             )
         return response

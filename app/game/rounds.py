@@ -6,17 +6,20 @@ lives on the server; the client only sends intents.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from flask import current_app
-from sqlalchemy import and_, case, exists, func, literal, select, update
+from sqlalchemy import Integer, and_, case, cast, exists, func, literal, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.catalog.records import SLUG_RE
 from app.errors import BadRequest, Conflict, NotFound
-from app.extensions import db
+from app.extensions import commit_keeping, db
 from app.game import reasons as reason_catalogue
 from app.game.scoring import Verdict, verdict
 from app.leaderboard import integrity, standings
@@ -39,6 +42,16 @@ PRACTICE = "practice"
 _START_ATTEMPTS = 5
 # Ids are 32-bit integers in PostgreSQL: a larger one exists nowhere and cannot be looked up.
 MAX_ID = 2**31 - 1
+
+
+# A text with its category and system, loaded in the same query: every round page needs them.
+_EXAMPLE_DETAILS = (
+    joinedload(Example.category, innerjoin=True),
+    joinedload(Example.system, innerjoin=True),
+)
+_WITH_EXAMPLE = tuple(
+    joinedload(Round.example, innerjoin=True).options(detail) for detail in _EXAMPLE_DETAILS
+)
 
 
 class NoExamplesLeft(Conflict):
@@ -103,10 +116,27 @@ def _unplayed(player: Player | None, category: Category | None):
 
 
 def _pick_example(player: Player, category: Category | None) -> Example | None:
-    """An example the player has never had, preferring the least-annotated ones."""
-    query = _unplayed(player, category)
-    query = query.order_by(Example.annotation_count.asc(), func.random()).limit(1)
-    return db.session.scalars(query).first()
+    """A text the player may be served: one of the least-annotated, at random among them.
+
+    Its cost does not grow with the pool: two walks of `ix_examples_pick` in index order, each
+    stopping at the first text the player may read. The first finds the lowest annotation count
+    among those texts; the second takes the first such text at or after a random point of the id
+    range (the last one before it when none is after).
+    """
+    eligible = _unplayed(player, category)
+    lowest = (
+        eligible.with_only_columns(Example.annotation_count)
+        .order_by(Example.annotation_count)
+        .limit(1)
+        .scalar_subquery()
+    )
+    first_id = select(func.min(Example.id)).scalar_subquery()
+    last_id = select(func.max(Example.id)).scalar_subquery()
+    pivot = first_id + cast(random.random() * (last_id - first_id + 1), Integer)
+    candidates = eligible.where(Example.annotation_count == lowest).options(*_EXAMPLE_DETAILS)
+    after = candidates.where(Example.id >= pivot).order_by(Example.id).limit(1)
+    before = candidates.where(Example.id < pivot).order_by(Example.id.desc()).limit(1)
+    return db.session.scalars(after).first() or db.session.scalars(before).first()
 
 
 def _chosen_category(category_slug: str) -> Category | None:
@@ -140,12 +170,17 @@ def check_start(player: Player | None, category_slug: str) -> None:
         raise _nothing_left(category)
 
 
-def start_round(player: Player, category_slug: str, set_id: int | None = None) -> Round:
+def start_round(
+    player: Player,
+    category_slug: str,
+    set_id: int | None = None,
+    open_set: Callable[[], GameSet] | None = None,
+) -> Round:
     """Resume the player's open round, or start a new one in the chosen category ("random": any),
-    as part of set `set_id` if given.
+    as part of set `set_id`, or of the set `open_set()` returns once a text is found.
 
     Raises NotFound for an unknown category and NoExamplesLeft when the player has read every
-    text there.
+    text there; either way nothing is stored.
     """
     category = _chosen_category(category_slug)
     for _ in range(_START_ATTEMPTS):
@@ -155,6 +190,8 @@ def start_round(player: Player, category_slug: str, set_id: int | None = None) -
         example = _pick_example(player, category)
         if example is None:
             raise _nothing_left(category)
+        if open_set is not None:
+            set_id = open_set().id
         new = create_round(player, example, category_slug, set_id=set_id)
         if new is not None:
             return new
@@ -193,7 +230,7 @@ def create_round(
     now = utcnow()
     new = Round(
         player_id=player.id,
-        example_id=example.id,
+        example=example,
         order_index=(last or 0) + 1,
         chosen_category=chosen_category,
         kind=kind,
@@ -209,18 +246,13 @@ def create_round(
     try:
         db.session.flush()
         _remember_passages(player.id, example.id, now)
-        db.session.commit()
+        # The round's page comes next: keep the player, the round and its text loaded.
+        _commit_keeping_round(player, new)
     except IntegrityError:
         # Another request of the same player started a round at the same moment.
         db.session.rollback()
         return None
     return new
-
-
-_WITH_EXAMPLE = (
-    joinedload(Round.example, innerjoin=True).joinedload(Example.category, innerjoin=True),
-    joinedload(Round.example, innerjoin=True).joinedload(Example.system, innerjoin=True),
-)
 
 
 def get_round(player: Player, round_id: int) -> Round:
@@ -257,12 +289,20 @@ def reveal_next(player: Player, round_id: int, seen: int) -> Round:
         db.session.rollback()
         raise Conflict("This page was out of date; here is the round as it stands.")
     db.session.add(Reveal(round_id=current.id, sentence_index=seen, revealed_at=utcnow()))
+    set_committed_value(current, "revealed", seen + 1)
     try:
-        db.session.commit()
+        # The page drawn next shows this round: keep it, its text and the player loaded.
+        _commit_keeping_round(player, current)
     except IntegrityError:
         db.session.rollback()
         raise Conflict("This page was out of date; here is the round as it stands.") from None
     return current
+
+
+def _commit_keeping_round(player: Player, current: Round) -> None:
+    example = current.example
+    db.session.expire(current, ["reveals"])
+    commit_keeping(player, current, example, example.category, example.system)
 
 
 @dataclass(frozen=True)
@@ -331,18 +371,19 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     # The answer page shows the truth: record it, and do not count an answer whose truth another
     # player was shown in this browser or from this address (app/leaderboard/integrity.py).
     uncounted = integrity.answer_seen(player.id, example.id, scored, now)
+    stored_values = {
+        "guess": guess,
+        # Attention checks and practice rounds earn no points.
+        "points": result.points if scored else 0,
+        "reasons": answer.reasons,
+        "explanation": answer.explanation,
+        "answered_at": now,
+        "uncounted": uncounted,
+    }
     stored = db.session.execute(
         update(Round)
         .where(and_(Round.id == current.id, Round.guess.is_(None), Round.revealed == answer.seen))
-        .values(
-            guess=guess,
-            # Attention checks and practice rounds earn no points.
-            points=result.points if scored else 0,
-            reasons=answer.reasons,
-            explanation=answer.explanation,
-            answered_at=now,
-            uncounted=uncounted,
-        )
+        .values(**stored_values)
     )
     if stored.rowcount != 1:
         # Someone (a double click, another tab) got there first: keep their answer.
@@ -370,7 +411,10 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
 
         studies.record_answer(current.participant_id, current.kind, guess == example.boundary)
     category_slug = example.category.slug
-    db.session.commit()
+    for column, value in stored_values.items():
+        set_committed_value(current, column, value)
+    db.session.expire(example, ["annotation_count"])
+    _commit_keeping_round(player, current)
     if scored and uncounted is None:
         standings.invalidate(category_slug, now)
     return current

@@ -232,11 +232,11 @@ def _go_to_round(round_):
     return redirect(url_for("game.show", round_id=round_.id))
 
 
-def _after_action(round_id: int, anchor: str):
+def _after_action(round_, anchor: str):
     """A plain post gets a redirect to the round; the page's script gets the round itself."""
     if _wants_fragment():
-        return _render_round(rounds.get_round(current_user, round_id))
-    return redirect(url_for("game.show", round_id=round_id, _anchor=anchor))
+        return _render_round(round_)
+    return redirect(url_for("game.show", round_id=round_.id, _anchor=anchor))
 
 
 @bp.get("/play/round/<int:round_id>")
@@ -258,10 +258,10 @@ def reveal(round_id: int):
             rounds.get_round(current_user, round_id), 400, "The request was incomplete."
         )
     try:
-        rounds.reveal_next(current_user, round_id, seen)
+        round_ = rounds.reveal_next(current_user, round_id, seen)
     except rounds.Conflict as conflict:
         return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
-    return _after_action(round_id, "latest")
+    return _after_action(round_, "latest")
 
 
 @bp.post("/play/round/<int:round_id>/answer")
@@ -281,7 +281,7 @@ def answer(round_id: int):
         ratings = (
             studies.ratings_from(round_, "before", request.form) if choice == "machine" else None
         )
-        rounds.submit_answer(current_user, round_id, parsed)
+        round_ = rounds.submit_answer(current_user, round_id, parsed)
         if ratings is not None:
             studies.store_ratings(round_id, ratings)
     except rounds.AlreadyAnswered as already:
@@ -289,7 +289,7 @@ def answer(round_id: int):
     except (rounds.BadRequest, rounds.Conflict) as refused:
         db.session.rollback()
         return _render_round(round_, refused.status, refused.message, flag=choice == "machine")
-    return _after_action(round_id, "result")
+    return _after_action(round_, "result")
 
 
 @bp.get("/play/continue")

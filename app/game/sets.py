@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
-from app.extensions import db
+from app.extensions import commit_keeping, db
 from app.game import daily, rounds
 from app.game.scoring import verdict
 from app.models import Example, GameSet, Player, Round
@@ -42,7 +42,8 @@ def _normal_set(player: Player) -> GameSet:
         new = GameSet(player_id=player.id, kind=NORMAL_SET, size=current_app.config["SET_SIZE"])
         db.session.add(new)
         try:
-            db.session.commit()
+            # Only the new set changed: what the request loaded so far stays loaded.
+            commit_keeping(*db.session.identity_map.values())
         except IntegrityError:
             db.session.rollback()  # another request of this player made it first
             continue
@@ -53,11 +54,7 @@ def _normal_set(player: Player) -> GameSet:
 def play(player: Player, category_slug: str) -> Round:
     """The round to show after a category is chosen: the open round, or the next text of the
     player's set (a new set if none is open) from that category."""
-    current = rounds.open_round(player)
-    if current is not None:
-        return current
-    rounds.check_start(player, category_slug)
-    return rounds.start_round(player, category_slug, set_id=_normal_set(player).id)
+    return rounds.start_round(player, category_slug, open_set=lambda: _normal_set(player))
 
 
 def get_own(player: Player, set_id: int) -> GameSet:
@@ -96,12 +93,15 @@ class Position:
 def position_of(round_: Round) -> Position | None:
     if round_.set_id is None:
         return None
-    game_set = db.session.get(GameSet, round_.set_id)
-    if game_set is None:
-        return None
-    number = db.session.scalar(
-        select(func.count(Round.id)).where(Round.set_id == game_set.id, Round.id <= round_.id)
+    number = (
+        select(func.count(Round.id))
+        .where(Round.set_id == GameSet.id, Round.id <= round_.id)
+        .scalar_subquery()
     )
+    found = db.session.execute(select(GameSet, number).where(GameSet.id == round_.set_id)).first()
+    if found is None:
+        return None
+    game_set, number = found
     return Position(
         game_set.id,
         game_set.kind,

@@ -36,7 +36,9 @@ class Example(db.Model):
     __table_args__ = (
         CheckConstraint("boundary >= 1 AND boundary <= n_sentences", name="boundary_range"),
         CheckConstraint("n_sentences >= 2", name="min_sentences"),
-        Index("ix_examples_category_annotations", "category_id", "annotation_count"),
+        # Picking a text for a player (app/game/rounds.py) walks these in order.
+        Index("ix_examples_pick", "kind", "annotation_count", "id"),
+        Index("ix_examples_pick_category", "category_id", "kind", "annotation_count", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
