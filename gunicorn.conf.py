@@ -4,7 +4,10 @@ import multiprocessing
 import os
 
 workers = int(os.environ.get("GUNICORN_WORKERS", min(2 * multiprocessing.cpu_count() + 1, 8)))
-worker_class = "sync"
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
+# Threads per worker ("gthread" only) and how long an idle keep-alive connection stays open.
+threads = int(os.environ.get("GUNICORN_THREADS", "1"))
+keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "2"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 # The app writes one JSON access line per request (with its request id) to stderr, so gunicorn's

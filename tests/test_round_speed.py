@@ -1,0 +1,168 @@
+"""The work a round costs: which texts the indexed pick may return, and how few statements each
+request of a round makes (nothing is loaded twice across a commit, logging reads nothing)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from contextlib import contextmanager
+
+from sqlalchemy import event, inspect, select
+
+from app.extensions import commit_keeping, db
+from app.game import rounds
+from app.models import Category, Round
+from tests import factories
+from tests.conftest import csrf_token
+
+FETCH = {"X-Requested-With": "fetch"}
+ROUND_PATH = re.compile(r"/play/round/\d+")
+
+
+@contextmanager
+def statements(app):
+    """The SQL statements run while the block runs (any connection of the app's engine)."""
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, params, context, executemany):
+        seen.append(statement)
+
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def test_the_pick_returns_only_least_annotated_texts_the_player_may_read(ctx):
+    quiet = [factories.example(boundary=3, passage=f"quiet-{i}") for i in range(5)]
+    same_passage = factories.example(boundary=3, passage="quiet-0", external_id="quiet-0-again")
+    busy = [factories.example(boundary=3, passage=f"busy-{i}") for i in range(3)]
+    story = factories.example(boundary=3, category_slug="stories", passage="story-0")
+    for example in [*busy, story]:
+        example.annotation_count = 2
+    db.session.commit()
+    player = factories.player()
+    played = rounds.create_round(player, quiet[0], "news")  # reads passage quiet-0
+    played.guess = 2
+    db.session.commit()
+
+    picks = Counter(rounds._pick_example(player, None).id for _ in range(300))
+    # Random among the least annotated the player may read: every one comes up, no other.
+    assert set(picks) == {example.id for example in quiet[1:]}
+    assert quiet[0].id not in picks and same_passage.id not in picks
+
+    stories = db.session.scalar(select(Category).where(Category.slug == "stories"))
+    assert rounds._pick_example(player, stories).id == story.id
+
+
+def test_the_pick_moves_on_to_the_next_count_and_ends_when_all_are_read(ctx):
+    first = factories.example(boundary=3, passage="a")
+    second = factories.example(boundary=3, passage="b")
+    second.annotation_count = 7
+    db.session.commit()
+    player = factories.player()
+    for expected in (first, second):
+        assert rounds._pick_example(player, None).id == expected.id
+        rounds.create_round(player, expected, "news").guess = 2
+        db.session.commit()
+    assert rounds._pick_example(player, None) is None
+
+
+def test_commit_keeping_keeps_only_the_named_objects_loaded(ctx):
+    kept = factories.player("kept")
+    other = factories.player("other")
+    assert kept.username and other.username  # both loaded after the factories' commits
+    commit_keeping(kept)
+    assert not inspect(kept).expired_attributes
+    assert "username" in inspect(other).expired_attributes
+
+
+def play_with_script(app, client) -> dict[str, list[list[str]]]:
+    """One round as the page's script plays it; the statements of each request, by action."""
+    token = csrf_token(client)
+    by_action: dict[str, list[list[str]]] = {"start": [], "reveal": [], "answer": []}
+    started = client.post("/play", data={"csrf_token": token, "category": "news"})  # a guest
+    url = ROUND_PATH.search(started.headers["Location"]).group(0)
+    with statements(app) as seen:
+        started = client.post(
+            "/play", data={"csrf_token": token, "category": "news"}, headers=FETCH
+        )  # the open round again: no new round
+    by_action["start"].append(list(seen))
+    assert started.status_code == 200
+    for shown in (1, 2):
+        with statements(app) as seen:
+            page = client.post(
+                f"{url}/next", data={"csrf_token": token, "seen": str(shown)}, headers=FETCH
+            )
+        assert page.status_code == 200
+        by_action["reveal"].append(list(seen))
+    with statements(app) as seen:
+        page = client.post(
+            f"{url}/answer",
+            data={"csrf_token": token, "seen": "3", "choice": "machine", "reasons": "hunch"},
+            headers=FETCH,
+        )
+    assert page.status_code == 200 and 'class="result"' in page.get_data(as_text=True)
+    by_action["answer"].append(list(seen))
+    return by_action
+
+
+def test_a_round_loads_the_player_and_its_round_once_per_request(app, client):
+    with app.app_context():
+        factories.example(boundary=3)
+        factories.example(boundary=3, passage="second")
+    by_action = play_with_script(app, client)
+    for action, runs in by_action.items():
+        for run in runs:
+            players = [s for s in run if s.lstrip().startswith("SELECT players.id")]
+            round_loads = [s for s in run if "FROM rounds JOIN examples" in s]
+            assert len(players) == 1, (action, run)
+            assert len(round_loads) == (0 if action == "start" else 1), (action, run)
+    # A reveal: the player, the round with its text, the guarded update, the reveal row, and the
+    # set's place for the header.
+    assert all(len(run) <= 5 for run in by_action["reveal"]), by_action["reveal"]
+
+
+def test_a_new_round_is_shown_without_loading_it_again(app, client):
+    with app.app_context():
+        factories.example(boundary=3)
+    token = csrf_token(client)
+    client.post("/play", data={"csrf_token": token, "category": "news"})  # guest and first round
+    with app.app_context():
+        factories.example(boundary=3, passage="second")
+        player_round = db.session.scalar(select(Round))
+        player_round.guess = 2
+        db.session.commit()
+    with statements(app) as seen:
+        started = client.post(
+            "/play", data={"csrf_token": token, "category": "news"}, headers=FETCH
+        )
+    assert started.status_code == 200 and started.headers["X-Round-URL"]
+    after_insert = seen[next(i for i, s in enumerate(seen) if s.startswith("INSERT INTO rounds")) :]
+    assert not [
+        s for s in after_insert if s.lstrip().startswith(("SELECT players", "SELECT rounds"))
+    ]
+    assert not [s for s in after_insert if s.lstrip().startswith("SELECT examples")]
+
+
+def test_the_access_line_names_the_player_without_a_query(make_app, app, capsys):
+    with app.app_context():
+        factories.example(boundary=3)
+    app = make_app()  # built inside the test so its handler writes to the captured stderr
+    client = app.test_client()
+    token = csrf_token(client)
+    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    url = started.headers["Location"]
+    capsys.readouterr()
+    with statements(app) as seen:
+        client.post(f"{url}/next", data={"csrf_token": token, "seen": "1"})  # commits, redirects
+    lines = [
+        json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")
+    ]
+    access = [line for line in lines if line.get("message") == "request"]
+    assert access and access[-1]["player"] is not None and access[-1]["status"] == 302
+    assert len([s for s in seen if s.lstrip().startswith("SELECT players")]) == 1
