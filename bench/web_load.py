@@ -943,7 +943,6 @@ async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str
                     side.url, side.work, workers=args.workers, env=env, root=side.tree.root
                 )
             )
-        print(HEADER, flush=True)
         for index, level in enumerate(levels):
             logged_in: dict[str, list[Player]] = {}
             try:
@@ -973,6 +972,7 @@ async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str
 
 def report_level(kind: str, level: int, sides: list[Side], results: dict) -> list[str]:
     """Print the level's rows; its current / baseline lines, for the summary."""
+    print(HEADER)
     for side in sides:
         for mode in (*MODES, "paced"):
             print(row(kind, level, side.tree.name, mode, results[level, side.tree.name, mode]))
