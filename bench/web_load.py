@@ -1,107 +1,141 @@
-"""Benchmark: full game rounds under load, as browsers with and without JavaScript play them,
-against a baseline endpoint that writes one row.
+"""Benchmark: the server's cost of a full game round, against an earlier commit in the same run.
 
-    .venv/bin/python bench/web_load.py [--database sqlite|postgresql|both] [--players 16,64]
-                                       [--seconds 15] [--think 0.5,1.5] [--workers N]
-                                       [--copies 20]
+    .venv/bin/python bench/web_load.py [--baseline-ref REF] [--database sqlite|postgresql|both]
+                                       [--players 16,64] [--seconds 15] [--pairs 2] [--workers 5]
+                                       [--copies 15] [--seed-rounds 100000] [--seed-players 2000]
+                                       [--think 0.5,1.5] [--profile DIR]
 
-For each database it creates a fresh schema with the migrations, loads the demo texts `--copies`
-times (each copy its own passages, so players do not run out of texts they have not read), seeds
-players, and starts the site under gunicorn exactly as `make run` does (gunicorn.conf.py, sync
-workers) with one extra route, `POST /bench/write` (bench/web_load_app.py). An asynchronous
-client in this process (aiohttp; it shares the machine's cores with the server) then runs, at each
-concurrency:
+Trees. The current tree (the checkout this script is in, with any uncommitted change) always runs.
+With --baseline-ref, a detached `git worktree` of REF (e.g. the commit before a change) runs too,
+in a temporary folder removed at the end. Each tree is measured with its own code: its own
+migrations, demo texts, wsgi.py and gunicorn.conf.py.
 
-1. baseline: that many clients post to /bench/write back to back;
-2. game, plain forms (a browser without JavaScript; the site before its one-request reveal): start
-   a round (POST, then the page), reveal sentences (POST, then the page), open the "why" form,
-   answer with reasons and an explanation (POST, then the result page);
-3. game, with the page's script: the same round where every action is one request answered with
-   the updated round (start, each reveal, the answer; the "why" panel opens without a request);
-4. baseline again; the ratio uses the mean of both baseline runs;
-5. paced: players with the script for twice as long, pausing a random `--think` time after each
-   page as a reader would, arriving spread over the first pause.
+Data. Each tree gets a fresh database (a SQLite file; on PostgreSQL roft_loadbench_base and
+roft_loadbench_head, dropped and recreated), prepared by a subprocess running that tree's code: the
+migrations, the demo texts --copies times (each copy with its own passages; 15 copies are 5,220
+texts), the bench players, and --seed-rounds answered rounds spread over --seed-players background
+players (heavy-tailed, at most one round per player and text, points from the scoring rule), with
+the statistics, leaderboard rows, passages read and annotation counts they imply, inserted in bulk.
 
-It prints completed rounds per second, requests per round, requests per second, p50/p99 latency
-per request and errors (any unexpected status or failed connection), then checks the database:
-every round a client finished is stored once, with the points its page showed and the points the
-scoring rule gives, no other round was answered, and the leaderboard totals equal the sums of
-stored points.
+Load. Both trees are served at once by gunicorn (tests/gunicorn_server.py) with their own
+gunicorn.conf.py and the same --workers. An asynchronous client in this process (aiohttp; it
+shares the machine's cores with the servers) plays complete rounds as browsers do, one player per
+connection pool kept alive between requests (a server that closes every connection pays for new
+ones; one that keeps them does not). At each concurrency level (--players) it runs, after an
+unmeasured warm-up, --pairs A-B pairs, the order of the trees alternating from pair to pair:
+
+- script: the page's JavaScript; every action is one request (header X-Requested-With: fetch)
+  answered with the updated round: start, each reveal, the answer;
+- form: JavaScript off; every action is a POST, a redirect and the page, plus the "why" form;
+
+each phase --seconds long, players playing back to back; then a paced phase per tree, twice as long,
+where players pause a random --think time after every page as a reader would.
+
+Measured per phase: completed rounds per second; the server's CPU per completed round (user and
+system time of the gunicorn master and all its workers from /proc/PID/stat, end minus start of the
+phase, divided by the rounds); requests per round; p50/p99 latency per request and per round (the
+wall time from a round's first request to its last); errors (an unexpected status or a failed
+connection; a request on a kept-alive connection the server had just closed is retried once, as a
+browser does). Rows give the mean over the pairs (per-pair values below them); the summary gives,
+per database, level and mode, current / baseline of CPU per round and of rounds per second (mean
+of the pairs' ratios, each pair's ratio too), and the paced players' p50/p99 per request.
+
+Check. For each tree, with plain SQL (so it reads either tree's schema): every round a client
+finished is stored once with the points its page showed and the points the rule gives; no other
+bench player's round was answered, and none is uncounted; each bench player's statistics and
+all-time leaderboard row equal the sums of their rounds; the annotation counts grew by exactly the
+rounds answered; the other players have as many answered rounds as were seeded. The exit status
+is 1 on any error or failed check.
+
+--profile DIR records one worker of each tree with py-spy during an extra (unmeasured) script phase
+at the first level, writes DIR/<tree>.svg (flame graph) and DIR/<tree>.txt (collapsed stacks), and
+prints the functions with the most samples of their own.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import functools
 import json
+import math
+import os
 import random
 import re
+import shutil
+import signal
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from collections import Counter, defaultdict
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from app import PROJECT_ROOT, create_app
-from app.catalog.importer import import_records, read_records
-from app.extensions import db
-from app.game.reasons import REASONS
-from app.game.scoring import verdict
-from app.models import Example, Player, PlayerTotal, Round
-from tests.gunicorn_server import GunicornServer
-
-BASELINE_TABLE = "bench_writes"  # written by bench/web_load_app.py
-PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/roft_loadbench"
+ROOT = Path(__file__).resolve().parent.parent
+# Runs this file in a tree's code to prepare its database (see `seed_tree`).
+SEED_COMMAND = "--seed-tree"
+PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+PG_DATABASES = {"baseline": "roft_loadbench_base", "current": "roft_loadbench_head"}
 PASSWORD = "bench-password-1"
+BENCH_PREFIX, SEED_PREFIX = "bench", "seed"
+# Seeded rounds were answered over these many days before now.
+SEED_DAYS = 45
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 SEEN = re.compile(r'name="seen" value="(\d+)"')
 POINTS = re.compile(r'<span class="points-badge">(\d+)</span>')
 ROUND_URL = re.compile(r"/play/round/(\d+)")
 # Loose enough for a shared 2-core machine at 64 players; a stuck request is an error.
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
-
-
 FRAGMENT = {"X-Requested-With": "fetch"}
-MODES = ("form", "script")
+MODES = ("script", "form")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# A request on a kept-alive connection the server closed meanwhile fails so; browsers retry it.
+STALE_CONNECTION = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+
+
+# The client: players playing rounds.
 
 
 @dataclass
 class Tally:
-    """Latencies (seconds), errors and completed rounds of one phase."""
+    """What the client saw in one phase, and the server CPU it cost."""
 
-    latencies: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)  # seconds per request
+    round_times: list[float] = field(default_factory=list)  # seconds, first to last request
     errors: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
+    retries: int = 0
     elapsed: float = 0.0
     rounds: int = 0
+    cpu: float = 0.0  # server CPU seconds
 
     @property
     def requests(self) -> int:
         return len(self.latencies)
 
     @property
-    def rate(self) -> float:
-        return self.requests / self.elapsed if self.elapsed else 0.0
-
-    @property
     def round_rate(self) -> float:
         return self.rounds / self.elapsed if self.elapsed else 0.0
 
     @property
-    def per_round(self) -> float:
-        return self.requests / self.rounds if self.rounds else float("nan")
+    def cpu_per_round(self) -> float:
+        """Server CPU milliseconds per completed round."""
+        return self.cpu * 1000 / self.rounds if self.rounds else math.nan
 
-    def percentile(self, q: float) -> float:
-        ordered = sorted(self.latencies)
-        if not ordered:
-            return float("nan")
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile in milliseconds (nan without values)."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
 @dataclass
@@ -118,13 +152,20 @@ class UnexpectedResponse(Exception):
 async def timed(tally: Tally, session, method: str, url: str, expect: int, **kwargs) -> str:
     """One request, timed; raises UnexpectedResponse on another status."""
     started = time.perf_counter()
-    try:
-        async with session.request(method, url, allow_redirects=False, **kwargs) as response:
-            body = await response.text()
-            status, location = response.status, response.headers.get("Location", "")
-    except (aiohttp.ClientError, TimeoutError) as failure:
-        tally.errors[type(failure).__name__] += 1
-        raise UnexpectedResponse(type(failure).__name__) from None
+    retried = False
+    while True:
+        try:
+            async with session.request(method, url, allow_redirects=False, **kwargs) as response:
+                body = await response.text()
+                status, location = response.status, response.headers.get("Location", "")
+            break
+        except (aiohttp.ClientError, TimeoutError) as failure:
+            if isinstance(failure, STALE_CONNECTION) and not retried:
+                retried = True
+                tally.retries += 1
+                continue
+            tally.errors[type(failure).__name__] += 1
+            raise UnexpectedResponse(type(failure).__name__) from None
     tally.latencies.append(time.perf_counter() - started)
     if status != expect:
         tally.errors[f"HTTP {status} on {method} {url.split('/', 3)[-1]}"] += 1
@@ -132,45 +173,62 @@ async def timed(tally: Tally, session, method: str, url: str, expect: int, **kwa
     return location or body
 
 
+@functools.cache
+def reason_codes() -> list[str]:
+    from roftcore.reasons import REASONS  # the current tree's; the game's reasons
+
+    return sorted(REASONS)
+
+
 def new_session() -> aiohttp.ClientSession:
-    # gunicorn's sync workers close every connection, so each request opens one, as here.
+    """A browser's connections to the site: kept alive unless the server closes them."""
     return aiohttp.ClientSession(
         cookie_jar=aiohttp.CookieJar(unsafe=True),
-        connector=aiohttp.TCPConnector(force_close=True, limit=0),
+        connector=aiohttp.TCPConnector(limit=0),
         timeout=REQUEST_TIMEOUT,
     )
 
 
-async def log_in(base: str, username: str) -> tuple[aiohttp.ClientSession, str]:
+@dataclass
+class Player:
+    session: aiohttp.ClientSession
+    token: str
+    username: str
+
+
+async def log_in(base: str, username: str) -> Player:
     session = new_session()
-    page = await (await session.get(f"{base}/login")).text()
-    token = CSRF.search(page).group(1)
-    response = await session.post(
-        f"{base}/login",
-        data={"csrf_token": token, "username": username, "password": PASSWORD},
-        allow_redirects=False,
-    )
-    if response.status != 302:
-        raise RuntimeError(f"log-in of {username} failed with {response.status}")
-    # Logging in gives the session a new CSRF secret: the token of the page after it.
-    page = await (await session.get(f"{base}/")).text()
-    return session, CSRF.search(page).group(1)
+    try:
+        page = await (await session.get(f"{base}/login")).text()
+        token = CSRF.search(page).group(1)
+        response = await session.post(
+            f"{base}/login",
+            data={"csrf_token": token, "username": username, "password": PASSWORD},
+            allow_redirects=False,
+        )
+        await response.read()
+        if response.status != 302:
+            raise RuntimeError(f"log-in of {username} failed with {response.status}")
+        # Logging in gives the session a new CSRF secret: the token of the page after it.
+        page = await (await session.get(f"{base}/")).text()
+    except BaseException:
+        await session.close()
+        raise
+    return Player(session, CSRF.search(page).group(1), username)
 
 
 async def play_round(
     base: str,
-    session,
-    token: str,
+    player: Player,
     tally: Tally,
     rng: random.Random,
-    username: str,
     think: tuple[float, float] | None,
     mode: str,
 ) -> Finished:
     """One round as a browser plays it: with plain forms (POST, redirect, page) or with the
     page's script (each action one request, answered with the updated round)."""
+    session, token = player.session, player.token
     script = mode == "script"
-    headers = FRAGMENT if script else {}
 
     async def read() -> None:
         if think:
@@ -179,24 +237,20 @@ async def play_round(
     async def act(path: str, data: dict) -> str:
         """POST an action; returns the round as the browser then shows it."""
         if script:
-            return await timed(
-                tally, session, "POST", path, 200, data=data, headers=headers
-            )  # fmt: skip
+            return await timed(tally, session, "POST", path, 200, data=data, headers=FRAGMENT)
         await timed(tally, session, "POST", path, 302, data=data)
         return await timed(tally, session, "GET", page_url, 200)
 
+    started = time.perf_counter()
+    start = {"csrf_token": token, "category": "random"}
     if script:
         page = await timed(
-            tally, session, "POST", f"{base}/play", 200, headers=headers,
-            data={"csrf_token": token, "category": "random"},
-        )  # fmt: skip
+            tally, session, "POST", f"{base}/play", 200, headers=FRAGMENT, data=start
+        )
         round_id = int(ROUND_URL.search(page).group(1))
         page_url = f"{base}/play/round/{round_id}"
     else:
-        location = await timed(
-            tally, session, "POST", f"{base}/play", 302,
-            data={"csrf_token": token, "category": "random"},
-        )  # fmt: skip
+        location = await timed(tally, session, "POST", f"{base}/play", 302, data=start)
         round_id = int(ROUND_URL.search(location).group(1))
         page_url = f"{base}/play/round/{round_id}"
         page = await timed(tally, session, "GET", page_url, 200)
@@ -214,20 +268,21 @@ async def play_round(
             await read()
             answer = {
                 "choice": "machine",
-                "reasons": rng.sample(list(REASONS), 2),
+                "reasons": rng.sample(reason_codes(), 2),
                 "explanation": "The last sentence drifts away from the topic.",
             }
         else:
             answer = {"choice": "human"}
         result = await act(f"{page_url}/answer", {"csrf_token": token, "seen": seen, **answer})
-        await read()
+        tally.round_times.append(time.perf_counter() - started)
         tally.rounds += 1
-        return Finished(round_id, username, int(POINTS.search(result).group(1)))
+        await read()
+        return Finished(round_id, player.username, int(POINTS.search(result).group(1)))
 
 
 async def game_phase(
     base: str,
-    players: list[tuple[aiohttp.ClientSession, str, str]],
+    players: list[Player],
     seconds: float,
     seed: int,
     mode: str,
@@ -237,288 +292,854 @@ async def game_phase(
     tally, finished = Tally(), []
     deadline = time.perf_counter() + seconds
 
-    async def player(session, token: str, username: str, rng: random.Random) -> None:
+    async def play(player: Player, rng: random.Random) -> None:
         if think:
             # Paced players arrive spread over one pause, not all in the same millisecond.
             await asyncio.sleep(rng.uniform(0, think[1]))
         while time.perf_counter() < deadline:
             try:
-                done = await play_round(base, session, token, tally, rng, username, think, mode)
-                finished.append(done)
+                finished.append(await play_round(base, player, tally, rng, think, mode))
             except UnexpectedResponse:
                 # Resume the open round (the site keeps it) after a failed request.
                 await asyncio.sleep(0.05)
 
     started = time.perf_counter()
-    await asyncio.gather(
-        *(player(s, t, u, random.Random(seed + i)) for i, (s, t, u) in enumerate(players))
-    )
+    await asyncio.gather(*(play(p, random.Random(seed * 1000 + i)) for i, p in enumerate(players)))
     tally.elapsed = time.perf_counter() - started
     return tally, finished
 
 
-async def baseline_phase(base: str, concurrency: int, seconds: float) -> Tally:
-    tally = Tally()
-    deadline = time.perf_counter() + seconds
+# The trees, their databases and their servers.
 
-    async def writer() -> None:
-        async with new_session() as session:
-            while time.perf_counter() < deadline:
-                try:
-                    await timed(tally, session, "POST", f"{base}/bench/write", 204)
-                except UnexpectedResponse:
-                    await asyncio.sleep(0.05)
 
+@dataclass(frozen=True)
+class Tree:
+    name: str  # "baseline" or "current"
+    root: Path
+    label: str  # the commit
+
+
+@dataclass
+class Side:
+    """One tree on one database: its server and what its clients finished."""
+
+    tree: Tree
+    work: Path
+    url: str = ""
+    seeded: dict = field(default_factory=dict)
+    server: object = None  # tests.gunicorn_server.GunicornServer
+    finished: list[Finished] = field(default_factory=list)
+    other: Tally = field(default_factory=Tally)  # warm-up and profiled phases, not in the rows
+
+    @property
+    def base(self) -> str:
+        return self.server.url
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@contextmanager
+def baseline_worktree(ref: str):
+    """A detached worktree of `ref` in a temporary folder, removed on the way out."""
+    folder = Path(tempfile.mkdtemp(prefix="roft-baseline-"))
+    where = folder / "tree"
+    try:
+        try:
+            git("worktree", "add", "--detach", "--quiet", str(where), ref)
+        except subprocess.CalledProcessError as failure:
+            raise SystemExit(f"no worktree of {ref}: {failure.stderr.strip()}") from None
+        yield Tree("baseline", where, git("rev-parse", "--short", "HEAD", cwd=where))
+    finally:
+        if where.exists():
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(where)], cwd=ROOT, capture_output=True
+            )
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
+
+
+def current_tree() -> Tree:
+    label = git("rev-parse", "--short", "HEAD")
+    if git("status", "--porcelain", "--untracked-files=no"):
+        label += "+changes"
+    return Tree("current", ROOT, label)
+
+
+def database_url(kind: str, side: Side) -> str:
+    """A fresh, empty database for the side."""
+    if kind == "sqlite":
+        side.work.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{side.work / 'bench.sqlite3'}"
+    name = PG_DATABASES[side.tree.name]
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def prepare_databases(kind: str, sides: list[Side], args, bench_players: int) -> None:
+    """Fill each side's database with its own tree's code, the sides in parallel."""
     started = time.perf_counter()
-    await asyncio.gather(*(writer() for _ in range(concurrency)))
-    tally.elapsed = time.perf_counter() - started
-    return tally
+    running = []
+    for side in sides:
+        side.url = database_url(kind, side)
+        spec = {
+            "tree": str(side.tree.root),
+            "url": side.url,
+            "copies": args.copies,
+            "bench_players": bench_players,
+            "seed_rounds": args.seed_rounds,
+            "seed_players": args.seed_players,
+        }
+        env = {**os.environ, "DATABASE_URL": side.url, "PYTHONUNBUFFERED": "1"}
+        env.pop("REDIS_URL", None)
+        running.append(
+            subprocess.Popen(
+                [sys.executable, str(Path(__file__).resolve()), SEED_COMMAND, json.dumps(spec)],
+                cwd=side.tree.root,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    try:
+        for side, process in zip(sides, running, strict=True):
+            out, err = process.communicate(timeout=900)
+            if process.returncode:
+                raise RuntimeError(
+                    f"preparing the {side.tree.name} database failed:\n{err[-3000:]}"
+                )
+            side.seeded = json.loads(out.strip().splitlines()[-1])
+    finally:
+        for process in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    for side in sides:
+        s = side.seeded
+        print(
+            f"  {kind} {side.tree.name}: {s['texts']} texts, {s['rounds']} rounds of "
+            f"{s['players']} players seeded ({s['seconds']:.1f} s)"
+        )
+    print(f"  databases ready in {time.perf_counter() - started:.1f} s", flush=True)
 
 
-def catalogue(copies: int) -> list:
-    """The demo examples `copies` times, each copy with its own ids and passages."""
-    demo = read_records(PROJECT_ROOT / "data" / "demo" / "examples.jsonl")
-    records = []
+def copies_of(records: list, copies: int) -> list:
+    """The demo records `copies` times, each copy with its own ids and passages."""
+    out = []
     for copy in range(copies):
-        for record in demo:
+        for record in records:
             source = dict(record.source)
             for key in ("doc_id", "splice_doc_id"):
                 if key in source:
                     source[key] = f"{source[key]}~{copy}"
-            records.append(replace(record, id=f"{record.id}~{copy}", source=source))
-    return records
+            out.append(dataclasses.replace(record, id=f"{record.id}~{copy}", source=source))
+    return out
 
 
-def prepare_database(kind: str, work: Path, n_players: int, copies: int) -> tuple[str, object]:
-    """A fresh migrated database with the demo texts, the baseline table and players."""
-    if kind == "postgresql":
-        url = PG_URL
-        admin = create_engine(make_url(url).set(database="postgres"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text("DROP DATABASE IF EXISTS roft_loadbench WITH (FORCE)"))
-            conn.execute(text("CREATE DATABASE roft_loadbench"))
-        admin.dispose()
-    else:
-        url = f"sqlite:///{work / 'bench.sqlite3'}"
-    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "LOG_REQUESTS": False})
-    with app.app_context():
-        from flask_migrate import upgrade
-
-        upgrade(directory=str(PROJECT_ROOT / "migrations"))
-        import_records(Path("demo"), catalogue(copies))
-        id_column = "SERIAL" if kind == "postgresql" else "INTEGER"
-        db.session.execute(
-            text(f"CREATE TABLE {BASELINE_TABLE} (id {id_column} PRIMARY KEY, note TEXT)")
-        )
-        template = Player(username="template")
-        template.set_password(PASSWORD)  # hash once; every bench player shares the password
-        db.session.add_all(
-            Player(username=f"bench{i:03d}", password_hash=template.password_hash)
-            for i in range(n_players)
-        )
-        db.session.commit()
-    return url, app
+def round_counts(rounds: int, players: int, texts: int, rng: random.Random) -> list[int]:
+    """Rounds per player: heavy-tailed, each at most `texts`, summing to `rounds`."""
+    if rounds > players * texts:
+        raise SystemExit("too many --seed-rounds: a player plays each text at most once")
+    weights = [rng.paretovariate(1.5) for _ in range(players)]
+    sizes = [0] * players
+    for player in rng.choices(range(players), weights, k=rounds):
+        sizes[player] += 1
+    overflow = sum(max(0, size - texts) for size in sizes)
+    sizes = [min(size, texts) for size in sizes]
+    while overflow:
+        player = rng.randrange(players)
+        if sizes[player] < texts:
+            sizes[player] += 1
+            overflow -= 1
+    return sizes
 
 
-def check_database(app, finished: list[Finished], baseline_writes: int) -> list[str]:
-    """What is wrong in the stored data, or an empty list."""
-    problems = []
-    with app.app_context():
-        answered = {
-            r.id: r for r in db.session.scalars(select(Round).where(Round.guess.is_not(None)))
-        }
-        seen_ids = [f.round_id for f in finished]
-        if len(seen_ids) != len(set(seen_ids)):
-            problems.append("a client finished the same round twice")
-        if set(seen_ids) != set(answered):
-            problems.append(
-                f"{len(answered)} answered rounds stored, clients finished {len(set(seen_ids))}"
-            )
-        for done in finished:
-            stored = answered.get(done.round_id)
-            if stored is None:
-                continue
-            example = stored.example
-            rule = verdict(stored.guess, example.boundary, example.n_sentences).points
-            if not stored.points == done.points == rule:
-                problems.append(
-                    f"round {done.round_id}: page {done.points}, "
-                    f"stored {stored.points}, rule {rule}"
-                )
-        per_player = defaultdict(int)
-        for stored in answered.values():
-            per_player[stored.player_id] += stored.points
-        totals = {t.player_id: t.points for t in db.session.scalars(select(PlayerTotal))}
-        if totals != {k: v for k, v in per_player.items()}:
-            problems.append("leaderboard totals differ from the sums of stored points")
-        counted = db.session.scalar(select(func.sum(Example.annotation_count)))
-        if counted != len(answered):
-            problems.append(f"annotation counts add to {counted}, not {len(answered)}")
-        rows = db.session.scalar(text(f"SELECT count(*) FROM {BASELINE_TABLE}"))
-        if rows != baseline_writes:
-            problems.append(f"baseline table has {rows} rows, clients saw {baseline_writes}")
-    return problems
+def seed_tree(spec: dict) -> None:
+    """Prepare a fresh database with the code of tree `spec["tree"]` (this process's cwd).
 
+    Runs in a subprocess (`web_load.py --seed-tree SPEC`); prints a JSON summary.
+    """
+    tree = Path(spec["tree"]).resolve()
+    sys.path[0] = str(tree)  # the tree's app, not the one next to this file
+    from datetime import UTC, datetime, timedelta
 
-def app_time_by_endpoint(log_path: Path) -> str:
-    """Mean and p50 of the time spent inside the app per endpoint, from its JSON access lines."""
-    times: defaultdict[str, list[float]] = defaultdict(list)
-    for line in log_path.read_text(errors="replace").splitlines():
-        if line.startswith("{") and '"message": "request"' in line:
-            entry = json.loads(line)
-            if entry.get("endpoint") and entry["endpoint"].startswith(("game.", "write_one")):
-                times[f"{entry['method']} {entry['endpoint']}"].append(entry["duration_ms"])
-    return "\n".join(
-        f"    {name:<28}{len(values):>7} requests  mean {sum(values) / len(values):6.2f} ms"
-        f"  p50 {sorted(values)[len(values) // 2]:6.2f} ms"
-        for name, values in sorted(times.items())
+    from flask_migrate import upgrade
+    from sqlalchemy import func, insert, select
+
+    import app as app_package
+    from app import create_app
+    from app.catalog.importer import import_records, read_records
+    from app.extensions import db
+    from app.game.scoring import verdict
+    from app.leaderboard import skill
+    from app.models import (
+        BoardCount,
+        BoardTotal,
+        CategoryTotal,
+        Example,
+        Player,
+        PlayerTotal,
+        Round,
     )
 
+    if not Path(app_package.__file__).resolve().is_relative_to(tree):
+        raise SystemExit(f"imported {app_package.__file__}, not the app of {tree}")
+    started = time.perf_counter()
+    rng = random.Random(14)
+    flask_app = create_app({"SQLALCHEMY_DATABASE_URI": spec["url"], "LOG_REQUESTS": False})
+    with flask_app.app_context():
+        upgrade(directory=str(tree / "migrations"))
+        demo = read_records(tree / "data" / "demo" / "examples.jsonl")
+        import_records(Path("demo"), copies_of(demo, spec["copies"]))
 
-def fmt_errors(*tallies: Tally) -> str:
-    merged = defaultdict(int)
+        template = Player(username="template")
+        template.set_password(PASSWORD)  # hash once; every bench player shares the password
+        players = Player.__table__
+        db.session.execute(
+            insert(players),
+            [
+                {"username": f"{BENCH_PREFIX}{i:03d}", "password_hash": template.password_hash}
+                | {"is_guest": False}
+                for i in range(spec["bench_players"])
+            ],
+        )
+        db.session.execute(
+            insert(players),
+            [
+                {"username": f"{SEED_PREFIX}{i:05d}", "is_guest": False}
+                for i in range(spec["seed_players"])
+            ],
+        )
+        seeders = db.session.scalars(
+            select(players.c.id).where(players.c.username.like(f"{SEED_PREFIX}%"))
+        ).all()
+        texts = db.session.execute(
+            select(Example.id, Example.category_id, Example.boundary, Example.n_sentences).where(
+                Example.kind == "normal"
+            )
+        ).all()
+
+        # The rounds, with the statistics and boards `standings.record_answer` would keep.
+        now = datetime.now(UTC)
+        rounds: list[dict] = []
+        stats: defaultdict[tuple, list[int]] = defaultdict(lambda: [0] * 6)
+        boards: defaultdict[tuple, list[int]] = defaultdict(lambda: [0] * 4)
+        period_keys: dict = {}  # a day's week, month and all time
+        sizes = round_counts(spec["seed_rounds"], len(seeders), len(texts), rng)
+        for player_id, size in zip(seeders, sizes, strict=True):
+            times = sorted(
+                now - timedelta(seconds=rng.uniform(60, SEED_DAYS * 86400)) for _ in range(size)
+            )
+            for order, ((example_id, category_id, boundary, n), answered) in enumerate(
+                zip(rng.sample(texts, size), times, strict=True), start=1
+            ):
+                guess = boundary if rng.random() < 0.2 else rng.randint(1, n)
+                outcome = verdict(guess, boundary, n)
+                rounds.append(
+                    {
+                        "player_id": player_id,
+                        "example_id": example_id,
+                        "order_index": order,
+                        "kind": "normal",
+                        "chosen_category": "random",
+                        "revealed": min(guess + 1, n),
+                        "guess": guess,
+                        "points": outcome.points,
+                        "reasons": [] if guess == n else ["generic"],
+                        "explanation": "",
+                        "started_at": answered - timedelta(seconds=20),
+                        "answered_at": answered,
+                    }
+                )
+                figures = (
+                    outcome.points,
+                    1,
+                    int(outcome.exact),
+                    int(outcome.too_early),
+                    outcome.distance,
+                    abs(outcome.distance),
+                )
+                for key in ((player_id,), (player_id, category_id)):
+                    stats[key] = [a + b for a, b in zip(stats[key], figures, strict=True)]
+                excess = skill.excess(guess, boundary, n)
+                day = answered.date()
+                if day not in period_keys:
+                    period_keys[day] = skill.period_keys(answered)
+                for period in period_keys[day]:
+                    for scope in (0, category_id):
+                        board = boards[period, scope, player_id]
+                        board[0] += outcome.points
+                        board[1] += 1
+                        board[2] += int(outcome.exact)
+                        board[3] += excess
+        for start in range(0, len(rounds), 10_000):
+            db.session.execute(insert(Round.__table__), rounds[start : start + 10_000])
+
+        names = ("points", "rounds", "exact", "too_early", "distance_sum", "abs_distance_sum")
+        for table, keys in (
+            (PlayerTotal, ("player_id",)),
+            (CategoryTotal, ("player_id", "category_id")),
+        ):
+            rows = [
+                dict(zip(keys, key, strict=True)) | dict(zip(names, values, strict=True))
+                for key, values in stats.items()
+                if len(key) == len(keys)
+            ]
+            if rows:
+                db.session.execute(insert(table.__table__), rows)
+        board_rows, counts = [], Counter()
+        for (period, scope, player_id), (points, n, exact, excess) in boards.items():
+            ranked = n >= skill.MIN_ROUNDS
+            value = skill.shrunk(excess, n)
+            board_rows.append(
+                {"period": period, "scope": scope, "player_id": player_id, "points": points}
+                | {"rounds": n, "exact": exact, "excess": excess, "skill": value}
+                | {"listed": True, "ranked": ranked}
+            )
+            counts[period, scope, "points", points] += 1
+            if ranked:
+                counts[period, scope, "skill", value] += 1
+        if board_rows:
+            db.session.execute(insert(BoardTotal.__table__), board_rows)
+            db.session.execute(
+                insert(BoardCount.__table__),
+                [
+                    {"period": p, "scope": s, "measure": m, "value": v, "players": c}
+                    for (p, s, m, v), c in counts.items()
+                ],
+            )
+        db.session.execute(
+            text(
+                "INSERT INTO passage_reads (player_id, passage_id, read_at) "
+                "SELECT r.player_id, ep.passage_id, MIN(r.started_at) FROM rounds r "
+                "JOIN example_passages ep ON ep.example_id = r.example_id "
+                "GROUP BY r.player_id, ep.passage_id"
+            )
+        )
+        db.session.execute(
+            text(
+                "UPDATE examples SET annotation_count = (SELECT COUNT(*) FROM rounds r "
+                "WHERE r.example_id = examples.id AND r.guess IS NOT NULL)"
+            )
+        )
+        db.session.commit()
+        if db.engine.dialect.name == "postgresql":
+            # Autovacuum would analyse the tables soon after such a load; do it now.
+            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text("VACUUM ANALYZE"))
+        annotations = db.session.scalar(select(func.sum(Example.annotation_count)))
+        db.session.remove()
+        db.engine.dispose()
+    summary = {
+        "texts": len(texts),
+        "rounds": len(rounds),
+        "players": len(seeders),
+        "annotations": int(annotations or 0),
+        "seconds": time.perf_counter() - started,
+    }
+    print(json.dumps(summary))
+
+
+# Measuring the servers.
+
+
+def cpu_ticks(server) -> dict[int, int]:
+    """Clock ticks of user + system time so far, per process of the server (master, workers)."""
+    ticks = {}
+    for pid in (server.process.pid, *server.worker_pids()):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # from field 3 on: utime is 14, stime 15
+        ticks[pid] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+async def measured_phase(side: Side, players: list[Player], seconds: float, **kwargs) -> Tally:
+    """A game phase on the side's server, with the server CPU it took."""
+    before = cpu_ticks(side.server)
+    tally, finished = await game_phase(side.base, players, seconds, **kwargs)
+    after = cpu_ticks(side.server)
+    tally.cpu = sum(ticks - before.get(pid, 0) for pid, ticks in after.items()) / CLOCK_TICKS
+    side.finished += finished
+    return tally
+
+
+def merge(into: Tally, tally: Tally) -> None:
+    into.latencies += tally.latencies
+    into.round_times += tally.round_times
+    for kind, count in tally.errors.items():
+        into.errors[kind] += count
+    into.retries += tally.retries
+    into.rounds += tally.rounds
+    into.elapsed += tally.elapsed
+    into.cpu += tally.cpu
+
+
+def fmt_errors(tallies: list[Tally]) -> str:
+    merged: Counter[str] = Counter()
     for tally in tallies:
-        for kind, count in tally.errors.items():
-            merged[kind] += count
+        merged.update(tally.errors)
     return str(sum(merged.values())) + (f" {dict(merged)}" if merged else "")
 
 
-async def run_database(
-    kind: str,
-    levels: list[int],
-    seconds: float,
-    workers: int,
-    think: tuple[float, float],
-    copies: int,
-) -> list[dict]:
-    work = Path(tempfile.mkdtemp(prefix=f"roft-load-{kind}-"))
-    url, app = prepare_database(kind, work, max(levels), copies)
-    rows, finished_all, baseline_writes = [], [], 0
-    env = {"LOGIN_RATE_LIMIT": "100000 per minute"}
-    with GunicornServer(
-        url, work, workers=workers, env=env, app_module="bench.web_load_app:app"
-    ) as server:
-        base = server.url
-        for level in levels:
-            players = []
-            for i in range(level):
-                session, token = await log_in(base, f"bench{i:03d}")
-                players.append((session, token, f"bench{i:03d}"))
-            before = await baseline_phase(base, level, seconds)
-            games = {}
-            for offset, mode in enumerate(MODES):
-                games[mode], finished = await game_phase(
-                    base, players, seconds, seed=level + offset, mode=mode
-                )
-                finished_all += finished
-            after = await baseline_phase(base, level, seconds)
-            paced, paced_finished = await game_phase(
-                base, players, seconds * 2, seed=level + 7, mode="script", think=think
-            )
-            for session, _, _ in players:
-                await session.close()
-            finished_all += paced_finished
-            baseline_writes += before.requests + after.requests
-            bare_rate = (before.rate + after.rate) / 2
-            errors = fmt_errors(*games.values(), before, after, paced)
-            for mode, game in games.items():
-                rows.append(
-                    {
-                        "database": kind,
-                        "players": level,
-                        "mode": mode,
-                        "rounds_ps": game.round_rate,
-                        "per_round": game.per_round,
-                        "game_rps": game.rate,
-                        "bare_rps": bare_rate,
-                        "bare_spread": abs(before.rate - after.rate) / bare_rate,
-                        "ratio": game.rate / bare_rate,
-                        "game_p50": game.percentile(0.50),
-                        "game_p99": game.percentile(0.99),
-                        "errors": errors,
-                    }
-                )
-                print_row(rows[-1])
-            print(
-                f"{kind:<11}{level:>8}  paced   {paced.round_rate:>8.1f}{paced.per_round:>9.1f}"
-                f"{paced.rate:>9.0f}{paced.percentile(0.5):>8.1f}ms{paced.percentile(0.99):>7.1f}ms"
-                f"  (paced: pauses of {think[0]}-{think[1]} s)",
-                flush=True,
-            )
-    print(f"  gunicorn log and database: {work}")
-    print(f"  time inside the app ({kind}, all phases, from its access log):")
-    print(app_time_by_endpoint(server.log_path))
-    problems = check_database(app, finished_all, baseline_writes)
-    with app.app_context():
-        db.engine.dispose()
-    verdict_line = "OK" if not problems else "FAILED: " + "; ".join(problems[:5])
-    print(f"  database check ({kind}): {len(finished_all)} rounds, {verdict_line}", flush=True)
-    for row in rows:
-        row["check"] = "ok" if not problems else "FAILED"
-    return rows
-
-
 HEADER = (
-    f"{'database':<11}{'players':>8}  {'mode':<7}{'rounds/s':>9}{'req/rnd':>9}{'req/s':>9}"
-    f"{'p50':>10}{'p99':>9}{'bare req/s':>12}{'ratio':>7}  errors"
+    f"{'database':<11}{'players':>7}  {'tree':<9}{'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
+    f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}  errors"
 )
 
 
-def print_row(row: dict) -> None:
-    print(
-        f"{row['database']:<11}{row['players']:>8}  {row['mode']:<7}{row['rounds_ps']:>8.1f}"
-        f"{row['per_round']:>9.1f}{row['game_rps']:>9.0f}{row['game_p50']:>8.1f}ms"
-        f"{row['game_p99']:>7.1f}ms{row['bare_rps']:>12.0f}{row['ratio']:>6.2f}×  {row['errors']}",
-        flush=True,
+def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> str:
+    """One line of the table: means over the phases, latencies pooled."""
+    pooled = Tally()
+    for tally in tallies:
+        merge(pooled, tally)
+    rate = statistics.mean(t.round_rate for t in tallies)
+    cpu = statistics.mean(t.cpu_per_round for t in tallies)
+    per_round = pooled.requests / pooled.rounds if pooled.rounds else math.nan
+    if mode == "paced":  # a paced round's time is mostly the reader's pauses
+        round_p50 = round_p99 = f"{'-':>10}"
+    else:
+        round_p50 = f"{percentile(pooled.round_times, 0.5):>8.0f}ms"
+        round_p99 = f"{percentile(pooled.round_times, 0.99):>8.0f}ms"
+    line = (
+        f"{kind:<11}{level:>7}  {tree:<9}{mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
+        f"{percentile(pooled.latencies, 0.5):>8.1f}ms{percentile(pooled.latencies, 0.99):>8.1f}ms"
+        f"{round_p50}{round_p99}  {fmt_errors(tallies)}"
     )
+    if len(tallies) > 1:
+        line += (
+            f"\n{'':<20}pairs: rounds/s "
+            + " ".join(f"{t.round_rate:.1f}" for t in tallies)
+            + "; cpu ms/rnd "
+            + " ".join(f"{t.cpu_per_round:.1f}" for t in tallies)
+        )
+    return line
+
+
+def ratio_line(kind: str, level: int, mode: str, base: list[Tally], head: list[Tally]) -> str:
+    cpu = [h.cpu_per_round / b.cpu_per_round for b, h in zip(base, head, strict=True)]
+    rate = [
+        h.round_rate / b.round_rate if b.round_rate else math.nan
+        for b, h in zip(base, head, strict=True)
+    ]
+    return (
+        f"  {kind:<11}{level:>4} {mode:<7} cpu/round {statistics.mean(cpu):.2f}× "
+        f"(pairs {' '.join(f'{r:.2f}' for r in cpu)}), rounds/s {statistics.mean(rate):.2f}× "
+        f"(pairs {' '.join(f'{r:.2f}' for r in rate)})"
+    )
+
+
+def app_time_by_endpoint(log_path: Path) -> list[str]:
+    """Mean and p50 of the time inside the app per game endpoint, from its JSON access lines."""
+    times: defaultdict[str, list[float]] = defaultdict(list)
+    for line in log_path.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+            if str(entry.get("endpoint")).startswith("game."):
+                times[f"{entry['method']} {entry['endpoint']}"].append(entry["duration_ms"])
+        except (ValueError, KeyError, AttributeError):
+            continue
+    return [
+        f"    {name:<28}{len(values):>7} requests  mean {statistics.mean(values):6.2f} ms"
+        f"  p50 {statistics.median(values):6.2f} ms"
+        for name, values in sorted(times.items())
+    ]
+
+
+# Profiling one worker with py-spy.
+
+
+def start_profile(side: Side, seconds: float, folder: Path) -> list[tuple[str, subprocess.Popen]]:
+    """py-spy on one worker of the side: a flame graph, and collapsed stacks alongside."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    pid = str(side.server.worker_pids()[0])
+    folder.mkdir(parents=True, exist_ok=True)
+    common = ["record", "--pid", pid, "--duration", str(math.ceil(seconds)), "--rate", "100"]
+    name = side.tree.name
+    try:
+        return [
+            (
+                "flame graph",
+                subprocess.Popen(
+                    [spy, *common, "--format", "flamegraph", "-o", str(folder / f"{name}.svg")],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                ),
+            ),
+            (
+                # A second sampler cannot pause the process the first one pauses.
+                "collapsed stacks",
+                subprocess.Popen(
+                    [
+                        *(spy, *common, "--format", "raw", "--nonblocking", "--nolineno"),
+                        *("-o", str(folder / f"{name}.txt")),
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                ),
+            ),
+        ]
+    except OSError as failure:
+        print(f"  py-spy could not start ({failure}); no profile of the {name} tree")
+        return []
+
+
+def finish_profile(side: Side, running: list, folder: Path) -> None:
+    for what, process in running:
+        try:
+            out, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, _ = process.communicate()
+        if process.returncode:
+            print(
+                f"  py-spy could not record the {what} of the {side.tree.name} tree's worker "
+                f"(ptrace not permitted?): {out.strip()[-300:]}; continuing without it"
+            )
+    collapsed = folder / f"{side.tree.name}.txt"
+    if collapsed.exists():
+        print(f"  profile of one {side.tree.name} worker ({folder / side.tree.name}.svg):")
+        print("\n".join(top_frames(collapsed)))
+
+
+FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
+
+
+def top_frames(collapsed: Path, n: int = 15) -> list[str]:
+    """The functions with the most samples of their own, from py-spy's collapsed stacks."""
+    own: Counter[str] = Counter()
+    total = outside = 0
+    for line in collapsed.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = stack.split(";")
+        total += int(count)
+        match = FRAME.match(frames[-1])
+        own[f"{match['function']} ({match['file']})" if match else frames[-1]] += int(count)
+        files = [m["file"] for f in frames if (m := FRAME.match(f))]
+        if not any(f.startswith(("app/", "app\\")) for f in files):
+            outside += int(count)
+    if not total:
+        return ["    no samples"]
+    lines = [
+        f"    {total} samples; {100 * outside / total:.1f}% with no frame of the app's code "
+        "(gunicorn, Flask, Werkzeug and the like around it); most samples of their own:"
+    ]
+    lines += [f"    {100 * count / total:5.1f}%  {name}" for name, count in own.most_common(n)]
+    return lines
+
+
+# The database check.
+
+
+def check_database(side: Side) -> list[str]:
+    """What is wrong in the stored data of the bench players, or an empty list."""
+    from roftcore.boundary import points as rule
+
+    problems = []
+    engine = create_engine(side.url)
+    bench = f"p.username LIKE '{BENCH_PREFIX}%'"
+    with engine.connect() as conn:
+        stored = {
+            row.id: row
+            for row in conn.execute(
+                text(
+                    "SELECT r.id, r.player_id, r.points, r.guess, r.uncounted, r.kind, "
+                    "e.boundary FROM rounds r JOIN players p ON p.id = r.player_id "
+                    f"JOIN examples e ON e.id = r.example_id WHERE {bench} "
+                    "AND r.guess IS NOT NULL"
+                )
+            )
+        }
+        totals = conn.execute(
+            text(
+                "SELECT p.id, t.points, t.rounds, b.points, b.rounds FROM players p "
+                "LEFT JOIN player_totals t ON t.player_id = p.id "
+                "LEFT JOIN board_totals b ON b.player_id = p.id AND b.period = 'all' "
+                f"AND b.scope = 0 WHERE {bench}"
+            )
+        ).all()
+        annotations = conn.scalar(text("SELECT COALESCE(SUM(annotation_count), 0) FROM examples"))
+        others = conn.scalar(
+            text(
+                "SELECT COUNT(*) FROM rounds r JOIN players p ON p.id = r.player_id "
+                f"WHERE r.guess IS NOT NULL AND NOT ({bench})"
+            )
+        )
+    engine.dispose()
+
+    ids = [done.round_id for done in side.finished]
+    if len(ids) != len(set(ids)):
+        problems.append("a client finished the same round twice")
+    if set(ids) != set(stored):
+        problems.append(f"{len(stored)} bench rounds answered, clients finished {len(set(ids))}")
+    for done in side.finished:
+        found = stored.get(done.round_id)
+        if found is not None and not found.points == done.points == rule(
+            found.guess, found.boundary
+        ):
+            problems.append(
+                f"round {done.round_id}: page {done.points}, stored {found.points}, "
+                f"rule {rule(found.guess, found.boundary)}"
+            )
+    uncounted = [r.id for r in stored.values() if r.uncounted is not None or r.kind != "normal"]
+    if uncounted:
+        problems.append(f"{len(uncounted)} bench rounds are not counted normal rounds")
+    sums: defaultdict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for found in stored.values():
+        sums[found.player_id][0] += found.points
+        sums[found.player_id][1] += 1
+    for player_id, stat_points, stat_rounds, board_points, board_rounds in totals:
+        expected = sums.get(player_id, [0, 0])
+        if [stat_points or 0, stat_rounds or 0] != expected:
+            problems.append(f"player {player_id}: statistics {stat_points} points, sums {expected}")
+        if [board_points or 0, board_rounds or 0] != expected:
+            problems.append(
+                f"player {player_id}: leaderboard {board_points} points, sums {expected}"
+            )
+    if annotations - side.seeded["annotations"] != len(stored):
+        problems.append(
+            f"annotation counts grew by {annotations - side.seeded['annotations']}, "
+            f"{len(stored)} rounds answered"
+        )
+    if others != side.seeded["rounds"]:
+        problems.append(
+            f"{others} answered rounds of other players, {side.seeded['rounds']} seeded"
+        )
+    return problems
+
+
+# The run.
+
+
+async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str]]:
+    """Serve every side, play the phases at each level, print the rows; (no errors, ratios)."""
+    from tests.gunicorn_server import GunicornServer
+
+    levels = [int(n) for n in args.players.split(",")]
+    think = tuple(float(x) for x in args.think.split(","))
+    results: defaultdict[tuple, list[Tally]] = defaultdict(list)
+    ratios = []
+    env = {"LOGIN_RATE_LIMIT": "100000 per minute"}
+    with ExitStack() as stack:
+        for side in sides:
+            side.server = stack.enter_context(
+                GunicornServer(
+                    side.url, side.work, workers=args.workers, env=env, root=side.tree.root
+                )
+            )
+        for index, level in enumerate(levels):
+            logged_in: dict[str, list[Player]] = {}
+            try:
+                for side in sides:
+                    logged_in[side.tree.name] = players = []
+                    for i in range(level):
+                        players.append(await log_in(side.base, f"{BENCH_PREFIX}{i:03d}"))
+                await one_level(kind, level, index, sides, logged_in, think, results, args)
+            finally:
+                for players in logged_in.values():
+                    await asyncio.gather(*(p.session.close() for p in players))
+            ratios += report_level(kind, level, sides, results)
+    errors = sum(sum(t.errors.values()) for tallies in results.values() for t in tallies)
+    errors += sum(sum(side.other.errors.values()) for side in sides)
+    for side in sides:
+        if side.other.errors:
+            outside = fmt_errors([side.other])
+            print(f"  {side.tree.name}: errors outside the measured phases: {outside}")
+    retries = sum(t.retries for tallies in results.values() for t in tallies)
+    if retries:
+        print(f"  requests retried on a connection the server had closed: {retries}")
+    for side in sides:
+        print(f"  time inside the app ({kind}, {side.tree.name}, all phases, from its access log):")
+        print("\n".join(app_time_by_endpoint(side.server.log_path)) or "    (no access lines)")
+    return errors == 0, ratios
+
+
+def report_level(kind: str, level: int, sides: list[Side], results: dict) -> list[str]:
+    """Print the level's rows; its current / baseline lines, for the summary."""
+    print(HEADER)
+    for side in sides:
+        for mode in (*MODES, "paced"):
+            print(row(kind, level, side.tree.name, mode, results[level, side.tree.name, mode]))
+    if len(sides) < 2:
+        return []
+    lines = [
+        ratio_line(
+            kind, level, mode, results[level, "baseline", mode], results[level, "current", mode]
+        )
+        for mode in MODES
+    ]
+    paced = []
+    for side in sides:
+        latencies = [ms for t in results[level, side.tree.name, "paced"] for ms in t.latencies]
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+        paced.append(f"{side.tree.name} {p50:.1f}/{p99:.1f} ms")
+    lines.append(f"  {kind:<11}{level:>4} paced   p50/p99 per request: {', '.join(paced)}")
+    return lines
+
+
+async def one_level(kind, level, index, sides, logged_in, think, results, args) -> None:
+    """Warm-up, the A-B pairs, the profiled phase and the paced phases at one level."""
+    if index == 0 and args.warmup > 0:
+        for side in sides:
+            for mode in MODES:
+                tally = await measured_phase(
+                    side, logged_in[side.tree.name], args.warmup, seed=9_000, mode=mode
+                )
+                merge(side.other, tally)
+    for pair in range(args.pairs):
+        order = sides if pair % 2 == 0 else sides[::-1]
+        for offset, mode in enumerate(MODES):
+            for side in order:
+                results[level, side.tree.name, mode].append(
+                    await measured_phase(
+                        side,
+                        logged_in[side.tree.name],
+                        args.seconds,
+                        seed=level * 100 + pair * 10 + offset,
+                        mode=mode,
+                    )
+                )
+    if index == 0 and args.profile:
+        for side in sides:
+            running = start_profile(side, args.seconds, args.profile)
+            tally = await measured_phase(
+                side, logged_in[side.tree.name], args.seconds, seed=8_000, mode="script"
+            )
+            merge(side.other, tally)
+            print(
+                f"  profiled script phase, {side.tree.name}: {tally.round_rate:.1f} rounds/s, "
+                f"{tally.cpu_per_round:.1f} cpu ms/rnd (not in the rows)"
+            )
+            finish_profile(side, running, args.profile)
+    for side in sides:
+        results[level, side.tree.name, "paced"].append(
+            await measured_phase(
+                side,
+                logged_in[side.tree.name],
+                args.seconds * 2,
+                seed=level * 100 + 7,
+                mode="script",
+                think=think,
+            )
+        )
+
+
+def run_database(kind: str, trees: list[Tree], args) -> tuple[bool, list[str]]:
+    work = Path(tempfile.mkdtemp(prefix=f"roft-load-{kind}-"))
+    sides = [Side(tree, work / tree.name) for tree in trees]
+    levels = [int(n) for n in args.players.split(",")]
+    ok = False
+    try:
+        prepare_databases(kind, sides, args, max(levels))
+        ok, ratios = asyncio.run(run_levels(kind, sides, args))
+        for side in sides:
+            problems = check_database(side)
+            ok &= not problems
+            verdict = "OK" if not problems else "FAILED: " + "; ".join(problems[:5])
+            rounds = len(side.finished)
+            print(f"  database check ({kind}, {side.tree.name}): {rounds} rounds, {verdict}")
+    finally:
+        if ok and not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"  gunicorn logs and SQLite files kept in {work}")
+    return ok, ratios
+
+
+def _interrupted(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    pass
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description="Full game rounds under gunicorn against a one-row-write baseline.",
+        # The docstring without its usage line (argparse writes its own).
+        description="\n\n".join(__doc__.split("\n\n", 2)[::2]),
+        formatter_class=HelpFormatter,
         epilog="Method and latest results: docs/BENCHMARKS.md.",
     )
-    parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
-    parser.add_argument(
-        "--players", default="16,64", help="concurrency levels, comma-separated (default 16,64)"
+    add = parser.add_argument
+    add("--baseline-ref", metavar="REF", help="also run a git worktree of this commit, A-B")
+    add(
+        "--database",
+        choices=["sqlite", "postgresql", "both"],
+        default="both",
+        help="PostgreSQL: 127.0.0.1:5432",
     )
-    parser.add_argument(
-        "--seconds", type=float, default=15.0, help="length of each saturated phase (paced: 2×)"
+    add("--players", default="16,64", help="concurrency levels, comma-separated")
+    add("--seconds", type=float, default=15.0, help="length of each phase (paced: 2×)")
+    add("--pairs", type=int, default=2, help="A-B pairs per level and mode")
+    add(
+        "--warmup",
+        type=float,
+        default=2.0,
+        help="unmeasured seconds per tree and mode first (0: none)",
     )
-    parser.add_argument(
-        "--think",
-        default="0.5,1.5",
-        help="paced players wait a uniform time in this range (seconds) after each page",
-    )
-    parser.add_argument(
-        "--workers", type=int, default=None, help="gunicorn workers (default: gunicorn.conf.py)"
-    )
-    parser.add_argument(
-        "--copies",
-        type=int,
-        default=20,
-        help="load the demo texts this many times, each copy with its own passages (default 20)",
-    )
+    add("--think", default="0.5,1.5", help="paced players' pause after each page, seconds")
+    add("--workers", type=int, default=5, help="gunicorn workers of each tree")
+    add("--copies", type=int, default=15, help="demo texts loaded this many times")
+    add("--seed-rounds", type=int, default=100_000, help="answered rounds stored first")
+    add("--seed-players", type=int, default=2000, help="players those rounds are spread over")
+    add("--profile", type=Path, metavar="DIR", help="py-spy one worker per tree into DIR")
+    add("--keep", action="store_true", help="keep the SQLite files and gunicorn logs")
     args = parser.parse_args(argv)
-    levels = [int(n) for n in args.players.split(",")]
-    low, high = (float(x) for x in args.think.split(","))
-    think = (low, high)
+
+    sys.path.insert(0, str(ROOT))  # tests.gunicorn_server, roftcore
+    signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        return 1 if run(args) else 0
+    except KeyboardInterrupt:
+        print("interrupted (servers stopped, worktree removed)", file=sys.stderr)
+        return 130
+
+
+def run(args) -> bool:
+    """Every database for every tree; whether anything failed."""
     kinds = ["sqlite", "postgresql"] if args.database == "both" else [args.database]
-    workers = args.workers or _default_workers()
-    print(f"gunicorn sync workers: {workers}; each phase {args.seconds:.0f} s\n{HEADER}")
-    failed = False
-    for kind in kinds:
-        rows = asyncio.run(run_database(kind, levels, args.seconds, workers, think, args.copies))
-        failed |= any(row["check"] != "ok" or row["errors"] != "0" for row in rows)
-    return 1 if failed else 0
-
-
-def _default_workers() -> int:
-    """The worker count gunicorn.conf.py picks on this machine."""
-    settings: dict = {}
-    exec((PROJECT_ROOT / "gunicorn.conf.py").read_text(), settings)
-    return settings["workers"]
+    with ExitStack() as stack:
+        trees = []
+        if args.baseline_ref:
+            trees.append(stack.enter_context(baseline_worktree(args.baseline_ref)))
+        trees.append(current_tree())
+        print(
+            "trees: "
+            + ", ".join(f"{tree.name} = {tree.label} ({tree.root})" for tree in trees)
+            + f"\n{args.workers} gunicorn workers per tree; phases of {args.seconds:g} s, "
+            f"{args.pairs} pair(s) per level and mode",
+            flush=True,
+        )
+        failed, ratios = False, []
+        for kind in kinds:
+            ok, lines = run_database(kind, trees, args)
+            failed |= not ok
+            ratios += lines
+        if ratios:
+            print("current / baseline (mean of the pairs' ratios):")
+            print("\n".join(ratios))
+    return failed
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if len(sys.argv) == 3 and sys.argv[1] == SEED_COMMAND:
+        seed_tree(json.loads(sys.argv[2]))
+    else:
+        sys.exit(main())

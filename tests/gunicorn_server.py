@@ -127,6 +127,7 @@ class GunicornServer:
         startup_timeout: float = 60.0,
         app_module: str = "wsgi:app",
         access_log: bool = False,
+        root: Path = PROJECT_ROOT,
     ) -> None:
         self.database_url = database_url
         self.work_dir = Path(work_dir)
@@ -136,6 +137,9 @@ class GunicornServer:
         self.app_module = app_module
         # gunicorn's own access log, each line naming the worker that served it (see `served`).
         self.access_log = access_log
+        # The project tree to serve (its wsgi.py and gunicorn.conf.py), e.g. a worktree of an
+        # earlier commit in bench/web_load.py.
+        self.root = Path(root)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = self.work_dir / "gunicorn.log"
@@ -180,7 +184,7 @@ class GunicornServer:
                 ),
                 self.app_module,
             ],
-            cwd=PROJECT_ROOT,
+            cwd=self.root,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

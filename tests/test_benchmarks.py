@@ -6,8 +6,12 @@ Each pass of `make test` runs them on its database: SQLite, then PostgreSQL.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from app import PROJECT_ROOT
 
@@ -26,19 +30,57 @@ def run_bench(script: str, *args: str) -> str:
     return finished.stdout
 
 
-def test_web_load_plays_rounds_without_errors_and_checks_the_database():
-    out = run_bench(
-        "web_load.py", "--players", "2", "--seconds", "1", "--think", "0.05,0.1", "--copies", "2"
-    )
-    rows = {
-        fields[2]: fields
+TINY_LOAD = (
+    *("--players", "2", "--seconds", "1", "--think", "0.05,0.1", "--pairs", "1"),
+    *("--copies", "2", "--seed-rounds", "200", "--seed-players", "20", "--warmup", "0.5"),
+)
+
+
+def load_rows(out: str) -> dict[tuple[str, str], list[str]]:
+    """(tree, mode) -> the fields of its row in web_load.py's table."""
+    return {
+        (fields[2], fields[3]): fields
         for line in out.splitlines()
         if line.startswith(DATABASE) and (fields := line.split())
     }
-    assert set(rows) == {"form", "script", "paced"}
-    for mode in ("form", "script"):
-        assert rows[mode][1] == "2" and rows[mode][-1] == "0"  # 2 players, 0 errors
-    assert f"database check ({DATABASE}):" in out and out.rstrip().endswith("OK")
+
+
+def assert_played_and_checked(out: str, trees: set[str]) -> None:
+    rows = load_rows(out)
+    assert set(rows) == {(tree, mode) for tree in trees for mode in ("script", "form", "paced")}
+    for (tree, mode), fields in rows.items():
+        assert fields[1] == "2", (tree, mode)  # 2 players
+        assert float(fields[4]) > 0, (tree, mode)  # rounds/s
+        assert float(fields[5]) > 0, (tree, mode)  # server CPU ms per round
+        assert fields[-1] == "0", (tree, mode)  # no errors
+    # The script needs fewer requests per round than plain forms (one per action).
+    for tree in trees:
+        assert float(rows[tree, "script"][6]) < float(rows[tree, "form"][6])
+    for tree in trees:
+        match = re.search(rf"database check \({DATABASE}, {tree}\): (\d+) rounds, (.*)", out)
+        assert match and int(match[1]) > 0 and match[2] == "OK", out[-2000:]
+
+
+def test_web_load_plays_rounds_without_errors_and_checks_the_database():
+    out = run_bench("web_load.py", *TINY_LOAD)
+    assert_played_and_checked(out, {"current"})
+    assert "current / baseline" not in out
+
+
+@pytest.mark.skipif(DATABASE != "sqlite", reason="the SQLite pass covers the worktree")
+def test_web_load_against_a_baseline_worktree_measures_both_trees():
+    out = run_bench("web_load.py", "--baseline-ref", "HEAD", *TINY_LOAD)
+    assert_played_and_checked(out, {"baseline", "current"})
+    for mode in ("script", "form"):
+        assert re.search(rf"{DATABASE} +2 {mode} +cpu/round [\d.]+× .*rounds/s [\d.]+×", out)
+    assert re.search(rf"{DATABASE} +2 paced +p50/p99 per request: baseline .*, current ", out)
+    # The baseline ran from its own worktree, which is gone afterwards.
+    baseline = Path(re.search(r"baseline = \w+ \((\S+)\)", out)[1])
+    assert baseline != PROJECT_ROOT and not baseline.exists()
+    worktrees = subprocess.run(
+        ["git", "worktree", "list", "--porcelain"], cwd=PROJECT_ROOT, capture_output=True, text=True
+    ).stdout
+    assert f"worktree {baseline}\n" not in worktrees
 
 
 def test_leaderboard_bench_agrees_with_the_naive_queries():
