@@ -16,6 +16,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.config import build_config, check_production
 from app.crowd.platforms import MTURK_SUBMIT_ORIGINS
+from app.database import ping_after_idle
 from app.errors import ServiceError
 from app.extensions import cache, csrf, db, limiter, login_manager, migrate
 from app.logs import configure_logging
@@ -67,6 +68,9 @@ def create_app(overrides: dict | None = None) -> Flask:
         # HTTPS detection (Secure cookies) and URLs.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1)
     db.init_app(app)
+    with app.app_context():
+        for engine in db.engines.values():
+            ping_after_idle(engine, app.config["DATABASE_PING_AFTER_IDLE_S"])
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)

@@ -96,7 +96,8 @@ def build_config(instance_path: Path) -> dict:
     return {
         "SECRET_KEY": load_secret_key(instance_path),
         "SQLALCHEMY_DATABASE_URI": _database_url(instance_path),
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+        # A pooled connection idle longer than this is tested before use (`app/database.py`).
+        "DATABASE_PING_AFTER_IDLE_S": float(os.environ.get("DATABASE_PING_AFTER_IDLE_S", "1")),
         "REDIS_URL": redis_url,
         "RATELIMIT_STORAGE_URI": redis_url or "memory://",
         "RATELIMIT_HEADERS_ENABLED": True,

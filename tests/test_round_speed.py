@@ -12,7 +12,7 @@ from sqlalchemy import event, inspect, select
 
 from app.extensions import commit_keeping, db
 from app.game import rounds
-from app.models import Category, Round
+from app.models import Category, GameSet, Round
 from tests import factories
 from tests.conftest import csrf_token
 
@@ -122,9 +122,51 @@ def test_a_round_loads_the_player_and_its_round_once_per_request(app, client):
             round_loads = [s for s in run if "FROM rounds JOIN examples" in s]
             assert len(players) == 1, (action, run)
             assert len(round_loads) == (0 if action == "start" else 1), (action, run)
-    # A reveal: the player, the round with its text, the guarded update, the reveal row, and the
-    # set's place for the header.
-    assert all(len(run) <= 5 for run in by_action["reveal"]), by_action["reveal"]
+    # A reveal: the player, the round with its text, set and place in the set, the guarded
+    # update and the reveal row.
+    assert all(len(run) == 4 for run in by_action["reveal"]), by_action["reveal"]
+    # The set comes with the round: no page loads it on its own.
+    for run in (*by_action["reveal"], *by_action["answer"]):
+        assert not [s for s in run if s.lstrip().startswith("SELECT game_sets")], run
+
+
+def test_the_scripts_pages_show_the_set_as_stored(make_app, db_uri):
+    """Each answer's page, drawn from the objects kept across the commit, shows the set's
+    figures as the database holds them, and the last one leads to the summary."""
+    app = make_app(SET_SIZE=3)
+    with app.app_context():
+        if db_uri.startswith("postgresql"):
+            db.drop_all()
+        db.create_all()
+        for boundary in (2, 3, 4):
+            factories.example(boundary=boundary, passage=f"p{boundary}")
+    client = app.test_client()
+    token = csrf_token(client)
+    data = {"csrf_token": token, "category": "news"}
+    page = client.post("/play", data=data, headers=FETCH)
+    for number in (1, 2, 3):
+        body = page.get_data(as_text=True)
+        assert page.status_code == 200 and f"text {number} of 3" in body
+        url = page.headers["X-Round-URL"]
+        revealed = client.post(f"{url}/next", data={**data, "seen": "1"}, headers=FETCH)
+        assert f"text {number} of 3" in revealed.get_data(as_text=True)
+        answered = client.post(
+            f"{url}/answer",
+            data={**data, "seen": "2", "choice": "machine", "reasons": "hunch"},
+            headers=FETCH,
+        )
+        body = answered.get_data(as_text=True)
+        with app.app_context():
+            stored = db.session.scalar(select(GameSet))
+            figures = (stored.answered, stored.points, stored.finished)
+        assert figures[0] == number
+        assert f'<progress max="3" value="{figures[0]}"' in body
+        assert f'<span class="set-score">{figures[1]} point' in body
+        assert ("See your set summary" in body) == figures[2] == (number == 3)
+        if number < 3:
+            assert f"Next text ({number + 1} of 3)" in body
+            next_path = re.search(r'action="(/sets/\d+/next)"', body).group(1)
+            page = client.post(next_path, data={"csrf_token": token}, headers=FETCH)
 
 
 def test_a_new_round_is_shown_without_loading_it_again(app, client):

@@ -47,13 +47,17 @@ class AccountLocked(ServiceError):
         self.retry_after = seconds
 
 
+# Every request of a signed-in player runs it: built once (see app/game/rounds.py).
+_PLAYER_BY_ID = select(Player).where(Player.id == bindparam("player_id"))
+
+
 def load_player(session_id: str) -> Player | None:
     """Resolve a login session id ("<id>:<version>"); stale versions are signed out."""
     try:
         player_id, version = (int(part) for part in session_id.split(":"))
     except (ValueError, AttributeError):
         return None
-    player = db.session.get(Player, player_id)
+    player = db.session.scalars(_PLAYER_BY_ID, {"player_id": player_id}).first()
     if player is None or player.session_version != version:
         return None
     return player

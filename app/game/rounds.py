@@ -6,16 +6,31 @@ lives on the server; the client only sends intents.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from flask import current_app
-from sqlalchemy import Integer, and_, case, cast, exists, func, literal, select, update
+from sqlalchemy import (
+    Float,
+    Integer,
+    Select,
+    bindparam,
+    case,
+    cast,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import joinedload
+from sqlalchemy.orm import joinedload, undefer
 from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.sql.elements import BindParameter
 
 from app.catalog.records import SLUG_RE
 from app.errors import BadRequest, Conflict, NotFound
@@ -53,6 +68,47 @@ _WITH_EXAMPLE = tuple(
     joinedload(Round.example, innerjoin=True).options(detail) for detail in _EXAMPLE_DETAILS
 )
 
+# The statements every request of a round runs, built once: building a statement and its cache
+# key costs as much as running it (docs/BENCHMARKS.md). Their parameters are bound by name.
+# Loads the round for its page: its text, category and system, its set and its place there.
+_ROUND_FOR_PAGE = (
+    select(Round)
+    .options(*_WITH_EXAMPLE, joinedload(Round.game_set), undefer(Round.set_number))
+    .where(Round.id == bindparam("round_id"))
+)
+_OPEN_ROUND = (
+    select(Round)
+    .where(Round.player_id == bindparam("player_id"), Round.guess.is_(None))
+    .order_by(Round.id.desc())
+    .limit(1)
+)
+# The player's last order index, and how many rounds the set already holds.
+_NEXT_PLACES = select(
+    select(func.max(Round.order_index))
+    .where(Round.player_id == bindparam("player_id"))
+    .scalar_subquery(),
+    select(func.count(Round.id)).where(Round.set_id == bindparam("set_id")).scalar_subquery(),
+)
+# Updates whose new values the service writes onto the loaded objects itself.
+_UNSYNCED = {"synchronize_session": False}
+_REVEAL = (
+    update(Round)
+    .where(
+        Round.id == bindparam("round_id"),
+        Round.revealed == bindparam("seen"),
+        Round.guess.is_(None),
+    )
+    .values(revealed=Round.revealed + 1)
+    .execution_options(**_UNSYNCED)
+)
+_ADD_REVEAL = insert(Reveal)
+_ANNOTATED = (
+    update(Example)
+    .where(Example.id == bindparam("example_id"))
+    .values(annotation_count=Example.annotation_count + 1)
+    .execution_options(**_UNSYNCED)
+)
+
 
 class NoExamplesLeft(Conflict):
     """The player has already played every text they could be given."""
@@ -80,12 +136,7 @@ def categories_left_for(player: Player) -> list[Category]:
 
 def open_round(player: Player) -> Round | None:
     """The player's unanswered round, if any (a player has at most one)."""
-    return db.session.scalars(
-        select(Round)
-        .where(Round.player_id == player.id, Round.guess.is_(None))
-        .order_by(Round.id.desc())
-        .limit(1)
-    ).first()
+    return db.session.scalars(_OPEN_ROUND, {"player_id": player.id}).first()
 
 
 def category_by_slug(slug: str) -> Category | None:
@@ -95,24 +146,58 @@ def category_by_slug(slug: str) -> Category | None:
     return db.session.scalar(select(Category).where(Category.slug == slug))
 
 
-def _unplayed(player: Player | None, category: Category | None):
+def _unplayed(player: Player | None, category: Category | None) -> Select:
     """The examples of normal play the player (None: a new guest) may be served, in the category
     if given: never played, and (unless the operator allows repeats) built from no passage the
     player has already read in any variant."""
+    return _unplayed_by_ids(
+        player.id if player is not None else None,
+        category.id if category is not None else None,
+        current_app.config["AVOID_REPEATED_PASSAGES"],
+    )
+
+
+def _unplayed_by_ids(
+    player_id: int | BindParameter | None,
+    category_id: int | BindParameter | None,
+    avoid_repeats: bool,
+) -> Select:
     query = select(Example).where(Example.kind == NORMAL)
-    if player is not None:
-        already = select(Round.example_id).where(Round.player_id == player.id)
+    if player_id is not None:
+        already = select(Round.example_id).where(Round.player_id == player_id)
         query = query.where(Example.id.not_in(already))
-        if current_app.config["AVOID_REPEATED_PASSAGES"]:
+        if avoid_repeats:
             read = exists().where(
                 ExamplePassage.example_id == Example.id,
                 PassageRead.passage_id == ExamplePassage.passage_id,
-                PassageRead.player_id == player.id,
+                PassageRead.player_id == player_id,
             )
             query = query.where(~read)
-    if category is not None:
-        query = query.where(Example.category_id == category.id)
+    if category_id is not None:
+        query = query.where(Example.category_id == category_id)
     return query
+
+
+@functools.cache
+def _pick_statements(by_category: bool, avoid_repeats: bool) -> tuple[Select, Select]:
+    """The two statements of `_pick_example`, built once per kind of pick."""
+    eligible = _unplayed_by_ids(
+        bindparam("player_id"), bindparam("category_id") if by_category else None, avoid_repeats
+    )
+    lowest = (
+        eligible.with_only_columns(Example.annotation_count)
+        .order_by(Example.annotation_count)
+        .limit(1)
+        .scalar_subquery()
+    )
+    first_id = select(func.min(Example.id)).scalar_subquery()
+    last_id = select(func.max(Example.id)).scalar_subquery()
+    fraction = bindparam("fraction", type_=Float)
+    pivot = first_id + cast(fraction * (last_id - first_id + 1), Integer)
+    candidates = eligible.where(Example.annotation_count == lowest).options(*_EXAMPLE_DETAILS)
+    after = candidates.where(Example.id >= pivot).order_by(Example.id).limit(1)
+    before = candidates.where(Example.id < pivot).order_by(Example.id.desc()).limit(1)
+    return after, before
 
 
 def _pick_example(player: Player, category: Category | None) -> Example | None:
@@ -123,20 +208,13 @@ def _pick_example(player: Player, category: Category | None) -> Example | None:
     among those texts; the second takes the first such text at or after a random point of the id
     range (the last one before it when none is after).
     """
-    eligible = _unplayed(player, category)
-    lowest = (
-        eligible.with_only_columns(Example.annotation_count)
-        .order_by(Example.annotation_count)
-        .limit(1)
-        .scalar_subquery()
+    after, before = _pick_statements(
+        category is not None, current_app.config["AVOID_REPEATED_PASSAGES"]
     )
-    first_id = select(func.min(Example.id)).scalar_subquery()
-    last_id = select(func.max(Example.id)).scalar_subquery()
-    pivot = first_id + cast(random.random() * (last_id - first_id + 1), Integer)
-    candidates = eligible.where(Example.annotation_count == lowest).options(*_EXAMPLE_DETAILS)
-    after = candidates.where(Example.id >= pivot).order_by(Example.id).limit(1)
-    before = candidates.where(Example.id < pivot).order_by(Example.id.desc()).limit(1)
-    return db.session.scalars(after).first() or db.session.scalars(before).first()
+    params = {"player_id": player.id, "fraction": random.random()}
+    if category is not None:
+        params["category_id"] = category.id
+    return db.session.scalars(after, params).first() or db.session.scalars(before, params).first()
 
 
 def _chosen_category(category_slug: str) -> Category | None:
@@ -224,9 +302,9 @@ def create_round(
 
     The example's passages count as read from this moment.
     """
-    last = db.session.scalar(
-        select(func.max(Round.order_index)).where(Round.player_id == player.id)
-    )
+    last, in_set = db.session.execute(
+        _NEXT_PLACES, {"player_id": player.id, "set_id": set_id}
+    ).one()
     now = utcnow()
     new = Round(
         player_id=player.id,
@@ -245,6 +323,8 @@ def create_round(
     db.session.add(new)
     try:
         db.session.flush()
+        # Every earlier round of the set is answered: this one is the next in it.
+        set_committed_value(new, "set_number", in_set + 1 if set_id is not None else None)
         _remember_passages(player.id, example.id, now)
         # The round's page comes next: keep the player, the round and its text loaded.
         _commit_keeping_round(player, new)
@@ -257,10 +337,13 @@ def create_round(
 
 def get_round(player: Player, round_id: int) -> Round:
     """The player's own round; someone else's round is reported as not found."""
-    # One query for the round, its text, category and system: every page and answer needs them.
-    found = (
-        db.session.get(Round, round_id, options=_WITH_EXAMPLE) if 0 < round_id <= MAX_ID else None
-    )
+    # One query for the round, its text, category, system and set: every page and answer needs
+    # them.
+    found = None
+    if 0 < round_id <= MAX_ID:
+        found = db.session.identity_map.get(db.session.identity_key(Round, round_id))
+        if found is None:
+            found = db.session.scalars(_ROUND_FOR_PAGE, {"round_id": round_id}).first()
     if found is None or found.player_id != player.id:
         raise NotFound("That round does not exist.")
     return found
@@ -280,15 +363,13 @@ def reveal_next(player: Player, round_id: int, seen: int) -> Round:
     n = current.example.n_sentences
     if current.revealed >= n:
         raise Conflict("Every sentence is already shown: decide whether it is all human.")
-    result = db.session.execute(
-        update(Round)
-        .where(Round.id == current.id, Round.revealed == seen, Round.guess.is_(None))
-        .values(revealed=Round.revealed + 1)
-    )
+    result = db.session.execute(_REVEAL, {"round_id": current.id, "seen": seen})
     if result.rowcount != 1:
         db.session.rollback()
         raise Conflict("This page was out of date; here is the round as it stands.")
-    db.session.add(Reveal(round_id=current.id, sentence_index=seen, revealed_at=utcnow()))
+    db.session.execute(
+        _ADD_REVEAL, {"round_id": current.id, "sentence_index": seen, "revealed_at": utcnow()}
+    )
     set_committed_value(current, "revealed", seen + 1)
     try:
         # The page drawn next shows this round: keep it, its text and the player loaded.
@@ -300,9 +381,12 @@ def reveal_next(player: Player, round_id: int, seen: int) -> Round:
 
 
 def _commit_keeping_round(player: Player, current: Round) -> None:
+    """Commit, keeping what the round's page shows: the player, the round, its text and set."""
     example = current.example
     db.session.expire(current, ["reveals"])
-    commit_keeping(player, current, example, example.category, example.system)
+    # The set was loaded with the round, or is in the session already (a new round's).
+    game_set = current.game_set if current.set_id is not None else None
+    commit_keeping(player, current, example, example.category, example.system, game_set)
 
 
 @dataclass(frozen=True)
@@ -382,8 +466,9 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     }
     stored = db.session.execute(
         update(Round)
-        .where(and_(Round.id == current.id, Round.guess.is_(None), Round.revealed == answer.seen))
+        .where(Round.id == current.id, Round.guess.is_(None), Round.revealed == answer.seen)
         .values(**stored_values)
+        .execution_options(**_UNSYNCED)
     )
     if stored.rowcount != 1:
         # Someone (a double click, another tab) got there first: keep their answer.
@@ -393,11 +478,7 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
             raise AlreadyAnswered(current)
         raise Conflict("This page was out of date; here is the round as it stands.")
     if scored:
-        db.session.execute(
-            update(Example)
-            .where(Example.id == example.id)
-            .values(annotation_count=Example.annotation_count + 1)
-        )
+        db.session.execute(_ANNOTATED, {"example_id": example.id})
         if uncounted is None:
             integrity.count(
                 player, example, guess, result, current.started_at, current.revealed, now
@@ -405,7 +486,7 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     if current.set_id is not None:
         # A round that does not count (its truth was seen by another identity) still moves the
         # set on, but adds nothing to its score.
-        _count_in_set(current.set_id, result if scored and uncounted is None else None)
+        _count_in_set(current, result if scored and uncounted is None else None)
     if current.participant_id is not None:
         from app.crowd import studies  # the crowd service imports this module
 
@@ -420,12 +501,18 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     return current
 
 
-def _count_in_set(set_id: int, result: Verdict | None) -> None:
-    """Add an answered round to its set's running figures, finishing a full set (no commit)."""
+_SET_FIGURES = ("answered", "points", "exact", "finished_at")
+
+
+def _count_in_set(round_: Round, result: Verdict | None) -> None:
+    """Add an answered round to its set's running figures, finishing a full set (no commit).
+
+    The set loaded with the round takes the new figures, ready for the page.
+    """
     answered = GameSet.answered + 1
-    db.session.execute(
+    figures = db.session.execute(
         update(GameSet)
-        .where(GameSet.id == set_id)
+        .where(GameSet.id == round_.set_id)
         .values(
             answered=answered,
             points=GameSet.points + (result.points if result else 0),
@@ -435,7 +522,13 @@ def _count_in_set(set_id: int, result: Verdict | None) -> None:
                 else_=GameSet.finished_at,
             ),
         )
-    )
+        .returning(*(getattr(GameSet, name) for name in _SET_FIGURES))
+        .execution_options(**_UNSYNCED)
+    ).one_or_none()
+    game_set = round_.game_set
+    if figures is not None and game_set is not None:
+        for name, value in zip(_SET_FIGURES, figures, strict=True):
+            set_committed_value(game_set, name, value)
 
 
 def visible_sentences(round_: Round) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from flask import current_app
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
@@ -22,15 +22,15 @@ from app.game.scoring import verdict
 from app.models import Example, GameSet, Player, Round
 from app.models.sets import DAILY_SET, NORMAL_SET
 
+_OPEN_NORMAL_SET = select(GameSet).where(
+    GameSet.player_id == bindparam("player_id"),
+    GameSet.kind == NORMAL_SET,
+    GameSet.finished_at.is_(None),
+)
+
 
 def open_normal_set(player: Player) -> GameSet | None:
-    return db.session.scalars(
-        select(GameSet).where(
-            GameSet.player_id == player.id,
-            GameSet.kind == NORMAL_SET,
-            GameSet.finished_at.is_(None),
-        )
-    ).first()
+    return db.session.scalars(_OPEN_NORMAL_SET, {"player_id": player.id}).first()
 
 
 def _normal_set(player: Player) -> GameSet:
@@ -43,7 +43,7 @@ def _normal_set(player: Player) -> GameSet:
         db.session.add(new)
         try:
             # Only the new set changed: what the request loaded so far stays loaded.
-            commit_keeping(*db.session.identity_map.values())
+            commit_keeping(new, *db.session.identity_map.values())
         except IntegrityError:
             db.session.rollback()  # another request of this player made it first
             continue
@@ -91,21 +91,17 @@ class Position:
 
 
 def position_of(round_: Round) -> Position | None:
+    """Where the round stands in its set; the round's page loads its set and number with it
+    (`rounds.get_round`), elsewhere they are loaded here."""
     if round_.set_id is None:
         return None
-    number = (
-        select(func.count(Round.id))
-        .where(Round.set_id == GameSet.id, Round.id <= round_.id)
-        .scalar_subquery()
-    )
-    found = db.session.execute(select(GameSet, number).where(GameSet.id == round_.set_id)).first()
-    if found is None:
+    game_set = round_.game_set
+    if game_set is None:
         return None
-    game_set, number = found
     return Position(
         game_set.id,
         game_set.kind,
-        number,
+        round_.set_number,
         game_set.size,
         game_set.points,
         game_set.answered,

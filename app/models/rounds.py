@@ -4,13 +4,25 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy import (
+    JSON,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    select,
+    text,
+)
+from sqlalchemy.orm import Mapped, aliased, column_property, mapped_column, relationship
 
 from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 from app.models.content import Example
 from app.models.players import Player
+from app.models.sets import GameSet
 from app.models.studies import Participant
 
 
@@ -68,6 +80,7 @@ class Round(db.Model):
     player: Mapped[Player] = relationship()
     example: Mapped[Example] = relationship()
     participant: Mapped[Participant | None] = relationship()
+    game_set: Mapped[GameSet | None] = relationship()
     reveals: Mapped[list[Reveal]] = relationship(
         order_by="Reveal.sentence_index", cascade="all, delete-orphan"
     )
@@ -123,3 +136,15 @@ class Reveal(db.Model):
     )
     sentence_index: Mapped[int] = mapped_column(Integer, primary_key=True)
     revealed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+_earlier = aliased(Round)
+# The round's place in its set (text 3 of 5), loaded only where asked for (`undefer`), so that
+# the query that loads a round for its page brings it along.
+Round.set_number = column_property(
+    select(func.count(_earlier.id))
+    .where(_earlier.set_id == Round.set_id, _earlier.id <= Round.id)
+    .correlate_except(_earlier)
+    .scalar_subquery(),
+    deferred=True,
+)
