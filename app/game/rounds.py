@@ -22,7 +22,6 @@ from sqlalchemy import (
     exists,
     func,
     insert,
-    literal,
     select,
     update,
 )
@@ -89,24 +88,33 @@ _NEXT_PLACES = select(
     .scalar_subquery(),
     select(func.count(Round.id)).where(Round.set_id == bindparam("set_id")).scalar_subquery(),
 )
-# Updates whose new values the service writes onto the loaded objects itself.
-_UNSYNCED = {"synchronize_session": False}
+# Writes go to the tables (no ORM bookkeeping); the service puts the new values onto the loaded
+# objects itself.
+_rounds, _examples, _sets = Round.__table__.c, Example.__table__.c, GameSet.__table__.c
 _REVEAL = (
-    update(Round)
+    update(Round.__table__)
     .where(
-        Round.id == bindparam("round_id"),
-        Round.revealed == bindparam("seen"),
-        Round.guess.is_(None),
+        _rounds.id == bindparam("round_id"),
+        _rounds.revealed == bindparam("seen"),
+        _rounds.guess.is_(None),
     )
-    .values(revealed=Round.revealed + 1)
-    .execution_options(**_UNSYNCED)
+    .values(revealed=_rounds.revealed + 1)
 )
-_ADD_REVEAL = insert(Reveal)
+_ADD_REVEAL = insert(Reveal.__table__)
+_ANSWER_FIELDS = ("guess", "points", "reasons", "explanation", "answered_at", "uncounted")
+_STORE_ANSWER = (
+    update(Round.__table__)
+    .where(
+        _rounds.id == bindparam("round_id"),
+        _rounds.guess.is_(None),
+        _rounds.revealed == bindparam("seen"),
+    )
+    .values({name: bindparam(f"new_{name}") for name in _ANSWER_FIELDS})
+)
 _ANNOTATED = (
-    update(Example)
-    .where(Example.id == bindparam("example_id"))
-    .values(annotation_count=Example.annotation_count + 1)
-    .execution_options(**_UNSYNCED)
+    update(Example.__table__)
+    .where(_examples.id == bindparam("example_id"))
+    .values(annotation_count=_examples.annotation_count + 1)
 )
 
 
@@ -276,17 +284,27 @@ def start_round(
     raise Conflict("Could not start a round right now; please try again.")
 
 
-def _remember_passages(player_id: int, example_id: int, now) -> None:
-    """Record the example's passages as read by the player (no commit)."""
-    dialect = db.session.get_bind().dialect.name
+@functools.cache
+def _remember_passages_statement(dialect: str):
     module = postgresql if dialect == "postgresql" else sqlite
-    rows = select(literal(player_id), ExamplePassage.passage_id, literal(now, UTCDateTime())).where(
-        ExamplePassage.example_id == example_id
-    )
-    db.session.execute(
-        module.insert(PassageRead)
+    passages = ExamplePassage.__table__.c
+    rows = select(
+        bindparam("player_id", type_=Integer),
+        passages.passage_id,
+        bindparam("read_at", type_=UTCDateTime()),
+    ).where(passages.example_id == bindparam("example_id"))
+    return (
+        module.insert(PassageRead.__table__)
         .from_select(["player_id", "passage_id", "read_at"], rows)
         .on_conflict_do_nothing()
+    )
+
+
+def _remember_passages(player_id: int, example_id: int, now) -> None:
+    """Record the example's passages as read by the player (no commit)."""
+    db.session.execute(
+        _remember_passages_statement(db.session.get_bind().dialect.name),
+        {"player_id": player_id, "example_id": example_id, "read_at": now},
     )
 
 
@@ -465,10 +483,9 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
         "uncounted": uncounted,
     }
     stored = db.session.execute(
-        update(Round)
-        .where(Round.id == current.id, Round.guess.is_(None), Round.revealed == answer.seen)
-        .values(**stored_values)
-        .execution_options(**_UNSYNCED)
+        _STORE_ANSWER,
+        {"round_id": current.id, "seen": answer.seen}
+        | {f"new_{name}": value for name, value in stored_values.items()},
     )
     if stored.rowcount != 1:
         # Someone (a double click, another tab) got there first: keep their answer.
@@ -502,6 +519,20 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
 
 
 _SET_FIGURES = ("answered", "points", "exact", "finished_at")
+_COUNT_IN_SET = (
+    update(GameSet.__table__)
+    .where(_sets.id == bindparam("set_id"))
+    .values(
+        answered=_sets.answered + 1,
+        points=_sets.points + bindparam("add_points"),
+        exact=_sets.exact + bindparam("add_exact"),
+        finished_at=case(
+            (_sets.answered + 1 >= _sets.size, bindparam("now", type_=UTCDateTime())),
+            else_=_sets.finished_at,
+        ),
+    )
+    .returning(*(_sets[name] for name in _SET_FIGURES))
+)
 
 
 def _count_in_set(round_: Round, result: Verdict | None) -> None:
@@ -509,21 +540,14 @@ def _count_in_set(round_: Round, result: Verdict | None) -> None:
 
     The set loaded with the round takes the new figures, ready for the page.
     """
-    answered = GameSet.answered + 1
     figures = db.session.execute(
-        update(GameSet)
-        .where(GameSet.id == round_.set_id)
-        .values(
-            answered=answered,
-            points=GameSet.points + (result.points if result else 0),
-            exact=GameSet.exact + (1 if result and result.exact else 0),
-            finished_at=case(
-                (answered >= GameSet.size, literal(utcnow(), UTCDateTime())),
-                else_=GameSet.finished_at,
-            ),
-        )
-        .returning(*(getattr(GameSet, name) for name in _SET_FIGURES))
-        .execution_options(**_UNSYNCED)
+        _COUNT_IN_SET,
+        {
+            "set_id": round_.set_id,
+            "add_points": result.points if result else 0,
+            "add_exact": 1 if result and result.exact else 0,
+            "now": utcnow(),
+        },
     ).one_or_none()
     game_set = round_.game_set
     if figures is not None and game_set is not None:

@@ -17,6 +17,7 @@ The browser and address are stored as keyed hashes (HMAC with SECRET_KEY), never
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app, g, has_request_context, request
-from sqlalchemy import func, or_, select
+from sqlalchemy import Select, bindparam, func, insert, or_, select
 
 from app.errors import NotFound
 from app.extensions import cache, db
@@ -38,6 +39,7 @@ DEVICE_COOKIE = "roft_device"
 DEVICE_COOKIE_DAYS = 400  # browsers cap cookie lifetimes at 400 days
 DEVICE_WINDOW = timedelta(days=365)
 ADDRESS_WINDOW = timedelta(hours=24)
+_ADD_VIEW = insert(TruthView.__table__)
 SEEN_ON_DEVICE = "truth_seen_device"
 SEEN_FROM_ADDRESS = "truth_seen_address"
 REASONS = {
@@ -99,42 +101,50 @@ def init_app(app: Flask) -> None:
         return response
 
 
+@functools.cache
+def _earlier_view(by_device: bool, by_address: bool) -> Select:
+    """Another identity's view of the text's truth from this browser or address, the browser's
+    first; built once per kind of client."""
+    views = TruthView.__table__.c
+    same_device = views.device == bindparam("device")
+    others = []
+    if by_device:
+        others.append(same_device & (views.shown_at > bindparam("device_since")))
+    if by_address:
+        others.append(
+            (views.address == bindparam("address")) & (views.shown_at > bindparam("address_since"))
+        )
+    return (
+        select(same_device)
+        .where(
+            views.example_id == bindparam("example_id"),
+            or_(views.player_id.is_(None), views.player_id != bindparam("player_id")),
+            or_(*others),
+        )
+        .order_by(same_device.desc())
+        .limit(1)
+    )
+
+
 def answer_seen(player_id: int, example_id: int, judge: bool, now: datetime) -> str | None:
     """Record that this text's truth is shown to this browser and address; return why the
     answer must not count (another player saw the truth here first), or None (no commit)."""
     seen = client()
     reason = None
+    view = {
+        "example_id": example_id,
+        "player_id": player_id,
+        "device": seen.device,
+        "address": seen.address,
+    }
     if judge and (seen.device or seen.address):
-        others = []
-        if seen.device:
-            others.append(
-                (TruthView.device == seen.device) & (TruthView.shown_at > now - DEVICE_WINDOW)
-            )
-        if seen.address:
-            others.append(
-                (TruthView.address == seen.address) & (TruthView.shown_at > now - ADDRESS_WINDOW)
-            )
         earlier = db.session.execute(
-            select(TruthView.device == seen.device)
-            .where(
-                TruthView.example_id == example_id,
-                or_(TruthView.player_id.is_(None), TruthView.player_id != player_id),
-                or_(*others),
-            )
-            .order_by((TruthView.device == seen.device).desc())
-            .limit(1)
+            _earlier_view(bool(seen.device), bool(seen.address)),
+            {**view, "device_since": now - DEVICE_WINDOW, "address_since": now - ADDRESS_WINDOW},
         ).first()
         if earlier is not None:
             reason = SEEN_ON_DEVICE if earlier[0] else SEEN_FROM_ADDRESS
-    db.session.add(
-        TruthView(
-            example_id=example_id,
-            player_id=player_id,
-            device=seen.device,
-            address=seen.address,
-            shown_at=now,
-        )
-    )
+    db.session.execute(_ADD_VIEW, {**view, "shown_at": now})
     return reason
 
 
