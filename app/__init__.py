@@ -99,7 +99,22 @@ def create_app(overrides: dict | None = None) -> Flask:
     _register_error_pages(app)
     _register_security_headers(app)
     _register_static_versions(app)
+    _register_links(app)
     return app
+
+
+def _register_links(app: Flask) -> None:
+    """`link('game.home')` in templates: the address of a page without parameters, built once
+    per app root instead of on every page (the layout links to a dozen pages)."""
+    built: dict[tuple[str, str], str] = {}
+
+    def link(endpoint: str) -> str:
+        key = (request.script_root, endpoint)
+        if key not in built:
+            built[key] = url_for(endpoint)
+        return built[key]
+
+    app.jinja_env.globals["link"] = link
 
 
 STATIC_MAX_AGE = 365 * 24 * 3600

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flask import current_app
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.errors import BadRequest, Conflict, NotFound
@@ -110,20 +110,25 @@ class Spread:
         return self.better_than / self.others if self.others else 0.0
 
 
+_OTHER_GUESSES = (
+    select(Round.guess, func.count(Round.id))
+    .where(
+        Round.example_id == bindparam("example_id"),
+        Round.player_id != bindparam("player_id"),
+        Round.guess.is_not(None),
+        Round.kind == rounds.NORMAL,
+    )
+    .group_by(Round.guess)
+)
+
+
 def spread(round_: Round) -> Spread | None:
     """Other answers on the round's text, once at least SPREAD_MIN_OTHERS exist."""
     if not round_.answered:
         raise ValueError("round is not answered yet")
     example = round_.example
     rows = db.session.execute(
-        select(Round.guess, func.count(Round.id))
-        .where(
-            Round.example_id == example.id,
-            Round.player_id != round_.player_id,
-            Round.guess.is_not(None),
-            Round.kind == rounds.NORMAL,
-        )
-        .group_by(Round.guess)
+        _OTHER_GUESSES, {"example_id": example.id, "player_id": round_.player_id}
     ).all()
     if sum(count for _, count in rows) < current_app.config["SPREAD_MIN_OTHERS"]:
         return None
@@ -165,29 +170,48 @@ def _shown():
     )
 
 
+# The best explanations of a text by other players, with whether the reader up-voted each: the
+# columns the reveal shows, not whole rounds.
+_BEST_EXPLANATIONS = (
+    _shown()
+    .with_only_columns(
+        Round.id,
+        Round.explanation,
+        Round.reasons,
+        Round.upvotes,
+        Round.guess,
+        Round.points,
+        Round.id.in_(
+            select(ExplanationVote.round_id).where(
+                ExplanationVote.voter_id == bindparam("player_id")
+            )
+        ).label("voted"),
+    )
+    .where(Round.example_id == bindparam("example_id"), Round.player_id != bindparam("player_id"))
+    .order_by(Round.upvotes.desc(), Round.points.desc(), Round.id.asc())
+    .limit(bindparam("limit"))
+)
+
+
 def explanations_for(round_: Round, limit: int = MAX_SHOWN) -> list[Explanation]:
     """The best explanations other players wrote for this text: most up-voted first."""
     if not round_.answered:
         raise ValueError("round is not answered yet")
-    voted = select(ExplanationVote.round_id).where(ExplanationVote.voter_id == round_.player_id)
     rows = db.session.execute(
-        _shown()
-        .add_columns(Round.id.in_(voted).label("voted"))
-        .where(Round.example_id == round_.example_id, Round.player_id != round_.player_id)
-        .order_by(Round.upvotes.desc(), Round.points.desc(), Round.id.asc())
-        .limit(limit)
+        _BEST_EXPLANATIONS,
+        {"example_id": round_.example_id, "player_id": round_.player_id, "limit": limit},
     ).all()
     return [
         Explanation(
-            round_id=other.id,
-            text=other.explanation,
-            reasons=[REASONS[key][0] for key in other.reasons if key in REASONS],
-            upvotes=other.upvotes,
-            flagged=other.guess + 1,
-            points=other.points,
-            voted=bool(has_voted),
+            round_id=row.id,
+            text=row.explanation,
+            reasons=[REASONS[key][0] for key in row.reasons if key in REASONS],
+            upvotes=row.upvotes,
+            flagged=row.guess + 1,
+            points=row.points,
+            voted=bool(row.voted),
         )
-        for other, has_voted in rows
+        for row in rows
     ]
 
 
