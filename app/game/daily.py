@@ -242,7 +242,7 @@ def next_round(player: Player, game_set: GameSet) -> Round:
     example = db.session.get(Example, found.example_ids[played])
     label = f"daily-{game_set.day.isoformat()}"
     for _ in range(3):
-        new = rounds.create_round(player, example, label, set_id=game_set.id)
+        new = rounds.create_round(player, example, label, game_set=game_set)
         if new is not None:
             return new
         current = rounds.open_round(player)

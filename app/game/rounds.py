@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import joinedload, undefer
+from sqlalchemy.orm import joinedload, load_only, undefer
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.sql.elements import BindParameter
 
@@ -63,8 +63,22 @@ _EXAMPLE_DETAILS = (
     joinedload(Example.category, innerjoin=True),
     joinedload(Example.system, innerjoin=True),
 )
+# The columns of a text its pages read (a study's check round reads `source`); the rest (meta,
+# provenance, ids from the import) load on first use.
+_PAGE_COLUMNS = load_only(
+    Example.category_id,
+    Example.system_id,
+    Example.sentences,
+    Example.n_sentences,
+    Example.boundary,
+    Example.decoding,
+    Example.system_label,
+    Example.source,
+    Example.kind,
+)
 _WITH_EXAMPLE = tuple(
-    joinedload(Round.example, innerjoin=True).options(detail) for detail in _EXAMPLE_DETAILS
+    joinedload(Round.example, innerjoin=True).options(detail)
+    for detail in (_PAGE_COLUMNS, *_EXAMPLE_DETAILS)
 )
 
 # The statements every request of a round runs, built once: building a statement and its cache
@@ -202,7 +216,9 @@ def _pick_statements(by_category: bool, avoid_repeats: bool) -> tuple[Select, Se
     last_id = select(func.max(Example.id)).scalar_subquery()
     fraction = bindparam("fraction", type_=Float)
     pivot = first_id + cast(fraction * (last_id - first_id + 1), Integer)
-    candidates = eligible.where(Example.annotation_count == lowest).options(*_EXAMPLE_DETAILS)
+    candidates = eligible.where(Example.annotation_count == lowest).options(
+        _PAGE_COLUMNS, *_EXAMPLE_DETAILS
+    )
     after = candidates.where(Example.id >= pivot).order_by(Example.id).limit(1)
     before = candidates.where(Example.id < pivot).order_by(Example.id.desc()).limit(1)
     return after, before
@@ -259,11 +275,11 @@ def check_start(player: Player | None, category_slug: str) -> None:
 def start_round(
     player: Player,
     category_slug: str,
-    set_id: int | None = None,
+    game_set: GameSet | None = None,
     open_set: Callable[[], GameSet] | None = None,
 ) -> Round:
     """Resume the player's open round, or start a new one in the chosen category ("random": any),
-    as part of set `set_id`, or of the set `open_set()` returns once a text is found.
+    as part of `game_set`, or of the set `open_set()` returns once a text is found.
 
     Raises NotFound for an unknown category and NoExamplesLeft when the player has read every
     text there; either way nothing is stored.
@@ -277,8 +293,8 @@ def start_round(
         if example is None:
             raise _nothing_left(category)
         if open_set is not None:
-            set_id = open_set().id
-        new = create_round(player, example, category_slug, set_id=set_id)
+            game_set = open_set()
+        new = create_round(player, example, category_slug, game_set=game_set)
         if new is not None:
             return new
     raise Conflict("Could not start a round right now; please try again.")
@@ -314,12 +330,14 @@ def create_round(
     chosen_category: str,
     kind: str = NORMAL,
     participant_id: int | None = None,
-    set_id: int | None = None,
+    game_set: GameSet | None = None,
 ) -> Round | None:
-    """Insert the player's next round with s[0] revealed; None if another request won the race.
+    """Insert the player's next round with s[0] revealed, in `game_set` if given; None if another
+    request won the race.
 
     The example's passages count as read from this moment.
     """
+    set_id = game_set.id if game_set is not None else None
     last, in_set = db.session.execute(
         _NEXT_PLACES, {"player_id": player.id, "set_id": set_id}
     ).one()
@@ -331,7 +349,7 @@ def create_round(
         chosen_category=chosen_category,
         kind=kind,
         participant_id=participant_id,
-        set_id=set_id,
+        game_set=game_set,
         revealed=1,
         started_at=now,
         reasons=[],
@@ -402,7 +420,7 @@ def _commit_keeping_round(player: Player, current: Round) -> None:
     """Commit, keeping what the round's page shows: the player, the round, its text and set."""
     example = current.example
     db.session.expire(current, ["reveals"])
-    # The set was loaded with the round, or is in the session already (a new round's).
+    # The set was loaded with the round, or given with a new one.
     game_set = current.game_set if current.set_id is not None else None
     commit_keeping(player, current, example, example.category, example.system, game_set)
 

@@ -223,7 +223,7 @@ def next_round(player: Player, set_id: int) -> Round:
         raise SetFinished(game_set)
     if game_set.kind == DAILY_SET:
         return daily.next_round(player, game_set)
-    return rounds.start_round(player, last_category(game_set), set_id=game_set.id)
+    return rounds.start_round(player, last_category(game_set), game_set=game_set)
 
 
 class SetFinished(rounds.Conflict):
