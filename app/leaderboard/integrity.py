@@ -39,7 +39,6 @@ DEVICE_COOKIE = "roft_device"
 DEVICE_COOKIE_DAYS = 400  # browsers cap cookie lifetimes at 400 days
 DEVICE_WINDOW = timedelta(days=365)
 ADDRESS_WINDOW = timedelta(hours=24)
-_ADD_VIEW = insert(TruthView.__table__)
 SEEN_ON_DEVICE = "truth_seen_device"
 SEEN_FROM_ADDRESS = "truth_seen_address"
 REASONS = {
@@ -99,6 +98,9 @@ def init_app(app: Flask) -> None:
                 samesite="Lax",
             )
         return response
+
+
+_ADD_VIEW = insert(TruthView.__table__)
 
 
 @functools.cache
