@@ -17,7 +17,7 @@ from tqdm import tqdm
 from app import PROJECT_ROOT
 from app.accounts import service as accounts
 from app.catalog.importer import ImportFailed, import_records, read_records
-from app.catalog.roft_csv import RoftCsvError, read_roft_csv
+from app.catalog.roft_csv import RoftCsvError, read_roft_csv_counted
 from app.errors import ServiceError
 from app.extensions import db
 from app.models import Example
@@ -25,7 +25,9 @@ from app.models import Example
 
 def _read(path: Path, fmt: str) -> list:
     if fmt == "roft-csv":
-        return read_roft_csv(path)
+        converted = read_roft_csv_counted(path)
+        click.echo(converted.dropped_message())
+        return converted.records
     return read_records(path)
 
 
@@ -95,7 +97,8 @@ def register_cli(app: Flask) -> None:
         default="jsonl",
         show_default=True,
         help="jsonl: the example file format. roft-csv: the public RoFT dataset (roft.csv); "
-        "each distinct text becomes an example (boundary = true_boundary_index + 1).",
+        "each distinct text becomes an example of the sentences RoFT showed, the first 10 "
+        "(boundary = true_boundary_index + 1); the sentences dropped are counted.",
     )
     @click.option(
         "--reserve-daily",

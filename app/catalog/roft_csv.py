@@ -1,10 +1,13 @@
 """The public RoFT dataset (`roft.csv`) → our example records. Pure: no Flask, no database.
 
 Each distinct text in the file (same model, dataset, p, prompt and generation) becomes one
-example: sentences = prompt_body + gen_body split on `_SEP_`, boundary = true_boundary_index + 1
-(the convention in ARCHITECTURE.md; 9 = all human becomes boundary 10 = N). A text whose
-generation is empty is all human: its system is "human" and it has no decoding. The original model
-name, prompt and generation ids are kept in `meta`.
+example: the sentences RoFT showed its players, prompt_body then gen_body split on `_SEP_`, the
+first 10 in all (roftcore.roft.shown_sentences; roft.csv's generations often run on to 48
+sentences that nobody saw, and those are dropped and counted). boundary = true_boundary_index + 1
+(the convention in docs/boundary.md; 9 = all human becomes boundary 10 = N). A text with no
+machine sentence among those shown is all human: its system is "human" and it has no decoding.
+The original model name, prompt and generation ids, and the number of sentences dropped, are kept
+in `meta`.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import math
 import re
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from roftcore.records import ExampleRecord, RecordError, validate
-from roftcore.roft import SEP, example_key
+from roftcore.roft import example_key, shown_sentences, split_body
 
 NEEDED = ("model", "dataset", "dec_strat_value", "true_boundary_index", "prompt_body", "gen_body")
 
@@ -49,13 +53,33 @@ def slug(text: str) -> str:
     return (value or "roft")[:64]
 
 
-def _split(body: str) -> list[str]:
-    return [s.strip() for s in body.split(SEP)] if body and body.strip() else []
+@dataclass(frozen=True)
+class Conversion:
+    """The records of a roft.csv file and what was left out of them."""
+
+    records: list[ExampleRecord]
+    texts_trimmed: int  # texts whose row had sentences beyond the 10 RoFT showed
+    sentences_dropped: int  # those sentences, in all
+
+    def dropped_message(self) -> str:
+        if not self.texts_trimmed:
+            return "Every text had at most the 10 sentences RoFT showed; nothing was dropped."
+        return (
+            f"Dropped {self.sentences_dropped} sentence(s) that RoFT never showed, from "
+            f"{self.texts_trimmed} of {len(self.records)} text(s): each keeps its first 10."
+        )
 
 
 def convert_rows(rows: Iterable[dict], path: Path = Path("roft.csv")) -> list[ExampleRecord]:
     """Records for the distinct texts of the rows (dicts with the roft.csv columns)."""
+    return convert(rows, path).records
+
+
+def convert(rows: Iterable[dict], path: Path = Path("roft.csv")) -> Conversion:
+    """Records for the distinct texts of the rows, each cut to the sentences RoFT showed, with
+    the count of texts trimmed and sentences dropped."""
     records: dict[str, ExampleRecord] = {}
+    trimmed = dropped_total = 0
     errors: list[str] = []
     for number, row in enumerate(rows, start=2):
         missing = [c for c in NEEDED if c not in row]
@@ -74,15 +98,15 @@ def convert_rows(rows: Iterable[dict], path: Path = Path("roft.csv")) -> list[Ex
         except (TypeError, ValueError):
             errors.append(f"row {number}: true_boundary_index is not a number")
             continue
-        prompt, generation = _split(prompt_body), _split(gen_body)
+        prompt = split_body(prompt_body)
         if len(prompt) != index + 1:
             errors.append(
                 f"row {number}: the prompt has {len(prompt)} sentence(s) but "
                 f"true_boundary_index {index} says the last human sentence is number {index + 1}"
             )
             continue
-        sentences = prompt + generation
-        all_human = not generation
+        sentences, dropped = shown_sentences(prompt_body, gen_body)
+        all_human = len(sentences) == index + 1
         obj = {
             "id": key,
             "category": slug(dataset),
@@ -97,26 +121,35 @@ def convert_rows(rows: Iterable[dict], path: Path = Path("roft.csv")) -> list[Ex
                 "roft_dataset": dataset,
                 "roft_prompt": str(row.get("prompt") or ""),
                 "roft_generation": str(row.get("generation") or ""),
+                "roft_sentences_dropped": dropped,
             },
         }
         try:
             records[key] = validate(obj, number)
         except RecordError as error:
             errors.append(f"row {number}: {error.message}")
+            continue
+        trimmed += dropped > 0
+        dropped_total += dropped
     if errors:
         raise RoftCsvError(path, errors)
     if not records:
         raise RoftCsvError(path, ["no rows in the file"])
-    return list(records.values())
+    return Conversion(list(records.values()), trimmed, dropped_total)
 
 
 def read_roft_csv(path: Path) -> list[ExampleRecord]:
     """Every distinct text of a roft.csv file as an example record (all-or-nothing)."""
+    return read_roft_csv_counted(path).records
+
+
+def read_roft_csv_counted(path: Path) -> Conversion:
+    """`read_roft_csv` with the count of sentences dropped because RoFT never showed them."""
     path = Path(path)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:
         with path.open(encoding="utf-8", newline="") as handle:
-            return convert_rows(csv.DictReader(handle), path)
+            return convert(csv.DictReader(handle), path)
     except OSError as error:
         raise RoftCsvError(path, [f"cannot read file ({error.strerror})"]) from None
     except UnicodeDecodeError as error:
