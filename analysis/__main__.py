@@ -100,36 +100,53 @@ def parser() -> argparse.ArgumentParser:
 
     detect = commands.add_parser(
         "detect",
-        help="a zero-shot detector (a local causal LM) guesses every text's boundary; compared "
-        "with the players on the same texts",
-        description="Score every sentence of every text of INPUT (an export folder with its "
-        "examples table, or a roft.csv) with a local causal language model: mean token "
-        "log-likelihood and log-rank given the sentences before. A change-point rule turns the "
-        "scores into a guess (the split after which sentences are most machine-like, or 'all "
-        "human'), scored with RoFT's rule and compared with the players' annotations of the same "
-        "texts. Writes detections.csv, comparison.csv, detect_summary.json, detect.md and "
-        "detector_vs_players.png.",
+        help="zero-shot detectors (local causal LMs) score the shown sentences and play every "
+        "text, offline and online; compared with the players on the same texts",
+        description="Score the sentences players were shown of every text of INPUT (an export "
+        "folder with its examples table, or a roft.csv: its first 10 sentences) with a causal "
+        "language model: log-likelihood, log-rank and Fast-DetectGPT's curvature, and with "
+        "--performer Binoculars' two-model ratio. Reports AUROC and TPR at 1% and 5% FPR at "
+        "sentence and text level, and plays each text as a player (offline: sees all shown "
+        "sentences; online: commits sentence by sentence, threshold chosen on other texts), "
+        "beside the players, always-human and random on the same texts, machine and all-human "
+        "texts apart. Writes detections.csv, sentence_scores.csv, detection_metrics.csv, "
+        "comparison.csv, detect_summary.json, detect.md and detector_vs_players.png.",
         epilog=EPILOG,
     )
     detect.add_argument("input", metavar="INPUT", help="export folder or file, or roft.csv")
     detect.add_argument("--out", required=True, metavar="DIR", help="folder for the results")
     detect.add_argument(
-        "--model", required=True, help="a local model folder (save_pretrained) or a hub id"
+        "--model",
+        required=True,
+        help="the scoring model (Binoculars' observer): a local folder (save_pretrained) or a "
+        "hub id",
     )
     detect.add_argument(
-        "--statistic",
-        choices=["logrank", "loglik"],
-        default="logrank",
-        help="the sentence score the change point uses (default %(default)s)",
+        "--performer",
+        help="a second model with the same tokenizer: adds Binoculars' two-model score",
     )
     detect.add_argument(
         "--threshold",
         type=float,
         default=2.0,
-        help="smallest z of the best split for a machine guess; below it, 'all human' "
+        help="offline play: smallest z of the best split for a machine guess; below it, 'all "
+        "human' (default %(default)s)",
+    )
+    detect.add_argument(
+        "--folds",
+        type=int,
+        default=5,
+        help="online play: the threshold for each text is chosen on the other folds of texts "
         "(default %(default)s)",
     )
     detect.add_argument("--device", default="cpu", help="cpu (default), cuda, auto")
+    detect.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples over texts for the intervals (default %(default)s; 0 = none)",
+    )
     detect.add_argument("--max-texts", type=int, help="score only the first N texts")
     detect.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return top
@@ -144,24 +161,35 @@ def run_detect(args) -> int:
     from generation.models import ModelError
     from generation.models import load as load_model
 
+    if args.folds < 2:
+        raise LoadError("--folds must be at least 2: online thresholds come from other texts")
     out = Path(args.out)
     texts = detect.read_texts(args.input)
     if args.max_texts:
         texts = texts.head(args.max_texts)
+    if not len(texts):
+        raise LoadError(f"{args.input}: no texts to score")
     try:
         lm = load_model(args.model, device=args.device)
+        performer = load_model(args.performer, device=args.device) if args.performer else None
     except ModelError as error:
         raise LoadError(str(error)) from None
-    found = detect.detect(texts, lm, args.statistic, args.threshold, not args.no_progress)
+    found = detect.detect(
+        texts, lm, args.threshold, not args.no_progress, performer=performer, folds=args.folds
+    )
     out.mkdir(parents=True, exist_ok=True)
     neutralise_frame(found).to_csv(out / "detections.csv", index=False)
+    sentences = detect.sentence_table(found)
+    neutralise_frame(sentences).to_csv(out / "sentence_scores.csv", index=False)
     players = cleaning.clean(load(args.input)).frame
-    result = detect.compare(players, found)
+    result = detect.compare(players, found, n_boot=args.bootstrap)
+    neutralise_frame(result["metrics"]).to_csv(out / "detection_metrics.csv", index=False)
     neutralise_frame(result["table"]).to_csv(out / "comparison.csv", index=False)
     summary = {
         "model": lm.describe(),
-        "statistic": args.statistic,
+        "performer": performer.describe() if performer else None,
         "threshold": args.threshold,
+        "folds": args.folds,
         **result["summary"],
     }
     (out / "detect_summary.json").write_text(json.dumps(summary, indent=2, default=str))
@@ -169,8 +197,9 @@ def run_detect(args) -> int:
     (out / "detect.md").write_text("\n".join(detect.markdown(result)) + "\n")
     s = result["summary"]
     print(
-        f"scored {len(found)} texts; compared on {s['texts']} texts ({s['annotations']} "
-        f"annotations); results in {out}"
+        f"scored {len(found)} texts ({s['sentences_dropped']} never-shown sentences dropped); "
+        f"compared on {s['machine_texts']} machine and {s['all_human_texts']} all-human texts "
+        f"({s['annotations']} annotations); results in {out}"
     )
     return 0
 

@@ -240,21 +240,22 @@ def test_detector_beside_players_on_the_same_texts(tiny_model_dir, tmp_path, cap
     found = pd.read_csv(out / "detections.csv")
     players = load(ROFT)
     assert set(found["example"]) == set(players["example"])  # every text, scored once
-    assert found["guess"].between(1, 10).all()
-    expected = [
-        min(5, 5 - (g - b)) if g >= b else 0
-        for g, b in zip(found.guess, found.boundary, strict=True)
-    ]
-    assert found["points"].tolist() == [max(p, 0) for p in expected]
-    for column in ("loglik", "logrank"):
+    for column in ("logrank_offline", "logrank_online", "curvature_offline", "curvature_online"):
+        assert found[column].between(1, 10).all()
+    for column in ("loglik_sentences", "logrank_sentences", "curvature_sentences"):
         assert all(len(json.loads(v)) == 10 for v in found[column])
     summary = json.loads((out / "detect_summary.json").read_text())
     assert summary["texts"] == 5 and summary["annotations"] == len(cleaning.clean(players).frame)
     assert summary["model"]["weights_sha256"]
     table = pd.read_csv(out / "comparison.csv")
-    per_text = table[(table.weighting == "per text") & (table.measure == "mean points")]
-    detector = per_text.set_index("who").loc["detector", "estimate"]
-    assert detector == pytest.approx(found["points"].mean())
+    per_text = table[(table.weighting == "per text") & (table.who == "detector offline")]
+    machine = found[found["boundary"] < 10]
+    expected = [
+        max(min(5, 5 - (g - b)), 0) if g >= b else 0
+        for g, b in zip(machine.logrank_offline, machine.boundary, strict=True)
+    ]
+    row = per_text[(per_text.kind == "machine texts") & per_text.model.str.startswith("logrank")]
+    assert row["points"].item() == pytest.approx(np.mean(expected))
     assert (out / "detector_vs_players.png").stat().st_size > 5000
     # The report adds the comparison when given the detections.
     report = tmp_path / "report"
