@@ -484,47 +484,93 @@ def labelled_sentences(detections: pd.DataFrame, scorer: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["example", "index", "machine", "all_human", "score"])
 
 
-def metrics(detections: pd.DataFrame) -> pd.DataFrame:
-    """AUROC and TPR at 1% / 5% FPR per scorer, at sentence level (two choices of negatives)
-    and at text level (machine texts against all-human texts)."""
+def auroc_interval(
+    positives, negatives, pos_text, neg_text, n_boot: int = 1000, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile interval of the AUROC, resampling texts (a text's sentences go together).
+
+    pos_text / neg_text: the text (any label) each score belongs to."""
+    pos = np.asarray(positives, dtype=float)
+    neg = np.asarray(negatives, dtype=float)
+    if n_boot <= 0 or not len(pos) or not len(neg):
+        value = auroc(pos, neg)
+        return value, value
+    texts, codes = np.unique(
+        np.concatenate([np.asarray(pos_text), np.asarray(neg_text)]).astype(str),
+        return_inverse=True,
+    )
+    pos_code, neg_code = codes[: len(pos)], codes[len(pos) :]
+    order = np.argsort(neg, kind="mergesort")
+    neg_sorted, neg_code = neg[order], neg_code[order]
+    lo = np.searchsorted(neg_sorted, pos, side="left")
+    hi = np.searchsorted(neg_sorted, pos, side="right")
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_boot):
+        count = np.bincount(rng.integers(0, len(texts), len(texts)), minlength=len(texts))
+        w_pos, w_neg = count[pos_code], count[neg_code]
+        total = w_pos.sum() * w_neg.sum()
+        if not total:
+            continue
+        cum = np.concatenate([[0], np.cumsum(w_neg)])
+        wins = cum[lo] + 0.5 * (cum[hi] - cum[lo])
+        draws.append(float((w_pos * wins).sum() / total))
+    if not draws:
+        value = auroc(pos, neg)
+        return value, value
+    low, high = np.quantile(draws, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def metrics(detections: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """AUROC (with a 95% interval over texts) and TPR at 1% / 5% FPR per scorer, at sentence
+    level (two choices of negatives) and at text level (machine texts against all-human
+    texts)."""
     rows = []
     for name, label in scorers_in(detections).items():
         sentences = labelled_sentences(detections, name).dropna(subset=["score"])
         texts = detections.dropna(subset=[f"{name}_text"])
-        machine = sentences[sentences["machine"]]["score"]
-        for level, positives, negatives, what in (
+        machine = sentences[sentences["machine"]]
+        for level, positives, negatives, what, score in (
             (
                 "sentence",
                 machine,
-                sentences[~sentences["machine"] & sentences["all_human"]]["score"],
+                sentences[~sentences["machine"] & sentences["all_human"]],
                 "sentences of all-human texts",
+                "score",
             ),
             (
                 "sentence",
                 machine,
-                sentences[~sentences["machine"]]["score"],
+                sentences[~sentences["machine"]],
                 "every human-written sentence",
+                "score",
             ),
             (
                 "text",
-                texts[~texts["all_human"]][f"{name}_text"],
-                texts[texts["all_human"]][f"{name}_text"],
+                texts[~texts["all_human"]],
+                texts[texts["all_human"]],
                 "all-human texts",
+                f"{name}_text",
             ),
         ):
+            pos, neg = positives[score].to_numpy(float), negatives[score].to_numpy(float)
+            low, high = auroc_interval(
+                pos, neg, positives["example"], negatives["example"], n_boot, seed
+            )
             row = {
                 "scorer": name,
                 "model": label,
                 "level": level,
                 "negatives": what,
-                "n_positive": len(positives),
-                "n_negative": len(negatives),
-                "auroc": auroc(positives, negatives),
+                "n_positive": len(pos),
+                "n_negative": len(neg),
+                "auroc": auroc(pos, neg),
+                "auroc_low": low,
+                "auroc_high": high,
             }
             for level_fpr in FPR_LEVELS:
-                row[f"tpr_at_{round(level_fpr * 100)}pct_fpr"] = tpr_at_fpr(
-                    positives, negatives, level_fpr
-                )
+                row[f"tpr_at_{round(level_fpr * 100)}pct_fpr"] = tpr_at_fpr(pos, neg, level_fpr)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -628,6 +674,9 @@ def compare(
     Returns {"table": the play table, "metrics": `metrics`, "summary": JSON-ready, "per_text"}.
     Estimates are means over texts ("per text") and over annotations ("per annotation", each
     text weighted by how often players saw it), with 95% bootstrap intervals over texts."""
+    scored_texts = len(detections)
+    if frame is not None:  # the texts the players' rows cover, and only those
+        detections = detections[detections["example"].isin(frame["example"])]
     per_text = play_per_text(detections, frame)
     weightings = [("per text", False)]
     if frame is not None:
@@ -651,14 +700,17 @@ def compare(
                 row[f"{measure}_low"], row[f"{measure}_high"] = low, high
             table.append(row)
     table = pd.DataFrame(table)
-    scored = metrics(detections)
+    if len(table):  # machine texts first, then all-human texts; within each, as added
+        rank = table["kind"].map({MACHINE: 0, ALL_HUMAN: 1})
+        table = table.iloc[np.lexsort((np.arange(len(table)), rank))].reset_index(drop=True)
+    scored = metrics(detections, n_boot, seed)
     texts = per_text.drop_duplicates("example")
     summary = {
         "texts": len(texts),
         "machine_texts": int((texts["kind"] == MACHINE).sum()),
         "all_human_texts": int((texts["kind"] == ALL_HUMAN).sum()),
         "annotations": int(texts["annotations"].sum()) if frame is not None else 0,
-        "texts_without_annotations": int(len(detections) - len(texts)),
+        "texts_without_annotations": int(scored_texts - len(texts)),
         "scorers": scorers_in(detections),
         "sentences_dropped": int(detections["dropped"].sum()) if "dropped" in detections else 0,
         "table": table.to_dict(orient="records"),
@@ -708,10 +760,10 @@ def figure_of(table: pd.DataFrame, summary: dict):
             line = rows[rows["who"] == baseline]
             if len(line):
                 ax.axvline(line["points"].iloc[0], color="black", ls=style, lw=1, label=baseline)
-        ax.set_xlim(0, 5)
+        ax.set_xlim(0, 5.25)
         ax.set_xlabel("mean points per text (95% CI over texts)")
         ax.set_title(f"{kind} (n = {int(rows['texts'].iloc[0])})")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     fig.suptitle("Zero-shot detectors vs players on the same texts", fontsize=10)
     fig.tight_layout()
     return fig
@@ -731,14 +783,15 @@ def _ci(row, measure: str, digits: int = 2) -> str:
 def markdown_tables(result: dict) -> list[str]:
     """The detection table and the play table, in Markdown."""
     lines = [
-        "| scorer (model, parameters) | level | negatives | positives | negatives (n) | AUROC "
-        "| TPR at 1% FPR | TPR at 5% FPR |",
+        "| scorer (model, parameters) | level | negatives | positives | negatives (n) "
+        "| AUROC [95% CI] | TPR at 1% FPR | TPR at 5% FPR |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in result["metrics"].itertuples():
         lines.append(
             f"| {r.model} | {r.level} | {r.negatives} | {r.n_positive} | {r.n_negative} | "
-            f"{r.auroc:.3f} | {r.tpr_at_1pct_fpr:.3f} | {r.tpr_at_5pct_fpr:.3f} |"
+            f"{r.auroc:.3f} [{r.auroc_low:.3f}, {r.auroc_high:.3f}] | {r.tpr_at_1pct_fpr:.3f} | "
+            f"{r.tpr_at_5pct_fpr:.3f} |"
         )
     lines += [
         "",

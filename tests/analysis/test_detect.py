@@ -353,3 +353,23 @@ def test_model_name_and_size_in_every_table_and_figure(long_roft, performer_dir,
     metrics = pd.read_csv(both / "detection_metrics.csv").set_index("scorer")
     assert metrics.loc["binoculars", "model"].iloc[0].startswith(f"binoculars · observer {named}")
     assert Path(performer_dir).name in metrics.loc["binoculars", "model"].iloc[0]
+
+
+def test_auroc_interval_resamples_texts():
+    rng = np.random.default_rng(3)
+    pos, neg = rng.normal(1, 1, 60), rng.normal(0, 1, 80)
+    pos_text, neg_text = np.repeat(np.arange(20), 3), np.repeat(np.arange(100, 120), 4)
+    low, high = detect.auroc_interval(pos, neg, pos_text, neg_text, n_boot=300)
+    assert low < detect.auroc(pos, neg) < high and high - low < 0.4
+    # Sentences of one text move together: with strong text effects, resampling texts gives
+    # a wider interval than treating every sentence as its own text.
+    pos_text, neg_text = np.repeat(np.arange(10), 6), np.repeat(np.arange(100, 110), 8)
+    pos = rng.normal(1, 1.5, 10)[pos_text] + rng.normal(0, 0.1, 60)
+    neg = rng.normal(0, 1.5, 110)[neg_text] + rng.normal(0, 0.1, 80)
+    clustered = detect.auroc_interval(pos, neg, pos_text, neg_text, n_boot=300)
+    naive = detect.auroc_interval(pos, neg, np.arange(60), np.arange(100, 180), n_boot=300)
+    assert clustered[1] - clustered[0] > 1.5 * (naive[1] - naive[0])
+    assert detect.auroc_interval(pos, neg, pos_text, neg_text, n_boot=0) == (
+        detect.auroc(pos, neg),
+        detect.auroc(pos, neg),
+    )
