@@ -149,6 +149,7 @@ def parser() -> argparse.ArgumentParser:
     )
     detect.add_argument("--max-texts", type=int, help="score only the first N texts")
     detect.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_taxonomy_check(commands)
     return top
 
 
@@ -204,8 +205,46 @@ def run_detect(args) -> int:
     return 0
 
 
+# -- taxonomy-check: the comment taxonomy measured on a researcher's own labels ---------------
+
+
+def add_taxonomy_check(commands) -> None:
+    from analysis.taxonomy import GOLD_LABELS
+
+    check = commands.add_parser(
+        "taxonomy-check",
+        help="measure the comment taxonomy on your own labelled explanations",
+        description=(
+            "LABELS.csv is a CSV file with a header row, an 'explanation' (or 'text') column and "
+            "a 'labels' (or 'label') column holding one class or several joined by ';' (other "
+            f"columns are ignored). Classes: {', '.join(GOLD_LABELS)} ('unclassified' = no "
+            "class fits, so abstaining is right; it and 'not_a_reason' stand alone). Prints "
+            "coverage (share not abstained), accuracy where labelled, per-class precision and "
+            "recall, and the confusion matrix of main classes. Exits 2 on a malformed file, "
+            "naming the file and line."
+        ),
+        epilog="How the classes are defined and measured: docs/taxonomy.md.",
+    )
+    check.add_argument("labels", metavar="LABELS.csv", help="your labelled explanations")
+
+
+def run_taxonomy_check(args) -> int:
+    from analysis import taxonomy
+
+    try:
+        result = taxonomy.check_labels(args.labels)
+    except taxonomy.LabelsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"The comment taxonomy on {args.labels}:")
+    print(taxonomy.format_scores(result))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "taxonomy-check":
+        return run_taxonomy_check(args)
     if args.command == "detect":
         try:
             return run_detect(args)

@@ -1,22 +1,27 @@
 """Reasons and free-text explanations.
 
 Reasons: the share of rounds citing each of RoFT's eight reasons, by system and by category, and
-the mean points of rounds citing each. Reasons given as free text instead of reason names (some
-exports of RoFT's data have them) are mapped to names with the comment taxonomy first.
+the mean points of rounds citing each. Reason labels are kept exactly (`reason_label`): each of
+the eight names is its own reason, RoFT's "other" stays "other" and our "hunch" stays "hunch";
+neither is ever read as text. Only parts that are no label at all (free text, which some exports
+of RoFT's data have) go through the comment taxonomy, which may answer "not_a_reason" or
+"unclassified" (counted as no reason).
 
 Explanations: normalised (lower case, punctuation and digits dropped, whitespace collapsed) and
 de-duplicated twice: exact duplicates of the normalised text, then near-duplicates (word
-TF-IDF cosine similarity >= NEAR_DUPLICATE_SIMILARITY) merged into one. Each unique comment is then
-given every reason type it states, or "other", by the comment taxonomy (`analysis.taxonomy`:
-normalisation and fuzzy cue matching, readable rules with negation, and a scikit-learn model
-trained on the labelled development set); the per-comment table says which rule or the model
-decided. The comments left as "other" are clustered with TF-IDF + NMF; each cluster is shown with
-its top terms and example comments. When there are more than `max_comments` unique comments, a
+TF-IDF cosine similarity >= NEAR_DUPLICATE_SIMILARITY) merged into one. Each unique comment is
+then given every class it states, "not_a_reason", or "unclassified" when the comment taxonomy
+(`analysis.taxonomy`: normalisation and fuzzy cue matching, readable rules with negation, and a
+scikit-learn model) is unsure; the per-comment table says which rule or the model decided. The
+comments left "unclassified" are clustered with TF-IDF + NMF; each cluster is shown with its top
+terms and example comments. When there are more than `max_comments` unique comments, a
 fixed-seed random sample of that many is classified and clustered, and the output says so.
+`CommentReport.heldout` says what the classifier's held-out figure is and is not.
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -24,11 +29,13 @@ import numpy as np
 import pandas as pd
 
 from analysis import taxonomy
-from roftcore.reasons import REASON_NAMES
+from roftcore.reasons import HUNCH, REASON_NAMES
 
 NEAR_DUPLICATE_SIMILARITY = 0.9
 RULES = taxonomy.RULES  # the cue patterns, one readable table (analysis/taxonomy.py)
 MAX_TABLE_COMMENTS = 5000  # rows of the per-comment table (the most frequent comments)
+# Reason labels kept as they are: RoFT's eight, RoFT's "other", and the site's "hunch".
+REASON_LABELS: tuple[str, ...] = (*REASON_NAMES, taxonomy.OTHER, HUNCH)
 
 
 def rules_table() -> pd.DataFrame:
@@ -42,22 +49,38 @@ def rules_table() -> pd.DataFrame:
 
 
 def classify(text: str) -> str:
-    """The main reason type of one comment, or "other" (see analysis.taxonomy)."""
+    """The main class of one comment, or "unclassified" (see analysis.taxonomy)."""
     return taxonomy.classify_comment(text).primary
 
 
+def reason_label(part: str) -> str | None:
+    """The reason label a part of a reasons string names ("Contradicts sentence" and
+    "contradicts-sentence" name contradicts_sentence; "Other" names other), or None for free
+    text. A label is never read as text: "other" is no cue for any reason."""
+    key = re.sub(r"[\s\-]+", "_", part.strip().lower())
+    return key if key in REASON_LABELS else None
+
+
 def canonical_reasons(reasons: pd.Series) -> pd.Series:
-    """Reason strings ("a;b") whose parts are not reason names are read as free text and mapped
-    to the names the taxonomy gives them; names pass through unchanged."""
+    """Reason strings ("a;b") with each label kept exactly (`reason_label`), in its canonical
+    spelling; parts that are no label are read as one free-text comment and replaced by the
+    classes the taxonomy gives it ("unclassified" when it is unsure)."""
     values = reasons.astype("str").fillna("")
-    unique = pd.unique(values)
-    known = set(REASON_NAMES)
-    free = [v for v in unique if v and not set(v.split(";")) <= known]
-    if not free:
-        return values
-    labels = taxonomy.classify_many([v.replace(";", ", ") for v in free])
-    mapping = {v: ";".join(c.labels) for v, c in zip(free, labels, strict=True)}
-    return values.map(lambda v: mapping.get(v, v))
+    mapping: dict[str, str] = {}
+    free_text: dict[str, str] = {}
+    for value in pd.unique(values):
+        parts = [p for p in value.split(";") if p.strip()]
+        labels = [reason_label(p) for p in parts]
+        free = [p.strip() for p, label in zip(parts, labels, strict=True) if label is None]
+        mapping[value] = ";".join(dict.fromkeys(label for label in labels if label))
+        if free:
+            free_text[value] = ", ".join(free)
+    if free_text:
+        found = taxonomy.classify_many(list(free_text.values()))
+        for value, c in zip(free_text, found, strict=True):
+            given = [*mapping[value].split(";"), *(c.labels or (taxonomy.UNCLASSIFIED,))]
+            mapping[value] = ";".join(dict.fromkeys(x for x in given if x))
+    return values.map(mapping)
 
 
 def reason_flags(frame: pd.DataFrame) -> pd.DataFrame:
@@ -121,6 +144,9 @@ class CommentReport:
     table: pd.DataFrame  # one row per unique comment: text, rows, labels, primary, decided_by
     clusters: list[dict] = field(default_factory=list)
     note: str = ""
+    # What the classifier's held-out figure is (team-written, not these comments): print this
+    # instead of any accuracy figure (taxonomy.heldout_caveat).
+    heldout: str = ""
 
 
 def _near_duplicate_groups(texts: list[str]) -> np.ndarray:
@@ -219,13 +245,13 @@ def explanation_report(
     unique_near_frame = first_raw.drop_duplicates("group")
     found = taxonomy.classify_many(unique_near_frame["raw"].tolist())
     unique_near_frame = unique_near_frame.assign(
-        labels=[";".join(c.labels) or taxonomy.OTHER for c in found],
+        labels=[";".join(c.labels) or taxonomy.UNCLASSIFIED for c in found],
         primary=[c.primary for c in found],
         decided_by=[c.decided_by for c in found],
     )
-    counts = {name: 0 for name in [*REASON_NAMES, taxonomy.OTHER]}
+    counts = {name: 0 for name in [*taxonomy.CLASSES, taxonomy.UNCLASSIFIED]}
     for c in found:
-        for name in c.labels or (taxonomy.OTHER,):
+        for name in c.labels or (taxonomy.UNCLASSIFIED,):
             counts[name] += 1
     total = max(len(unique_near_frame), 1)
     classes = pd.DataFrame(
@@ -245,7 +271,8 @@ def explanation_report(
         .head(MAX_TABLE_COMMENTS)
         .reset_index(drop=True)
     )
-    others = unique_near_frame.loc[unique_near_frame["primary"] == taxonomy.OTHER, "raw"].tolist()
+    unsure = unique_near_frame["primary"] == taxonomy.UNCLASSIFIED
+    others = unique_near_frame.loc[unsure, "raw"].tolist()
     return CommentReport(
         total=len(raw),
         non_empty=len(non_empty),
@@ -257,4 +284,5 @@ def explanation_report(
         table=table,
         clusters=_clusters(others, n_clusters, seed),
         note=note,
+        heldout=taxonomy.heldout_caveat(),
     )
