@@ -232,7 +232,11 @@ def test_every_bonus_is_paid_exactly_once_whatever_the_commands(
 
 
 def test_the_api_path_records_what_prolific_answered_and_never_pays_a_row_twice(
-    app, runner, ctx, tmp_path, prolific  # noqa: F811
+    app,
+    runner,
+    ctx,
+    tmp_path,
+    prolific,  # noqa: F811
 ):
     make_pool(normal=20, human=6)
     assert create(runner, tmp_path, BONUS).exit_code == 0
@@ -256,7 +260,7 @@ def test_the_api_path_records_what_prolific_answered_and_never_pays_a_row_twice(
     assert lost.exit_code != 0 and "HTTP 504" in lost.output
     assert fake.paid == [("w-a", 0.2)]
     sent = db.session.scalars(select(StudyBonus).where(StudyBonus.state == "sent")).one()
-    assert "\"bulk_bonus_payment\": \"bulk1\"" in sent.platform_ref and "504" in sent.platform_ref
+    assert '"bulk_bonus_payment": "bulk1"' in sent.platform_ref and "504" in sent.platform_ref
     undone = runner.invoke(args=["study", "undo-verify", "pilot", "--drop-bonuses"])
     assert "Kept its 1 bonus(es) sent through Prolific's API" in undone.output
     again = runner.invoke(args=[*args, "--out", str(tmp_path / "three")])
