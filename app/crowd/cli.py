@@ -238,7 +238,7 @@ def register_study_cli(app: Flask) -> None:
         )
         for line in decision_lines(decisions, studies.config_of(study).currency):
             click.echo(line)
-        applied = verify.apply_decisions(study, decisions) if apply else None
+        applied = verify.apply_decisions(study, decisions, via_api=send) if apply else None
         fieldnames = (list(rows[0].row or {}) if rows else []) if mturk_batch else None
         key = pseudonym_key()
         files = verify.write_files(
@@ -267,16 +267,17 @@ def register_study_cli(app: Flask) -> None:
             )
         if send:
             try:
-                sent = verify.send_to_prolific(client, prolific_study, decisions)
+                sent = verify.send_to_prolific(client, study, prolific_study, decisions)
             except ProlificError as error:
                 raise click.ClickException(
-                    f"Prolific refused: {error}. The decisions and bonuses are recorded: finish "
-                    f"by hand with the files in {out}/, and pay bonus.csv only if Prolific "
-                    "shows those bonuses unpaid."
+                    f"Prolific refused: {error}. The decisions are recorded; the bonus ledger "
+                    "says which bonuses were sent (never sent twice) and which failed (owed again "
+                    f"at the next verify). Do not upload {out}/bonus.csv: run verify with --send "
+                    "again, or check the payments on Prolific."
                 ) from None
             click.echo(
-                f"Sent to Prolific: {sent['approved']} approved, {sent['rejected']} rejected, "
-                f"{sent['bonuses']} bonus(es) paid."
+                f"Sent to Prolific: {sent.approved} approved, {sent.rejected} rejected, "
+                f"{sent.bonuses} bonus(es) paid."
             )
 
     @study_group.command("undo-verify")
@@ -284,11 +285,17 @@ def register_study_cli(app: Flask) -> None:
     @click.option(
         "--drop-bonuses",
         is_flag=True,
-        help="Also remove that run's bonuses from the ledger (only if bonus.csv was never "
-        "uploaded: otherwise they were paid, and the next run would pay them again).",
+        help="Also cancel that run's bonus.csv bonuses in the ledger (only if that bonus.csv "
+        "was never uploaded: otherwise they were paid, and the next run would pay them again). "
+        "Bonuses sent through Prolific's API are never cancelled.",
     )
     def undo_verify(slug: str, drop_bonuses: bool) -> None:
-        """Revert the latest `flask study verify --apply` of study SLUG."""
+        """Revert the latest `flask study verify --apply` of study SLUG.
+
+        Its decisions are removed and the statuses it changed put back; its run number is never
+        used again. Bonuses are never deleted: one requested from Prolific's API but not sent is
+        cancelled by a reversing row, one sent or paid stays as paid.
+        """
         try:
             undone = verify.undo_last_run(_study(slug), drop_bonuses)
         except ServiceError as refused:
@@ -299,11 +306,16 @@ def register_study_cli(app: Flask) -> None:
         )
         if undone.bonuses_kept:
             click.echo(
-                f"Kept its {undone.bonuses_kept} bonus(es) in the ledger, as paid; pass "
-                "--drop-bonuses if that bonus.csv was never uploaded."
+                f"Kept its {undone.bonuses_kept} bonus(es) from bonus.csv in the ledger, as paid; "
+                "pass --drop-bonuses if that bonus.csv was never uploaded."
+            )
+        if undone.bonuses_paid:
+            click.echo(
+                f"Kept its {undone.bonuses_paid} bonus(es) sent through Prolific's API: they are "
+                "paid and stay in the ledger."
             )
         if undone.bonuses_dropped:
-            click.echo(f"Removed {undone.bonuses_dropped} bonus(es) from the ledger.")
+            click.echo(f"Cancelled {undone.bonuses_dropped} unpaid bonus(es) in the ledger.")
 
     @study_group.command("close")
     @click.argument("slug")

@@ -74,17 +74,20 @@ class ProlificClient:
             {"action": "REJECT", "rejection_category": category, "message": message},
         )
 
-    def pay_bonuses(self, study_id: str, lines: list[tuple[str, str]]) -> str | None:
-        """Set up the bonuses (participant id, amount in the study's currency), then pay them
-        once. Returns Prolific's bulk payment id."""
-        if not lines:
-            return None
+    def set_up_bonuses(self, study_id: str, lines: list[tuple[str, str]]) -> dict:
+        """Set up bonuses (participant id, amount in the study's currency); nothing is paid
+        yet. Returns Prolific's answer, whose `id` is the bulk bonus payment to pay."""
         csv_bonuses = "\n".join(f"{pid},{amount}" for pid, amount in lines)
-        setup = self._call(
+        answer = self._call(
             "POST",
             "/api/v1/submissions/bonus-payments/",
             {"study_id": study_id, "csv_bonuses": csv_bonuses},
         )
-        payment = setup["id"]
-        self._call("POST", f"/api/v1/bulk-bonus-payments/{payment}/pay/", {})
-        return payment
+        if not isinstance(answer, dict) or not answer.get("id"):
+            raise ProlificError(f"set-up of bonuses: Prolific gave no payment id ({answer!r})")
+        return answer
+
+    def pay_bulk_bonus(self, payment_id: str):
+        """Pay a bulk bonus set up before. Not idempotent: every call pays again. Returns
+        Prolific's answer."""
+        return self._call("POST", f"/api/v1/bulk-bonus-payments/{payment_id}/pay/", {})

@@ -38,7 +38,7 @@ class WorkerStats:
     completion_code: str | None
     participant_id: int = 0
     player_id: int = 0
-    points: int = 0  # on scored (normal) rounds
+    points: int = 0  # on the required scored (normal) rounds: the bonus's basis
     exact: int = 0  # scored rounds where the guess was the boundary
     comprehension_failures: int = 0
     decision: str | None = None  # the latest `flask study verify --apply` decision
@@ -157,7 +157,9 @@ def worker_stats(study: Study) -> list[WorkerStats]:
     for participant in participants:
         mine = by_worker.get(participant.id, [])
         gaps = quality.seconds_between([r.answered_at for r in mine])
-        scored = [r for r in mine if r.kind == game.NORMAL]
+        # The required rounds come first; optional extra rounds do not change pay (the finish
+        # page says so), so points and exact hits, the bonus's basis, count the required only.
+        scored = [r for r in mine[: config.rounds] if r.kind == game.NORMAL]
         median_round = medians[participant.id]
         total = (mine[-1].answered_at - participant.started_at).total_seconds() if mine else None
         decision = decided.get(participant.id)

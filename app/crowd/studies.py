@@ -35,6 +35,7 @@ from app.models import (
     System,
 )
 from app.models.base import utcnow
+from app.models.studies import StudyRun
 
 CHECK_SYSTEM = "attention-check"
 CHECK_INSTRUCTION = (
@@ -852,7 +853,7 @@ def delete_study(study: Study, force: bool = False) -> int:
                     .where(Round.participant_id.in_(ids))
                 )
             )
-        for model in (StudyDecision, StudyBonus):
+        for model in (StudyDecision, StudyBonus, StudyRun):
             db.session.execute(delete(model).where(model.study_id == study.id))
         if ids:
             db.session.execute(delete(Round).where(Round.participant_id.in_(ids)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,12 +28,14 @@ from sqlalchemy import delete, func, select
 
 from app.crowd import codes
 from app.crowd.config import StudyConfig
+from app.crowd.prolific_api import ProlificError
 from app.crowd.reports import WorkerStats, latest_decisions, speed_threshold, worker_stats
 from app.crowd.studies import FINISHED, LEFT, config_of, expire_overdue, mark_left
 from app.errors import Conflict
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Study, StudyBonus, StudyDecision
 from app.models.base import utcnow
+from app.models.studies import BONUS_LIVE, StudyRun
 from roftcore.spreadsheet import neutralise, neutralise_row
 
 APPROVE, REJECT, REVIEW, RETURNED, PENDING = "approve", "reject", "review", "returned", "pending"
@@ -65,7 +68,8 @@ class Decision:
     player_id: int | None = None
     rejection_category: str | None = None
     message: str = ""
-    bonus_minor: int = 0  # new bonus to pay now (owed by the rule minus already issued)
+    bonus_minor: int = 0  # new bonus to pay now (owed by the rule minus already given)
+    bonus_reason: str = ""  # the ledger key's reason for that bonus
     row: dict | None = field(default=None, repr=False)
 
     @property
@@ -259,14 +263,29 @@ def decide_one(
     return Decision(sub.worker_id, decision, review + notes, status, **base)
 
 
-def issued_bonuses(study: Study) -> dict[int, int]:
-    """participant id -> bonus already issued (minor units), from the ledger."""
+def given_bonuses(study: Study) -> dict[int, int]:
+    """participant id -> bonus already given (minor units): every ledger row but the failed
+    ones, so an issued, requested, sent or paid row counts, and a reversal cancels its row."""
     rows = db.session.execute(
         select(StudyBonus.participant_id, func.sum(StudyBonus.amount_minor))
-        .where(StudyBonus.study_id == study.id)
+        .where(StudyBonus.study_id == study.id, StudyBonus.state != FAILED)
         .group_by(StudyBonus.participant_id)
     )
     return {pid: int(total) for pid, total in rows}
+
+
+def owed_minor(config: StudyConfig, w: WorkerStats) -> int:
+    """The study's score bonus for a worker, in minor units: the one figure verify, review and
+    the files use. It counts the required rounds only (see reports.worker_stats): the finish
+    page tells workers that optional extra rounds do not change their payment."""
+    if config.bonus is None:
+        return 0
+    return round(config.bonus.amount(w.points, w.exact) * 100)
+
+
+def score_reason(owed: int) -> str:
+    """The ledger key's reason for a score bonus that brings a worker's total to `owed`."""
+    return f"score to {_money(owed)}"
 
 
 def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
@@ -277,20 +296,25 @@ def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
     speed = speed_threshold(
         config, [w.median_round_seconds for w in stats.values() if w.median_round_seconds]
     )
-    issued = issued_bonuses(study)
+    given = given_bonuses(study)
     decisions = []
     for sub in submissions:
         w = stats.get(sub.worker_id)
         made = decide_one(config, sub, w, speed)
         made.row = sub.row
         if config.bonus and w is not None and made.decision == APPROVE:
-            owed = round(config.bonus.amount(w.points, w.exact) * 100)
-            made.bonus_minor = max(owed - issued.get(w.participant_id, 0), 0)
+            owed = owed_minor(config, w)
+            made.bonus_minor = max(owed - given.get(w.participant_id, 0), 0)
+            made.bonus_reason = score_reason(owed)
         decisions.append(made)
     return decisions
 
 
 # -- recording ------------------------------------------------------------------------------
+
+# Ledger states (see app/models/studies.py).
+ISSUED, REQUESTED, SENT, PAID, FAILED = "issued", "requested", "sent", "paid", "failed"
+REVERSED, REVERSAL = "reversed", "reversal"
 
 
 @dataclass(frozen=True)
@@ -303,15 +327,51 @@ class Applied:
     bonus_minor: int
 
 
-def apply_decisions(study: Study, decisions: list[Decision]) -> Applied:
-    """Record the decisions that changed as one run; mark returned / timed-out workers who had not
-    finished; add the bonuses written to bonus.csv to the ledger. One transaction."""
-    run = (
-        db.session.scalar(
-            select(func.max(StudyDecision.run)).where(StudyDecision.study_id == study.id)
+def next_run(study: Study) -> int:
+    """The next run number: one past every number this study ever used, undone runs included."""
+    used = db.session.scalar(select(func.max(StudyRun.run)).where(StudyRun.study_id == study.id))
+    return (used or 0) + 1
+
+
+def _live_reasons(study: Study, participant_id: int) -> set[str]:
+    return set(
+        db.session.scalars(
+            select(StudyBonus.reason).where(
+                StudyBonus.study_id == study.id,
+                StudyBonus.participant_id == participant_id,
+                StudyBonus.state.in_(BONUS_LIVE),
+            )
         )
-        or 0
-    ) + 1
+    )
+
+
+def add_bonus(study: Study, participant_id: int, run: int, amount: int, reason: str, state: str):
+    """One ledger row; a reason already live for this worker (a top-up to a total paid before,
+    then partly reversed) is told apart by its run, which is never reused. The caller commits."""
+    if reason in _live_reasons(study, participant_id):
+        reason = f"{reason} (run {run})"
+    row = StudyBonus(
+        study_id=study.id,
+        participant_id=participant_id,
+        run=run,
+        amount_minor=amount,
+        reason=reason,
+        state=state,
+        issued_at=utcnow(),
+    )
+    db.session.add(row)
+    db.session.flush()  # the database refuses a second live row for the key
+    return row
+
+
+def apply_decisions(
+    study: Study, decisions: list[Decision], via_api: bool = False, source: str = "verify"
+) -> Applied:
+    """Record the decisions that changed as one run; mark returned / timed-out workers who had not
+    finished; add the new bonuses to the ledger, as `issued` (written to bonus.csv for the
+    researcher to upload) or, `via_api`, as `requested` (send_to_prolific pays them). One
+    transaction; a run number is used only if something was recorded."""
+    run = next_run(study)
     current = latest_decisions(study)
     changed = unchanged = marked = bonuses = total = 0
     now = utcnow()
@@ -348,25 +408,27 @@ def apply_decisions(study: Study, decisions: list[Decision]) -> Applied:
                         platform_status=d.platform_status,
                         previous_status=previous if moved else None,
                         created_at=now,
+                        source=source,
                     )
                 )
             if d.bonus_minor > 0:
                 bonuses += 1
                 total += d.bonus_minor
-                db.session.add(
-                    StudyBonus(
-                        study_id=study.id,
-                        participant_id=d.participant_id,
-                        run=run,
-                        amount_minor=d.bonus_minor,
-                        issued_at=now,
-                    )
+                add_bonus(
+                    study,
+                    d.participant_id,
+                    run,
+                    d.bonus_minor,
+                    d.bonus_reason,
+                    REQUESTED if via_api else ISSUED,
                 )
+        recorded = changed or bonuses
+        if recorded:
+            db.session.add(StudyRun(study_id=study.id, run=run, source=source, created_at=now))
         db.session.commit()
     except Exception:
         db.session.rollback()
         raise
-    recorded = changed or bonuses
     return Applied(run if recorded else None, changed, unchanged, marked, bonuses, total)
 
 
@@ -377,19 +439,42 @@ class Undone:
     restored: int
     bonuses_dropped: int
     bonuses_kept: int
+    bonuses_paid: int = 0  # sent or paid through the API: never dropped
+
+
+def _reverse(row: StudyBonus, run: int, now) -> None:
+    row.state = REVERSED
+    db.session.add(
+        StudyBonus(
+            study_id=row.study_id,
+            participant_id=row.participant_id,
+            run=run,
+            amount_minor=-row.amount_minor,
+            reason=row.reason,
+            state=REVERSAL,
+            reverses_id=row.id,
+            issued_at=now,
+        )
+    )
 
 
 def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
-    """Delete the latest applied run's decisions and put back the statuses it changed.
+    """Revert the latest run not yet undone: delete its decisions, put back the statuses it
+    changed, and mark it undone (its number is never given again).
 
-    Its bonuses stay in the ledger unless `drop_bonuses`: once bonus.csv was uploaded they were
-    paid, and forgetting them would pay them again.
+    Its bonuses are never deleted. Those requested from the API but never sent are reversed (a
+    new row cancels each); with `drop_bonuses`, so are those written to a bonus.csv that was never
+    uploaded. Bonuses sent or paid through the API stay, whatever the flag says.
     """
-    run = db.session.scalar(
-        select(func.max(StudyDecision.run)).where(StudyDecision.study_id == study.id)
-    ) or db.session.scalar(select(func.max(StudyBonus.run)).where(StudyBonus.study_id == study.id))
-    if not run:
+    latest = db.session.scalar(
+        select(StudyRun)
+        .where(StudyRun.study_id == study.id, StudyRun.undone_at.is_(None))
+        .order_by(StudyRun.run.desc())
+        .limit(1)
+    )
+    if latest is None:
         raise Conflict(f"study {study.slug!r} has no recorded verify run to undo")
+    run = latest.run
     rows = list(
         db.session.scalars(
             select(StudyDecision).where(
@@ -397,7 +482,15 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
             )
         )
     )
-    restored = 0
+    bonus_rows = list(
+        db.session.scalars(
+            select(StudyBonus)
+            .where(StudyBonus.study_id == study.id, StudyBonus.run == run)
+            .order_by(StudyBonus.id)
+        )
+    )
+    restored = dropped = kept = paid = 0
+    now = utcnow()
     try:
         for row in rows:
             participant = db.session.get(Participant, row.participant_id)
@@ -410,36 +503,101 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
                 StudyDecision.study_id == study.id, StudyDecision.run == run
             )
         )
-        in_run = select(StudyBonus).where(StudyBonus.study_id == study.id, StudyBonus.run == run)
-        bonuses = len(list(db.session.scalars(in_run)))
-        if drop_bonuses:
-            db.session.execute(
-                delete(StudyBonus).where(StudyBonus.study_id == study.id, StudyBonus.run == run)
-            )
+        for bonus in bonus_rows:
+            if bonus.state == REQUESTED or (bonus.state == ISSUED and drop_bonuses):
+                _reverse(bonus, run, now)
+                dropped += 1
+            elif bonus.state == ISSUED:
+                kept += 1
+            elif bonus.state in (SENT, PAID):
+                paid += 1
+        latest.undone_at = now
         db.session.commit()
     except Exception:
         db.session.rollback()
         raise
-    return Undone(
-        run, len(rows), restored, bonuses if drop_bonuses else 0, 0 if drop_bonuses else bonuses
-    )
+    return Undone(run, len(rows), restored, dropped, kept, paid)
 
 
-def send_to_prolific(client, study_id: str, decisions: list[Decision]) -> dict[str, int]:
+@dataclass(frozen=True)
+class Sent:
+    approved: int
+    rejected: int
+    bonuses: int
+    bonus_minor: int
+
+
+def send_to_prolific(client, study: Study, prolific_study: str, decisions: list[Decision]) -> Sent:
     """Act on the decisions through Prolific's API: bulk approve, reject each with its category
-    and message, pay the new bonuses once. Call it after apply_decisions(), which has put the
-    bonuses in the ledger: a payment that fails half-way is then never sent twice."""
+    and message, then pay every bonus the ledger holds as `requested` (this run's and any left by
+    a run that stopped before paying). Call it after apply_decisions().
+
+    Prolific's pay call is not idempotent, so each bonus row is marked `sent`, and committed,
+    before the call, with the bulk payment id Prolific gave when it was set up: a row is sent at
+    most once, even if this process dies half-way. Prolific's answers are kept in platform_ref.
+    A refusal at set-up (nothing paid) marks the rows `failed`, and the next verify owes them
+    again.
+    """
     act = [d for d in decisions if d.actionable]
     approve = [d.worker_id for d in act if d.decision == APPROVE]
-    client.approve(study_id, approve)
+    client.approve(prolific_study, approve)
     rejected = 0
     for d in act:
         if d.decision == REJECT:
             client.reject((d.row or {})["Submission id"], d.rejection_category, d.message)
             rejected += 1
-    bonuses = [(d.worker_id, _money(d.bonus_minor)) for d in decisions if d.bonus_minor > 0]
-    client.pay_bonuses(study_id, bonuses)
-    return {"approved": len(approve), "rejected": rejected, "bonuses": len(bonuses)}
+    rows = list(
+        db.session.scalars(
+            select(StudyBonus)
+            .where(StudyBonus.study_id == study.id, StudyBonus.state == REQUESTED)
+            .order_by(StudyBonus.id)
+        )
+    )
+    if not rows:
+        return Sent(len(approve), rejected, 0, 0)
+    workers = dict(
+        db.session.execute(
+            select(Participant.id, Participant.worker_id).where(
+                Participant.id.in_({r.participant_id for r in rows})
+            )
+        ).all()
+    )
+    # One line per worker: Prolific's bulk bonus takes one amount per participant.
+    per_worker: dict[str, int] = {}
+    for r in rows:
+        per_worker[workers[r.participant_id]] = (
+            per_worker.get(workers[r.participant_id], 0) + r.amount_minor
+        )
+    lines = [(worker, _money(amount)) for worker, amount in per_worker.items()]
+    try:
+        setup = client.set_up_bonuses(prolific_study, lines)
+    except ProlificError as error:
+        for r in rows:
+            r.state, r.platform_ref = FAILED, f"set-up refused: {error}"[:2000]
+        db.session.commit()
+        raise
+    payment = str(setup.get("id"))
+    now = utcnow()
+    for r in rows:
+        r.state, r.sent_at = SENT, now
+        r.platform_ref = json.dumps({"bulk_bonus_payment": payment, "set_up": setup})
+    db.session.commit()
+    try:
+        answer = client.pay_bulk_bonus(payment)
+    except ProlificError as error:
+        for r in rows:
+            r.platform_ref = json.dumps(
+                {"bulk_bonus_payment": payment, "set_up": setup, "pay_error": str(error)}
+            )
+        db.session.commit()
+        raise
+    for r in rows:
+        r.state = PAID
+        r.platform_ref = json.dumps(
+            {"bulk_bonus_payment": payment, "set_up": setup, "paid": answer}
+        )
+    db.session.commit()
+    return Sent(len(approve), rejected, len(lines), sum(per_worker.values()))
 
 
 # -- the files ------------------------------------------------------------------------------

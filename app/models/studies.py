@@ -5,7 +5,17 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
-from sqlalchemy import JSON, Enum, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -86,6 +96,8 @@ class Participant(db.Model):
     rounds_done: Mapped[int] = mapped_column(Integer, default=0)
     checks_passed: Mapped[int] = mapped_column(Integer, default=0)
     checks_failed: Mapped[int] = mapped_column(Integer, default=0)
+    # Checks answered before their evidence was shown: neither passed nor failed.
+    checks_void: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # completed / failed_checks / screened_out once finished.
     outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
     completion_code: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -127,16 +139,41 @@ class StudyDecision(db.Model):
     # The participant's status before this run marked them returned / timed_out (for undo).
     previous_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Who decided: "verify" (the rules) or "review" (a person, with `flask study review`). A
+    # person's decision stands until a person changes it.
+    source: Mapped[str] = mapped_column(String(16), default="verify", server_default="verify")
+
+
+# Bonus ledger states. A row is `issued` when written to a bonus.csv for the researcher to upload,
+# `requested` when it is to be paid through the platform's API, `sent` once the pay call went out
+# (paid or not, it is never sent again), `paid` when the platform confirmed it, `failed` when the
+# platform refused before paying. `reversed` rows were cancelled by a `reversal` row (a negative
+# amount that names them); a paid or sent row is never reversed and no row is ever deleted.
+BONUS_LIVE = ("issued", "requested", "sent", "paid")
 
 
 class StudyBonus(db.Model):
-    """The bonus ledger: what was issued to whom, so that no one is paid twice.
+    """The bonus ledger: what is owed or paid to whom and why, so that no one is paid twice.
 
-    `flask study verify --apply` adds one row per bonus it writes to bonus.csv; the next run
-    pays only what the study's rule owes beyond the sum of a participant's rows.
+    Each row is keyed by (study, participant, reason); at most one live row (see BONUS_LIVE) per
+    key, which the database enforces. The reason of the study's score bonus names the total it
+    brings the worker to, so a top-up after `flask study edit` raised the cap is a new key. A
+    worker's bonus already given is the sum of amount_minor over their rows that are not failed
+    (a reversal cancels the row it names).
     """
 
     __tablename__ = "study_bonuses"
+    __table_args__ = (
+        Index(
+            "uq_study_bonuses_live_key",
+            "study_id",
+            "participant_id",
+            "reason",
+            unique=True,
+            sqlite_where=text("state IN ('issued', 'requested', 'sent', 'paid')"),
+            postgresql_where=text("state IN ('issued', 'requested', 'sent', 'paid')"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
@@ -144,6 +181,31 @@ class StudyBonus(db.Model):
         ForeignKey("participants.id", ondelete="CASCADE"), index=True
     )
     run: Mapped[int] = mapped_column(Integer)
-    # In the study currency's minor unit (pence, cents), to keep sums exact.
+    # In the study currency's minor unit (pence, cents), to keep sums exact; negative for a
+    # reversal.
     amount_minor: Mapped[int] = mapped_column(Integer)
     issued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    reason: Mapped[str] = mapped_column(String(120), default="score", server_default="score")
+    state: Mapped[str] = mapped_column(String(16), default="issued", server_default="issued")
+    # The row a reversal cancels.
+    reverses_id: Mapped[int | None] = mapped_column(
+        ForeignKey("study_bonuses.id", ondelete="SET NULL"), nullable=True
+    )
+    # What the platform answered (its payment id, or its refusal).
+    platform_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class StudyRun(db.Model):
+    """One recorded `flask study verify --apply` (or review) run of a study. Never deleted, so a
+    run number is never given twice; `undone_at` is set by `flask study undo-verify`."""
+
+    __tablename__ = "study_runs"
+    __table_args__ = (UniqueConstraint("study_id", "run"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    run: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from app.crowd import studies, verify
 from app.extensions import db
 from app.models import ParticipantStatus, Round, StudyBonus, StudyDecision
-from tests.crowd.helpers import join, make_pool, play_lazy, play_slot
+from tests.crowd.helpers import answer, join, make_pool, play_lazy, play_slot
 from tests.crowd.test_study_cli import STUDY_TOML, create
 
 BONUS = STUDY_TOML + "\n[bonus]\nper_exact = 0.05\ncap = 0.40\n"
@@ -176,24 +176,90 @@ def test_apply_stores_decisions_apart_and_a_second_run_agrees(study, runner, tmp
     assert db.session.scalar(select(func.count()).select_from(StudyBonus)) == 1
 
 
+def ledger_total(participant) -> int:
+    return verify.given_bonuses(participant.study).get(participant.id, 0)
+
+
 def test_undo_verify_reverts_the_latest_run_but_keeps_paid_bonuses(study, runner, tmp_path):
+    """The issue's sequence: verify, undo, verify, undo --drop-bonuses, verify. The old code
+    reused run 1, dropped the paid run-1 bonus and wrote it again: 2x paid against 1x owed."""
     _made, w = study
     path = export_file(tmp_path, PROLIFIC_ROWS)
     run_verify(runner, path, tmp_path / "one", "--apply")
+    paid = (tmp_path / "one" / "bonus.csv").read_text()
+    assert paid == "w-careful,0.20\n"  # uploaded by the researcher
     undone = runner.invoke(args=["study", "undo-verify", "pilot"])
     assert undone.exit_code == 0, undone.output
     assert "Reverted run 1: 6 decision(s) removed, 2 status(es) put back" in undone.output
-    assert "Kept its 1 bonus(es) in the ledger" in undone.output
+    assert "Kept its 1 bonus(es) from bonus.csv in the ledger" in undone.output
     db.session.refresh(w["w-returned"])
     assert w["w-returned"].status == ParticipantStatus.started
     assert db.session.scalar(select(func.count()).select_from(StudyDecision)) == 0
     again = run_verify(runner, path, tmp_path / "again", "--apply")
-    assert "Recorded run 1:" in again.output
+    assert "Recorded run 2:" in again.output  # run numbers are never given twice
     assert (tmp_path / "again" / "bonus.csv").read_text() == ""  # still not paid twice
-    runner.invoke(args=["study", "undo-verify", "pilot", "--drop-bonuses"])
-    runner.invoke(args=["study", "undo-verify", "pilot"])  # nothing left: a clear message
+    dropped = runner.invoke(args=["study", "undo-verify", "pilot", "--drop-bonuses"])
+    assert "Reverted run 2" in dropped.output and "Cancelled" not in dropped.output
+    third = run_verify(runner, path, tmp_path / "three", "--apply")
+    assert "Recorded run 3:" in third.output
+    assert (tmp_path / "three" / "bonus.csv").read_text() == ""
+    assert ledger_total(w["w-careful"]) == 20  # paid once: 0.20 owed, 0.20 given
+    rows = db.session.scalars(select(StudyBonus)).all()
+    assert [(r.run, r.amount_minor, r.state) for r in rows] == [(1, 20, "issued")]
+    for _ in range(3):
+        runner.invoke(args=["study", "undo-verify", "pilot"])
     nothing = runner.invoke(args=["study", "undo-verify", "pilot"])
     assert nothing.exit_code != 0 and "no recorded verify run" in nothing.output
+    assert db.session.scalar(select(func.count()).select_from(StudyBonus)) == 1  # never deleted
+
+
+def test_a_run_that_only_adds_bonus_is_undone_alone(study, runner, tmp_path):
+    """After `study edit` raises the cap, verify records a run with only a top-up; undo reverts
+    that run, not the earlier, paid one."""
+    made, w = study
+    path = export_file(tmp_path, PROLIFIC_ROWS)
+    run_verify(runner, path, tmp_path / "one", "--apply")
+    made.config = {**made.config, "bonus": {"per_point": 0.0, "per_exact": 0.10, "cap": 1.00}}
+    db.session.commit()
+    top = run_verify(runner, path, tmp_path / "two", "--apply")
+    assert "Recorded run 2: 0 decision(s) new or changed" in top.output
+    assert (tmp_path / "two" / "bonus.csv").read_text() == "w-careful,0.20\n"  # 0.40 - 0.20
+    undone = runner.invoke(args=["study", "undo-verify", "pilot", "--drop-bonuses"])
+    assert "Reverted run 2: 0 decision(s) removed" in undone.output
+    assert "Cancelled 1 unpaid bonus(es)" in undone.output
+    assert db.session.scalar(select(func.count()).select_from(StudyDecision)) == 6  # run 1's
+    assert ledger_total(w["w-careful"]) == 20
+    rows = db.session.scalars(select(StudyBonus).order_by(StudyBonus.id)).all()
+    assert [(r.run, r.amount_minor, r.state, r.reason) for r in rows] == [
+        (1, 20, "issued", "score to 0.20"),
+        (2, 20, "reversed", "score to 0.40"),
+        (2, -20, "reversal", "score to 0.40"),
+    ]
+    again = run_verify(runner, path, tmp_path / "three", "--apply")
+    assert "Recorded run 3" in again.output
+    assert (tmp_path / "three" / "bonus.csv").read_text() == "w-careful,0.20\n"
+    assert ledger_total(w["w-careful"]) == 40
+
+
+def test_extra_rounds_do_not_change_the_bonus_as_the_finish_page_says(runner, ctx, tmp_path):
+    make_pool(normal=20, human=6)
+    text = BONUS.replace("rounds = 6", "rounds = 6\nmax_rounds = 10")
+    assert create(runner, tmp_path, text).exit_code == 0
+    made = studies.get_study("pilot")
+    worker = join(made, "w-keen", "s1")
+    for _ in range(6):
+        play_slot(made, worker, flag_at=None)
+    before = verify.decide(made, [verify.Submission("w-keen")])[0].bonus_minor
+    assert before == 20
+    page = studies.extra_rounds_left(made, worker)
+    assert page == 4
+    for _ in range(4):
+        round_ = studies.next_round(made, worker, extra=True)
+        answer(round_, round_.example.boundary)  # right every time: would raise the bonus
+    db.session.refresh(worker)
+    assert worker.rounds_done == 10
+    after = verify.decide(made, [verify.Submission("w-keen")])[0]
+    assert after.bonus_minor == before  # "does not change your code or payment"
 
 
 def test_a_worker_out_of_time_frees_the_place_without_a_verify(study):

@@ -1,0 +1,270 @@
+"""Money exactly once, over any sequence of commands.
+
+A hypothesis state machine plays a researcher on a real database and a local stand-in for
+Prolific's API (tests/crowd/test_prolific_api.py): verify --apply writing bonus.csv, uploading a
+bonus.csv (the researcher pays what it says), verify --apply --send through the API (whose
+set-up may be refused, or whose pay call may be answered with an error after paying), undo-verify
+with or without --drop-bonuses (as the docs advise: only for a bonus.csv never uploaded), and
+`study edit` raising the bonus cap. After every step no worker was paid more than owed, each
+ledger key has at most one live row, each bulk bonus was paid once, and no ledger row was ever
+deleted; once the researcher settles (uploads what is pending and runs verify again), every
+worker's paid total equals what the study owes them.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from sqlalchemy import delete, func, select
+
+from app.crowd import studies, verify
+from app.crowd.prolific_api import ProlificClient, ProlificError
+from app.crowd.reports import worker_stats
+from app.extensions import db
+from app.models import StudyBonus, StudyDecision
+from app.models.studies import BONUS_LIVE, StudyRun
+from tests.crowd.helpers import join, make_pool, play_lazy, play_slot
+from tests.crowd.test_prolific_api import TOKEN, FakeProlific, prolific  # noqa: F401
+from tests.crowd.test_verify import BONUS, create
+
+CAPS = (0.10, 0.20, 0.30, 0.40)
+
+
+class FlakyProlific(FakeProlific):
+    """Prolific, with a refusal at the next bonus set-up or a lost answer after the next pay."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.fail_next: str | None = None
+        self.paid_bulks: list[str] = []
+
+    def handle(self, method, path, body):
+        if path == "/api/v1/submissions/bonus-payments/" and self.fail_next == "set_up":
+            self.fail_next = None
+            return 503, {"error": "try again later"}
+        status, payload = super().handle(method, path, body)
+        if path.endswith("/pay/"):
+            self.paid_bulks.append(path)
+            if self.fail_next == "pay":
+                self.fail_next = None
+                return 504, {"error": "gateway timeout"}  # paid, but the answer was lost
+        return status, payload
+
+
+def paid_per_worker(fake: FlakyProlific, uploads: dict[str, int]) -> dict[str, int]:
+    total = dict(uploads)
+    for worker, amount in fake.paid:
+        total[worker] = total.get(worker, 0) + round(amount * 100)
+    return total
+
+
+class Researcher(RuleBasedStateMachine):
+    def __init__(self, study, url):
+        super().__init__()
+        self.study = study
+        for model in (StudyBonus, StudyDecision, StudyRun):
+            db.session.execute(delete(model).where(model.study_id == study.id))
+        study.config = {**study.config, "bonus": {"per_exact": 0.05, "cap": CAPS[0]}}
+        db.session.commit()
+        self.fake = FlakyProlific(
+            "st1",
+            [
+                {"id": f"sub{i}", "participant_id": w, "status": "AWAITING REVIEW",
+                 "study_code": None}
+                for i, w in enumerate(("w-a", "w-b", "w-lazy"))
+            ],
+        )  # fmt: skip
+        URL["fake"] = self.fake
+        self.client = ProlificClient(TOKEN, url)
+        self.cap = 0
+        self.files: dict[int, list[tuple[str, int]]] = {}  # run -> bonus.csv not yet uploaded
+        self.uploaded_runs: set[int] = set()
+        self.uploads: dict[str, int] = {}
+        self.rows_seen = 0
+
+    def submissions(self):
+        return verify.from_prolific_api(self.fake.submissions.values())
+
+    def owed(self) -> dict[str, int]:
+        config = studies.config_of(self.study)
+        return {w.worker_id: verify.owed_minor(config, w) for w in worker_stats(self.study)}
+
+    @initialize()
+    def start(self):
+        pass
+
+    @rule()
+    def verify_and_write_bonus_csv(self):
+        decisions = verify.decide(self.study, self.submissions())
+        applied = verify.apply_decisions(self.study, decisions)
+        lines = [(d.worker_id, d.bonus_minor) for d in decisions if d.bonus_minor > 0]
+        if applied.run is not None and lines:
+            self.files[applied.run] = lines
+
+    @precondition(lambda self: self.files)
+    @rule(data=st.data())
+    def upload_a_bonus_csv(self, data):
+        run = data.draw(st.sampled_from(sorted(self.files)))
+        for worker, amount in self.files.pop(run):
+            self.uploads[worker] = self.uploads.get(worker, 0) + amount
+        self.uploaded_runs.add(run)
+
+    @rule(failure=st.sampled_from([None, None, "set_up", "pay"]))
+    def verify_and_send_through_the_api(self, failure):
+        self.fake.fail_next = failure
+        decisions = verify.decide(self.study, self.submissions())
+        verify.apply_decisions(self.study, decisions, via_api=True)
+        try:
+            verify.send_to_prolific(self.client, self.study, "st1", decisions)
+        except ProlificError:
+            assert failure is not None
+        self.fake.fail_next = None
+
+    @rule(drop=st.booleans())
+    def undo_verify(self, drop):
+        latest = db.session.scalar(
+            select(func.max(StudyRun.run)).where(
+                StudyRun.study_id == self.study.id, StudyRun.undone_at.is_(None)
+            )
+        )
+        if latest is None:
+            return
+        # As the docs advise: --drop-bonuses only when that run's bonus.csv was never uploaded.
+        drop = drop and latest not in self.uploaded_runs
+        verify.undo_last_run(self.study, drop_bonuses=drop)
+        if drop:
+            self.files.pop(latest, None)  # that bonus.csv is thrown away
+
+    @precondition(lambda self: self.cap < len(CAPS) - 1)
+    @rule()
+    def edit_raises_the_cap(self):
+        self.cap += 1
+        self.study.config = {
+            **self.study.config,
+            "bonus": {"per_exact": 0.05, "cap": CAPS[self.cap]},
+        }
+        db.session.commit()
+
+    @invariant()
+    def never_paid_more_than_owed_and_each_key_once(self):
+        owed = self.owed()
+        for worker, amount in paid_per_worker(self.fake, self.uploads).items():
+            assert amount <= owed[worker], (worker, amount, owed[worker])
+        live = db.session.execute(
+            select(StudyBonus.participant_id, StudyBonus.reason, func.count())
+            .where(StudyBonus.study_id == self.study.id, StudyBonus.state.in_(BONUS_LIVE))
+            .group_by(StudyBonus.participant_id, StudyBonus.reason)
+        ).all()
+        assert all(n == 1 for _pid, _reason, n in live)
+        assert len(self.fake.paid_bulks) == len(set(self.fake.paid_bulks))
+        rows = db.session.scalar(select(func.count()).select_from(StudyBonus))
+        assert rows >= self.rows_seen  # a ledger row is never deleted
+        self.rows_seen = rows
+        runs = list(
+            db.session.scalars(select(StudyRun.run).where(StudyRun.study_id == self.study.id))
+        )
+        assert len(runs) == len(set(runs))
+
+    def teardown(self):
+        # The researcher settles: uploads every bonus.csv still pending, then verifies once more
+        # and uploads that file too.
+        for run in sorted(self.files):
+            self.upload_a_bonus_csv_now(run)
+        decisions = verify.decide(self.study, self.submissions())
+        verify.apply_decisions(self.study, decisions)
+        for d in decisions:
+            if d.bonus_minor:
+                self.uploads[d.worker_id] = self.uploads.get(d.worker_id, 0) + d.bonus_minor
+        owed = self.owed()
+        paid = paid_per_worker(self.fake, self.uploads)
+        for worker in ("w-a", "w-b"):
+            assert paid.get(worker, 0) == owed[worker], (worker, paid, owed)
+        assert paid.get("w-lazy", 0) == 0  # rejected: no bonus
+
+    def upload_a_bonus_csv_now(self, run):
+        for worker, amount in self.files.pop(run):
+            self.uploads[worker] = self.uploads.get(worker, 0) + amount
+
+
+URL: dict = {}
+
+
+def test_every_bonus_is_paid_exactly_once_whatever_the_commands(
+    app,
+    runner,
+    ctx,
+    tmp_path,
+    prolific,  # noqa: F811
+):
+    make_pool(normal=20, human=6)
+    assert create(runner, tmp_path, BONUS).exit_code == 0
+    study = studies.get_study("pilot")
+    a = join(study, "w-a", "sa")
+    for _ in range(6):
+        play_slot(study, a, flag_at=None)  # 4 exact hits: 0.20 at most
+    b = join(study, "w-b", "sb")
+    for i in range(6):
+        play_slot(study, b, flag_at=None if i % 2 else 2)
+    play_lazy(study, join(study, "w-lazy", "sl"), "human")
+
+    class Bound(Researcher):
+        def __init__(self):
+            super().__init__(study, prolific["url"])
+            prolific["fake"] = self.fake
+
+    run_state_machine_as_test(
+        Bound,
+        settings=settings(
+            max_examples=30,
+            stateful_step_count=12,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+
+
+def test_the_api_path_records_what_prolific_answered_and_never_pays_a_row_twice(
+    app,
+    runner,
+    ctx,
+    tmp_path,
+    prolific,  # noqa: F811
+):
+    make_pool(normal=20, human=6)
+    assert create(runner, tmp_path, BONUS).exit_code == 0
+    study = studies.get_study("pilot")
+    worker = join(study, "w-a", "sa")
+    for _ in range(6):
+        play_slot(study, worker, flag_at=None)
+    fake = prolific["fake"] = FlakyProlific(
+        "st1", [{"id": "sub1", "participant_id": "w-a", "status": "AWAITING REVIEW"}]
+    )
+    app.config.update(PROLIFIC_API_TOKEN=TOKEN, PROLIFIC_API_URL=prolific["url"])
+    args = ["study", "verify", "pilot", "--prolific-api", "st1", "--apply", "--send"]
+    fake.fail_next = "set_up"
+    refused = runner.invoke(args=[*args, "--out", str(tmp_path / "one")])
+    assert refused.exit_code != 0 and "HTTP 503" in refused.output
+    row = db.session.scalars(select(StudyBonus)).one()
+    assert (row.state, row.amount_minor) == ("failed", 20) and "503" in row.platform_ref
+    assert fake.paid == []
+    fake.fail_next = "pay"  # Prolific pays, then the answer is lost
+    lost = runner.invoke(args=[*args, "--out", str(tmp_path / "two")])
+    assert lost.exit_code != 0 and "HTTP 504" in lost.output
+    assert fake.paid == [("w-a", 0.2)]
+    sent = db.session.scalars(select(StudyBonus).where(StudyBonus.state == "sent")).one()
+    assert '"bulk_bonus_payment": "bulk1"' in sent.platform_ref and "504" in sent.platform_ref
+    undone = runner.invoke(args=["study", "undo-verify", "pilot", "--drop-bonuses"])
+    assert "Kept its 1 bonus(es) sent through Prolific's API" in undone.output
+    again = runner.invoke(args=[*args, "--out", str(tmp_path / "three")])
+    assert again.exit_code == 0, again.output
+    assert "0 bonus(es) paid" in again.output
+    assert fake.paid == [("w-a", 0.2)]  # the sent row is never sent again
+    assert verify.given_bonuses(study) == {worker.id: 20}
