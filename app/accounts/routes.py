@@ -230,7 +230,7 @@ def _render_profile(player: Player, own: bool):
         categories=profiles.per_category(player),
         recent=profiles.recent_rounds(player),
         standing=standings.standing_of(player),
-        skill_chart=profiles.skill_chart(played),
+        skill_chart=profiles.skill_chart(played, None if own else player.display_name),
         exact_chart=profiles.exact_chart(played),
         baseline_mean=(sum(p.baseline for p in played) / len(played)) if played else None,
         masteries=progression.masteries(played),
