@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from markupsafe import Markup
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from app.extensions import db
 from app.game import charts, progression, tally
@@ -85,16 +86,27 @@ def per_category(player: Player) -> list[Figures]:
     return [_figures(name, total) for name, total in rows]
 
 
-def recent_rounds(player: Player, limit: int = 10, offset: int = 0) -> list[RecentRound]:
-    """The player's answered rounds, newest first; each opens again with its reveal."""
-    rows = db.session.execute(
+def recent_rounds(
+    player: Player, limit: int = 10, offset: int = 0, hide_daily_from: date | None = None
+) -> list[RecentRound]:
+    """The player's answered rounds, newest first; each opens again with its reveal.
+
+    `hide_daily_from`: leave out the rounds of daily challenges of that day and later (another
+    reader who has not played today's challenge must not see how its texts went).
+    """
+    query = (
         select(Round, Example, Category.name)
         .join(Example, Example.id == Round.example_id)
         .join(Category, Category.id == Example.category_id)
         .where(Round.player_id == player.id, Round.guess.is_not(None))
-        .order_by(Round.answered_at.desc(), Round.id.desc())
-        .offset(offset)
-        .limit(limit)
+    )
+    if hide_daily_from is not None:
+        todays = select(GameSet.id).where(
+            GameSet.player_id == player.id, GameSet.day >= hide_daily_from
+        )
+        query = query.where(or_(Round.set_id.is_(None), Round.set_id.not_in(todays)))
+    rows = db.session.execute(
+        query.order_by(Round.answered_at.desc(), Round.id.desc()).offset(offset).limit(limit)
     ).all()
     return [
         RecentRound(
@@ -108,6 +120,18 @@ def recent_rounds(player: Player, limit: int = 10, offset: int = 0) -> list[Rece
         )
         for round_, example, category in rows
     ]
+
+
+def answered_rounds(player: Player) -> int:
+    """How many rounds the player answered (the rows of their rounds list)."""
+    return (
+        db.session.scalar(
+            select(func.count(Round.id)).where(
+                Round.player_id == player.id, Round.guess.is_not(None)
+            )
+        )
+        or 0
+    )
 
 
 def history(player: Player, limit: int = HISTORY_LIMIT) -> list[progression.Played]:

@@ -97,6 +97,7 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
     signed_in = current_user.is_authenticated
     day = daily.today()
     today_set = daily.own_set(current_user, day) if signed_in else None
+    choice = sets.last_choice(current_user) if signed_in else rounds.RANDOM
     page = render_template(
         "game/home.html",
         categories=rounds.categories_with_examples(),
@@ -107,10 +108,20 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
         stats=_home_stats(),
         today=day,
         today_set=today_set,
+        choice=choice,
+        choice_name=_category_name(choice),
         notice=notice,
         categories_left=left,
     )
     return page, status
+
+
+def _category_name(slug: str) -> str | None:
+    """The name of a chosen category; None for "random" or one that no longer exists."""
+    if slug == rounds.RANDOM:
+        return None
+    category = rounds.category_by_slug(slug)
+    return category.name if category is not None else None
 
 
 def _played_out(done: rounds.NoExamplesLeft):
@@ -333,7 +344,13 @@ def set_summary(set_id: int):
     summary = sets.summary(current_user, set_id)
     if summary.game_set.day is not None:
         return redirect(_summary_url(summary.game_set))
-    return render_template("game/set_summary.html", summary=summary)
+    choice = sets.last_category(summary.game_set)
+    return render_template(
+        "game/set_summary.html",
+        summary=summary,
+        choice=choice,
+        choice_name=_category_name(choice),
+    )
 
 
 # --- The daily challenge ---------------------------------------------------------------------

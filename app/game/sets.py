@@ -75,6 +75,19 @@ def last_category(game_set: GameSet) -> str:
     return chosen or rounds.RANDOM
 
 
+def last_choice(player: Player) -> str:
+    """The category the player last chose for a normal set ("random" if none): a new set, "Play
+    another set" and "Continue your set" keep it."""
+    chosen = db.session.scalar(
+        select(Round.chosen_category)
+        .join(GameSet, GameSet.id == Round.set_id)
+        .where(Round.player_id == player.id, GameSet.kind == NORMAL_SET)
+        .order_by(Round.id.desc())
+        .limit(1)
+    )
+    return chosen or rounds.RANDOM
+
+
 @dataclass(frozen=True)
 class Position:
     """Where a round stands in its set, for the header: text `number` of `size`."""
