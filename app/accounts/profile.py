@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from markupsafe import Markup
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from app.extensions import db
-from app.game import charts, progression
+from app.game import charts, progression, tally
 from app.game.scoring import points, verdict
 from app.models import Category, CategoryTotal, Example, GameSet, Player, PlayerTotal, Round
 
@@ -49,9 +50,12 @@ class RecentRound:
     round_id: int
     order_index: int
     category: str
+    # What the round earned: 0 when it did not count (app/game/tally.py).
     points: int
     message: str
     answered_at: object
+    # Why it did not count (a key of integrity.REASONS, or "practice"), None when it counted.
+    uncounted: str | None = None
 
 
 def _figures(label: str, row) -> Figures:
@@ -82,37 +86,62 @@ def per_category(player: Player) -> list[Figures]:
     return [_figures(name, total) for name, total in rows]
 
 
-def recent_rounds(player: Player, limit: int = 10, offset: int = 0) -> list[RecentRound]:
-    """The player's answered rounds, newest first; each opens again with its reveal."""
-    rows = db.session.execute(
+def recent_rounds(
+    player: Player, limit: int = 10, offset: int = 0, hide_daily_from: date | None = None
+) -> list[RecentRound]:
+    """The player's answered rounds, newest first; each opens again with its reveal.
+
+    `hide_daily_from`: leave out the rounds of daily challenges of that day and later (another
+    reader who has not played today's challenge must not see how its texts went).
+    """
+    query = (
         select(Round, Example, Category.name)
         .join(Example, Example.id == Round.example_id)
         .join(Category, Category.id == Example.category_id)
         .where(Round.player_id == player.id, Round.guess.is_not(None))
-        .order_by(Round.answered_at.desc(), Round.id.desc())
-        .offset(offset)
-        .limit(limit)
+    )
+    if hide_daily_from is not None:
+        todays = select(GameSet.id).where(
+            GameSet.player_id == player.id, GameSet.day >= hide_daily_from
+        )
+        query = query.where(or_(Round.set_id.is_(None), Round.set_id.not_in(todays)))
+    rows = db.session.execute(
+        query.order_by(Round.answered_at.desc(), Round.id.desc()).offset(offset).limit(limit)
     ).all()
     return [
         RecentRound(
             round_.id,
             round_.order_index,
             category,
-            round_.points,
+            tally.earned(round_),
             verdict(round_.guess, example.boundary, example.n_sentences).message,
             round_.answered_at,
+            None if tally.counts(round_) else (round_.uncounted or round_.kind),
         )
         for round_, example, category in rows
     ]
 
 
+def answered_rounds(player: Player) -> int:
+    """How many rounds the player answered (the rows of their rounds list)."""
+    return (
+        db.session.scalar(
+            select(func.count(Round.id)).where(
+                Round.player_id == player.id, Round.guess.is_not(None)
+            )
+        )
+        or 0
+    )
+
+
 def history(player: Player, limit: int = HISTORY_LIMIT) -> list[progression.Played]:
-    """The player's last `limit` scored rounds in play order, with the always-human baseline."""
+    """The player's last `limit` counted rounds in play order, with the always-human baseline:
+    the rounds `overall` totals, so charts, mastery and badges agree with the figures."""
     rows = db.session.execute(
         select(Round.points, Round.guess, Example.boundary, Example.n_sentences, Category.name)
         .join(Example, Example.id == Round.example_id)
         .join(Category, Category.id == Example.category_id)
-        .where(Round.player_id == player.id, Round.guess.is_not(None), Round.kind == "normal")
+        .where(Round.player_id == player.id, Round.guess.is_not(None), tally.COUNTED)
         .order_by(Round.answered_at.desc(), Round.id.desc())
         .limit(limit)
     ).all()
@@ -127,21 +156,23 @@ def history(player: Player, limit: int = HISTORY_LIMIT) -> list[progression.Play
     ]
 
 
-def skill_chart(played: list[progression.Played]) -> Markup | None:
-    """Rolling mean points per round against the always-human baseline on the same texts."""
+def skill_chart(played: list[progression.Played], name: str | None = None) -> Markup | None:
+    """Rolling mean points per round against the always-human baseline on the same texts;
+    `name` is whose rounds they are (None: the reader's own, "you")."""
     if len(played) < 2:
         return None
+    who, whose = ("you", "your") if name is None else (name, f"{name}’s")
     mine = progression.rolling_mean([p.points for p in played])
     baseline = progression.rolling_mean([p.baseline for p in played])
     return charts.line_chart(
         [
-            charts.Series("you", mine, "you"),
+            charts.Series(who, mine, "you"),
             charts.Series("“all human” every time", baseline, "baseline"),
         ],
         y_max=5,
         title="Points per round over time",
         description=(
-            f"Mean points over the last {progression.WINDOW} rounds at each of your "
+            f"Mean points over the last {progression.WINDOW} rounds at each of {whose} "
             f"{len(played)} rounds: now {mine[-1]:.2f}, against {baseline[-1]:.2f} for "
             "answering all human on the same texts."
         ),
@@ -168,11 +199,10 @@ def exact_chart(played: list[progression.Played]) -> Markup | None:
 
 
 def sets_finished(player: Player) -> int:
+    """Finished sets all of whose texts counted (a replayed daily is not a finished set)."""
     return (
         db.session.scalar(
-            select(func.count(GameSet.id)).where(
-                GameSet.player_id == player.id, GameSet.finished_at.is_not(None)
-            )
+            select(func.count(GameSet.id)).where(GameSet.player_id == player.id, tally.SET_COUNTED)
         )
         or 0
     )

@@ -18,6 +18,7 @@ from flask import (
 )
 from flask_login import current_user, login_required, logout_user
 
+from app import paging
 from app.accounts import lifecycle, passwords, service, survey
 from app.accounts import profile as profiles
 from app.accounts.sessions import rotate_csrf, sign_in, sign_out
@@ -219,6 +220,19 @@ def profile():
     return _render_profile(current_user, own=True)
 
 
+def _hidden_daily_day(own: bool):
+    """Today, when a reader other than the player has not finished today's challenge: its rounds
+    stay off the profile for them."""
+    if own:
+        return None
+    day = daily.today()
+    if current_user.is_authenticated:
+        mine = daily.own_set(current_user, day)
+        if mine is not None and mine.finished:
+            return None
+    return day
+
+
 def _render_profile(player: Player, own: bool):
     played = profiles.history(player)
     upvotes = insights.upvotes_received(player)
@@ -228,9 +242,9 @@ def _render_profile(player: Player, own: bool):
         own=own,
         overall=profiles.overall(player),
         categories=profiles.per_category(player),
-        recent=profiles.recent_rounds(player),
+        recent=profiles.recent_rounds(player, hide_daily_from=_hidden_daily_day(own)),
         standing=standings.standing_of(player),
-        skill_chart=profiles.skill_chart(played),
+        skill_chart=profiles.skill_chart(played, None if own else player.display_name),
         exact_chart=profiles.exact_chart(played),
         baseline_mean=(sum(p.baseline for p in played) / len(played)) if played else None,
         masteries=progression.masteries(played),
@@ -248,11 +262,10 @@ def _render_profile(player: Player, own: bool):
 @login_required
 def past_rounds():
     """Every answered round of the player, newest first, each opening again with its reveal."""
-    try:
-        page = max(int(request.args.get("page", "1")), 1)
-    except ValueError:
-        page = 1
     per_page = profiles.ROUNDS_PER_PAGE
+    page = paging.page_number(
+        request.args.get("page"), profiles.answered_rounds(current_user), per_page
+    )
     rows = profiles.recent_rounds(current_user, per_page + 1, (page - 1) * per_page)
     return render_template(
         "accounts/rounds.html", rows=rows[:per_page], page=page, more=len(rows) > per_page

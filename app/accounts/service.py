@@ -257,8 +257,11 @@ def set_consent(player: Player, consent: bool) -> None:
 
 
 def set_profile_public(player: Player, public: bool) -> None:
+    changed = player.profile_public != public
     player.profile_public = public
     db.session.commit()
+    if changed:
+        standings.forget_boards_of(player.id)  # the boards link public profiles only
 
 
 def survey_of(player: Player) -> PlayerSurvey | None:

@@ -15,19 +15,21 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import exists, func, select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.catalog.pools import DAILY
 from app.errors import Conflict, NotFound
 from app.extensions import db
-from app.game import rounds
+from app.game import rounds, tally
 from app.models import DailyChallenge, Example, ExamplePassage, GameSet, Player, Round
 from app.models.sets import DAILY_SET
 
 MAX_STREAK_LOOKBACK = 400
-# Points of one text -> its square on the share card (no square tells where a boundary was).
-SQUARES = {5: "🟩", 4: "🟨", 3: "🟨", 2: "🟧", 1: "🟧", 0: "⬛"}
+# Points of one text -> its square on the share card (no square tells where a boundary was);
+# None: the text did not count (its truth was seen by another identity of the same browser).
+SQUARES = {5: "🟩", 4: "🟨", 3: "🟨", 2: "🟧", 1: "🟧", 0: "⬛", None: "⬜"}
+NOT_COUNTED = "replay, not counted"
 
 
 class NoChallenge(NotFound):
@@ -251,26 +253,38 @@ def next_round(player: Player, game_set: GameSet) -> Round:
     raise Conflict("Could not start the next text right now; please try again.")
 
 
-def set_points(game_set: GameSet) -> list[int]:
-    """Points of each answered text of the set, in play order."""
-    return list(
-        db.session.scalars(
-            select(Round.points)
-            .where(Round.set_id == game_set.id, Round.guess.is_not(None))
-            .order_by(Round.id)
-        )
+def set_points(game_set: GameSet) -> list[int | None]:
+    """What each answered text of the set earned, in play order; None for a text that did not
+    count. Every page of a daily result (results, share text, card page, PNG) reads this."""
+    rows = db.session.execute(
+        select(tally.EARNED, tally.COUNTED)
+        .where(Round.set_id == game_set.id, Round.guess.is_not(None))
+        .order_by(Round.id)
     )
+    return [int(earned) if counted else None for earned, counted in rows]
 
 
-def squares(points: Sequence[int]) -> str:
+def total(points: Sequence[int | None]) -> int:
+    """The points a result earned: texts that did not count add nothing."""
+    return sum(p for p in points if p is not None)
+
+
+def counted(points: Sequence[int | None]) -> bool:
+    """Whether every text of a result counted (else it is a replay shown as such)."""
+    return None not in points
+
+
+def squares(points: Sequence[int | None]) -> str:
     return "".join(SQUARES[p] for p in points)
 
 
-def share_text(day: date, points: Sequence[int], url: str) -> str:
-    """The spoiler-free share card text: the day, one square per text, the total, a link."""
+def share_text(day: date, points: Sequence[int | None], url: str) -> str:
+    """The spoiler-free share card text: the day, one square per text, the total, a link; a
+    result that did not count says so."""
+    note = "" if counted(points) else f" ({NOT_COUNTED})"
     return (
         f"Real or Fake Text · daily challenge {day.isoformat()}\n"
-        f"{squares(points)} {sum(points)}/{5 * len(points)}\n{url}"
+        f"{squares(points)} {total(points)}/{5 * len(points)}{note}\n{url}"
     )
 
 
@@ -330,15 +344,9 @@ def results(day: date) -> DayResults:
     counts = [0] * (max_points + 1)
     # A set with a round that does not count (its truth was seen by another identity of the
     # same browser or address) is left out: it would show a score nobody earned.
-    tainted = exists().where(Round.set_id == GameSet.id, Round.uncounted.is_not(None))
     rows = db.session.execute(
         select(GameSet.points, func.count(GameSet.id))
-        .where(
-            GameSet.kind == DAILY_SET,
-            GameSet.day == day,
-            GameSet.finished_at.is_not(None),
-            ~tainted,
-        )
+        .where(GameSet.kind == DAILY_SET, GameSet.day == day, tally.SET_COUNTED)
         .group_by(GameSet.points)
     )
     for points, count in rows:
@@ -352,7 +360,8 @@ def _finished_days(player: Player, limit: int | None = MAX_STREAK_LOOKBACK) -> l
         .where(
             GameSet.player_id == player.id,
             GameSet.kind == DAILY_SET,
-            GameSet.finished_at.is_not(None),
+            # A replayed challenge (a text that did not count) keeps no streak going.
+            tally.SET_COUNTED,
         )
         .order_by(GameSet.day.desc())
     )

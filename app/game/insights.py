@@ -13,11 +13,12 @@ from flask import current_app
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.errors import BadRequest, Conflict, NotFound
+from app.errors import BadRequest, Conflict, Forbidden, NotFound
 from app.extensions import db
 from app.game import rounds
 from app.game.reasons import REASONS
 from app.game.scoring import points as points_for
+from app.leaderboard import integrity
 from app.models import Example, ExplanationVote, Player, Round
 from app.models.base import utcnow
 
@@ -235,6 +236,12 @@ def vote(voter: Player, round_id: int) -> Round:
     )
     if not answered_it:
         raise BadRequest("Answer this text yourself before voting on explanations of it.")
+    if integrity.same_client(target.player_id):
+        # Another identity of the same browser (or address today) would vote for itself.
+        raise Forbidden(
+            "This explanation was written in this browser or from this address, so it cannot "
+            "be up-voted from here."
+        )
     db.session.add(ExplanationVote(round_id=target.id, voter_id=voter.id, voted_at=utcnow()))
     try:
         db.session.flush()

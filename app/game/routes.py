@@ -28,12 +28,14 @@ from app.accounts import service as accounts
 from app.crowd import studies
 from app.errors import NotFound, ServiceError
 from app.extensions import db, limiter
-from app.game import charts, daily, insights, rounds, sets, tutorial
+from app.game import charts, daily, insights, rounds, sets, tally, tutorial
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
 from app.leaderboard import standings
 from app.models import Round
 
 bp = Blueprint("game", __name__)
+# What a round earned (0 when it does not count): the one figure every page shows for a round.
+bp.add_app_template_filter(tally.earned, "earned")
 
 FRAGMENT_HEADER = "X-Requested-With"
 TUTORED = "tutored"
@@ -95,6 +97,7 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
     signed_in = current_user.is_authenticated
     day = daily.today()
     today_set = daily.own_set(current_user, day) if signed_in else None
+    choice = sets.last_choice(current_user) if signed_in else rounds.RANDOM
     page = render_template(
         "game/home.html",
         categories=rounds.categories_with_examples(),
@@ -105,10 +108,20 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
         stats=_home_stats(),
         today=day,
         today_set=today_set,
+        choice=choice,
+        choice_name=_category_name(choice),
         notice=notice,
         categories_left=left,
     )
     return page, status
+
+
+def _category_name(slug: str) -> str | None:
+    """The name of a chosen category; None for "random" or one that no longer exists."""
+    if slug == rounds.RANDOM:
+        return None
+    category = rounds.category_by_slug(slug)
+    return category.name if category is not None else None
 
 
 def _played_out(done: rounds.NoExamplesLeft):
@@ -331,7 +344,13 @@ def set_summary(set_id: int):
     summary = sets.summary(current_user, set_id)
     if summary.game_set.day is not None:
         return redirect(_summary_url(summary.game_set))
-    return render_template("game/set_summary.html", summary=summary)
+    choice = sets.last_category(summary.game_set)
+    return render_template(
+        "game/set_summary.html",
+        summary=summary,
+        choice=choice,
+        choice_name=_category_name(choice),
+    )
 
 
 # --- The daily challenge ---------------------------------------------------------------------
@@ -398,36 +417,45 @@ def daily_results(day: str):
     mine = daily.own_set(current_user, on) if current_user.is_authenticated else None
     finished = mine is not None and mine.finished
     points = daily.set_points(mine) if finished else None
+    counted = finished and daily.counted(points)
     share = None
     if finished:
         token = daily.ensure_share_token(mine)
         card_url = url_for("game.daily_card", day=day, token=token, _external=True)
         share = daily.share_text(on, points, card_url)
+    total = daily.total(points) if finished else None
     return render_template(
         "game/daily_results.html",
         day=on,
         results=results,
-        chart=_distribution_chart(results, mine.points if finished else None),
+        # A replay is not among everyone's scores: no mark on the chart, no comparison.
+        chart=_distribution_chart(results, total if counted else None),
         mine=mine if finished else None,
         points=points,
+        total=total,
+        counted=counted,
         squares=daily.squares(points) if points else "",
-        below=results.share_below(mine.points) if finished else None,
+        below=results.share_below(total) if counted else None,
         share=share,
         is_today=on == daily.today(),
         streak=daily.streak(current_user) if current_user.is_authenticated else 0,
     )
 
 
+def _card(day: str, token: str) -> tuple[date, list[int | None]]:
+    on = _day(day)
+    return on, daily.set_points(daily.by_share_token(on, token))
+
+
 @bp.get("/daily/<day>/card/<token>")
 def daily_card(day: str, token: str):
-    on = _day(day)
-    game_set = daily.by_share_token(on, token)
-    points = daily.set_points(game_set)
+    on, points = _card(day, token)
     return render_template(
         "game/daily_card.html",
         day=on,
         points=points,
-        total=sum(points),
+        total=daily.total(points),
+        counted=daily.counted(points),
         max_points=5 * len(points),
         squares=daily.squares(points),
         token=token,
@@ -439,8 +467,7 @@ def daily_card(day: str, token: str):
 def daily_card_image(day: str, token: str):
     from app.game import cards  # Pillow is loaded only when an image is asked for
 
-    on = _day(day)
-    points = daily.set_points(daily.by_share_token(on, token))
+    on, points = _card(day, token)
     response = current_app.response_class(cards.render_png(on, points), mimetype="image/png")
     response.headers["Cache-Control"] = "public, max-age=86400"
     return response

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
 from app.extensions import commit_keeping, db
-from app.game import daily, rounds
+from app.game import daily, rounds, tally
 from app.game.scoring import verdict
 from app.models import Example, GameSet, Player, Round
 from app.models.sets import DAILY_SET, NORMAL_SET
@@ -75,6 +75,19 @@ def last_category(game_set: GameSet) -> str:
     return chosen or rounds.RANDOM
 
 
+def last_choice(player: Player) -> str:
+    """The category the player last chose for a normal set ("random" if none): a new set, "Play
+    another set" and "Continue your set" keep it."""
+    chosen = db.session.scalar(
+        select(Round.chosen_category)
+        .join(GameSet, GameSet.id == Round.set_id)
+        .where(Round.player_id == player.id, GameSet.kind == NORMAL_SET)
+        .order_by(Round.id.desc())
+        .limit(1)
+    )
+    return chosen or rounds.RANDOM
+
+
 @dataclass(frozen=True)
 class Position:
     """Where a round stands in its set, for the header: text `number` of `size`."""
@@ -117,10 +130,12 @@ class Call:
     round_id: int
     number: int
     category: str
+    # What the text earned (0 when it did not count).
     points: int
     distance: int
     exact: bool
     all_human: bool
+    counted: bool
     # Mean points of the other players who answered the same text; None when nobody else has.
     others_mean: float | None
     others: int
@@ -152,18 +167,26 @@ class Summary:
         return sum(known)
 
     @property
+    def counted(self) -> bool:
+        """Whether every text of the set counted (else the set earns nothing for them)."""
+        return all(call.counted for call in self.calls)
+
+    @property
     def best(self) -> Call | None:
-        """The call that earned most (closest to the boundary among equals)."""
-        if not self.calls:
+        """The counted call that earned most (closest to the boundary among equals); None when
+        no call scored."""
+        scored = [call for call in self.calls if call.counted and call.points > 0]
+        if not scored:
             return None
-        return max(self.calls, key=lambda c: (c.points, -abs(c.distance), -c.number))
+        return max(scored, key=lambda c: (c.points, -abs(c.distance), -c.number))
 
     @property
     def worst(self) -> Call | None:
-        """The call that earned least (furthest from the boundary among equals)."""
-        if not self.calls:
+        """The counted call that earned least (furthest from the boundary among equals)."""
+        counted = [call for call in self.calls if call.counted]
+        if not counted:
             return None
-        worst = min(self.calls, key=lambda c: (c.points, -abs(c.distance), c.number))
+        worst = min(counted, key=lambda c: (c.points, -abs(c.distance), c.number))
         return None if worst == self.best else worst
 
 
@@ -185,7 +208,7 @@ def summary(player: Player, set_id: int) -> Summary:
                 Round.example_id.in_(example_ids),
                 Round.player_id != player.id,
                 Round.guess.is_not(None),
-                Round.kind == rounds.NORMAL,
+                tally.COUNTED,
             )
             .group_by(Round.example_id)
         )
@@ -199,10 +222,11 @@ def summary(player: Player, set_id: int) -> Summary:
                 round_id=round_.id,
                 number=number,
                 category=example.category.name,
-                points=round_.points,
+                points=tally.earned(round_),
                 distance=result.distance,
                 exact=result.exact,
                 all_human=example.all_human,
+                counted=tally.counts(round_),
                 others_mean=(total / count) if count else None,
                 others=count,
             )

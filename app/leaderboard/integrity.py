@@ -150,6 +150,27 @@ def answer_seen(player_id: int, example_id: int, judge: bool, now: datetime) -> 
     return reason
 
 
+def same_client(other_player_id: int, now: datetime | None = None) -> bool:
+    """Whether `other_player_id` was shown a truth from this browser (within DEVICE_WINDOW) or
+    this address (within ADDRESS_WINDOW): probably another identity of the current player."""
+    seen = client()
+    if not (seen.device or seen.address):
+        return False
+    now = now or utcnow()
+    views = TruthView.__table__.c
+    here = []
+    if seen.device:
+        here.append((views.device == seen.device) & (views.shown_at > now - DEVICE_WINDOW))
+    if seen.address:
+        here.append((views.address == seen.address) & (views.shown_at > now - ADDRESS_WINDOW))
+    return (
+        db.session.execute(
+            select(views.id).where(views.player_id == other_player_id, or_(*here)).limit(1)
+        ).first()
+        is not None
+    )
+
+
 def count(
     player: Player,
     example: Example,

@@ -77,6 +77,8 @@ class Standing:
     on_board: bool = True
     # How much more of the measure would pass the next player above; None at the top.
     gap: int | None = None
+    # Whether the player's profile is public (the board links only those).
+    public: bool = False
 
     @property
     def mean_points(self) -> float:
@@ -294,6 +296,7 @@ def _top_query(measure: str) -> Select:
         select(
             players.c.id,
             players.c.username,
+            players.c.profile_public,
             totals.c.points,
             totals.c.rounds,
             totals.c.exact,
@@ -373,7 +376,16 @@ def top(
         else:
             rank = position + 1
         standings.append(
-            Standing(rank, row.id, row.username, row.points, row.rounds, row.exact, row.skill)
+            Standing(
+                rank,
+                row.id,
+                row.username,
+                row.points,
+                row.rounds,
+                row.exact,
+                row.skill,
+                public=bool(row.profile_public),
+            )
         )
     if limit <= TOP_N:
         cache.set(key, standings)

@@ -16,6 +16,7 @@ from flask import (
 )
 from flask_login import current_user, login_required
 
+from app import paging
 from app.crowd import links, reports, studies
 from app.game import insights
 from app.leaderboard import integrity
@@ -88,10 +89,7 @@ def explanations():
     show = request.args.get("show", "all")
     if show not in EXPLANATION_FILTERS:
         show = "all"
-    try:
-        before = int(request.args["before"]) if "before" in request.args else None
-    except ValueError:
-        before = None
+    before = paging.cursor(request.args.get("before"))
     rows = insights.recent_explanations(EXPLANATION_FILTERS[show], before=before)
     return render_template("research/explanations.html", rows=rows, show=show)
 

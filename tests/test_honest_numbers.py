@@ -1,0 +1,168 @@
+"""One source for every number a player sees: a player's results, share text, card page, PNG card,
+profile, rounds, badges and set summary agree, and a replay (a second identity in the same
+browser) earns nothing anywhere. Played over HTTP, as a browser without JavaScript does."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.game import cards, daily
+from app.models import GameSet, Round
+from tests import test_sets_and_daily as shared
+from tests.conftest import csrf_token
+from tests.game_helpers import play_over_http
+from tests.test_accounts import login, signup
+from tests.test_sets_and_daily import DAY, ROUND_RE, SHARE_RE
+
+# The fixtures of tests/test_sets_and_daily.py: held-back daily texts, and sets of three.
+daily_app = shared.daily_app
+small_sets = shared.small_sets
+
+SCORE_RE = re.compile(r"<strong>(\d+)</strong> of (\d+) points")
+STAT_RE = r"<div><strong>([-\d.—+]+)</strong><span>{}</span></div>"
+EARNED_BADGE_RE = re.compile(r'<li class="earned"><strong>★ ([^<]+)</strong>')
+
+
+def play_daily_exactly(app, client, token: str) -> list[int]:
+    """Play today's challenge flagging the true boundary of every text (25 of 25 if it counts)."""
+    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
+    played = []
+    while match := ROUND_RE.search(location):
+        round_id = int(match.group(1))
+        played.append(round_id)
+        with app.app_context():
+            example = db.session.get(Round, round_id).example
+            boundary, n = example.boundary, example.n_sentences
+        target = n if boundary >= n else boundary + 1
+        for seen in range(1, target):
+            client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen})
+        choice = "human" if boundary >= n else "machine"
+        answered = client.post(
+            f"/play/round/{round_id}/answer",
+            data={"csrf_token": token, "seen": target, "choice": choice, "reasons": "hunch"},
+        )
+        assert answered.status_code == 302
+        page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
+        onward = re.search(r'action="(/sets/\d+/next)"', page)
+        if not onward:
+            break
+        location = client.post(onward.group(1), data={"csrf_token": token}).headers["Location"]
+    return played
+
+
+def stat(page: str, label: str) -> str:
+    return re.search(STAT_RE.format(re.escape(label)), page).group(1)
+
+
+def everything_shown(app, client) -> dict:
+    """Every figure of today's result the player's pages show, read from the pages."""
+    results = client.get(f"/daily/{DAY}").get_data(as_text=True)
+    share = SHARE_RE.search(results).group(1)
+    squares_line = share.split("\n")[1]
+    share_total = int(re.search(r" (\d+)/25", squares_line).group(1))
+    card_path = share.split("\n")[-1].removeprefix("http://localhost")
+    visitor = app.test_client()
+    card = visitor.get(card_path).get_data(as_text=True)
+    png = visitor.get(card_path + ".png").data
+    profile = client.get("/profile").get_data(as_text=True)
+    rounds_page = client.get("/profile/rounds").get_data(as_text=True)
+    row_points = [
+        int(p) for p in re.findall(r"</td><td>[^<]*</td><td>(\d+)(?: <small>|</td>)", rounds_page)
+    ]
+    return {
+        "results": int(SCORE_RE.search(results).group(1)),
+        "share": share_total,
+        "squares": squares_line.split(" ")[0],
+        "card": int(SCORE_RE.search(card).group(1)),
+        "card_title": re.search(r'og:title" content="(\d+)/25', card).group(1),
+        "png": png,
+        "profile_points": int(stat(profile, "points")),
+        "profile_rounds": int(stat(profile, "rounds")),
+        "listed_points": sum(row_points),
+        "listed_rows": len(row_points),
+        "badges": set(EARNED_BADGE_RE.findall(profile)),
+        "streak": int(stat(profile, "day streak in the daily challenge")),
+        "results_page": results,
+        "card_page": card,
+        "rounds_page": rounds_page,
+    }
+
+
+def test_a_daily_replayed_by_a_new_guest_earns_nothing_on_any_page(daily_app):
+    client = daily_app.test_client()
+    assert signup(client, username="ann").status_code == 302
+    token = csrf_token(client, "/daily")
+    play_daily_exactly(daily_app, client, token)
+    ann = everything_shown(daily_app, client)
+    assert ann["results"] == ann["share"] == ann["card"] == int(ann["card_title"]) == 25
+    assert ann["squares"] == "🟩" * 5
+    assert ann["png"] == cards.render_png(DAY, [5] * 5)
+    assert ann["profile_points"] == ann["listed_points"] == 25
+    assert ann["profile_rounds"] == ann["listed_rows"] == 5
+    assert {"Bullseye", "Set complete", "On a roll"} <= ann["badges"]
+    assert ann["streak"] == 1
+
+    # Signed out, the same browser replays the challenge as a new guest with the answers known.
+    client.post("/logout", data={"csrf_token": csrf_token(client, "/")})
+    token = csrf_token(client, "/daily")
+    play_daily_exactly(daily_app, client, token)
+    replay = everything_shown(daily_app, client)
+    assert replay["results"] == replay["share"] == replay["card"] == int(replay["card_title"]) == 0
+    assert replay["squares"] == "⬜" * 5
+    assert "(replay, not counted)" in SHARE_RE.search(replay["results_page"]).group(1)
+    assert "This result does not count" in replay["results_page"]
+    assert "A replay" in replay["card_page"]
+    assert replay["png"] == cards.render_png(DAY, [None] * 5) != ann["png"]
+    assert replay["profile_points"] == replay["listed_points"] == 0
+    assert replay["profile_rounds"] == 0 and replay["listed_rows"] == 5
+    assert replay["rounds_page"].count("(not counted") == 5
+    assert replay["badges"] == set()
+    assert replay["streak"] == 0
+    # Everyone's scores hold Ann's result only.
+    with daily_app.app_context():
+        assert daily.results(DAY).players == 1
+        guest_set = db.session.scalars(select(GameSet).order_by(GameSet.id.desc())).first()
+        assert guest_set.points == 0 and guest_set.finished
+    # Each round page of the replay shows 0 points and why.
+    with daily_app.app_context():
+        replayed = db.session.scalars(select(Round.id).where(Round.set_id == guest_set.id)).all()
+    page = client.get(f"/play/round/{replayed[0]}").get_data(as_text=True)
+    assert '<span class="points-badge">0</span>' in page and "This round does not count" in page
+
+    # Ann, back in, still sees her own figures everywhere.
+    login(client, "ann")
+    again = everything_shown(daily_app, client)
+    assert again["results"] == again["share"] == again["card"] == again["profile_points"] == 25
+
+
+def test_a_public_profile_names_its_player_not_you(daily_app):
+    client = daily_app.test_client()
+    signup(client, username="ann")
+    play_daily_exactly(daily_app, client, csrf_token(client, "/daily"))
+    own = client.get("/profile").get_data(as_text=True)
+    assert ">you</text>" in own or "you" in re.findall(r"<text[^>]*>([^<]+)</text>", own)
+    client.post(
+        "/profile/settings",
+        data={"csrf_token": csrf_token(client, "/profile"), "profile_public": "yes"},
+    )
+    stranger = daily_app.test_client()
+    public = stranger.get("/players/ann").get_data(as_text=True)
+    labels = re.findall(r"<text[^>]*>([^<]+)</text>", public)
+    assert "ann" in labels and "you" not in labels
+    assert "your 5 rounds" not in public and "ann’s 5 rounds" in public
+
+
+def test_a_set_that_scored_nothing_names_no_best_call(small_sets):
+    client = small_sets.test_client()
+    token = csrf_token(client)
+    first = play_over_http(client, token, flag_at=1)  # every boundary is later: 0 points
+    page = client.get(f"/play/round/{first}").get_data(as_text=True)
+    next_path = re.search(r'action="(/sets/\d+/next)"', page).group(1)
+    play_over_http(client, token, flag_at=1, start=next_path)
+    play_over_http(client, token, flag_at=1, start=next_path)
+    summary = client.get(next_path.removesuffix("/next")).get_data(as_text=True)
+    assert "<strong>0</strong> of 15 points" in summary
+    assert "Best call" not in summary
