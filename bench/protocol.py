@@ -46,7 +46,8 @@ class Request:
     fetch: bool = False  # sent by the page's script (X-Requested-With: fetch)
     expect: int = 200  # the status a working site answers
     # What the request does in the game: "start" (a round begins with it), "answer" (a round
-    # ends with it), or "" (anything else).
+    # ends with it: its page, or the page it redirects to, shows the result), "redirect" (the
+    # browser following a redirect, no action of the player's), or "" (anything else).
     step: str = ""
 
     @property
@@ -275,7 +276,7 @@ def play_sets(
         if reply.status not in REDIRECTS:
             return request.path, reply
         path = path_of(reply.location or "")
-        page = Request("GET", path, step="")
+        page = Request("GET", path, step="redirect")
         reply = yield page
         _expect(reply, page)
         return path, reply
