@@ -24,9 +24,15 @@ connection pool kept alive between requests (a server that closes every connecti
 ones; one that keeps them does not). At each concurrency level (--players) it runs, after an
 unmeasured warm-up, --pairs A-B pairs, the order of the trees alternating from pair to pair:
 
-- script: the page's JavaScript; every action is one request (header X-Requested-With: fetch)
-  answered with the updated round: start, each reveal, the answer;
-- form: JavaScript off; every action is a POST, a redirect and the page, plus the "why" form;
+- script: the page's JavaScript (app/static/game.js): each reveal, answer and "Next text" is one
+  fetch POST with a multipart body and X-Requested-With: fetch, answered with the updated round;
+  the start of a set, its summary and "Play another set" are the browser's own requests;
+- form: JavaScript off; every action is an url-encoded POST, a redirect and the page, plus the
+  "why" page;
+
+the requests of bench/protocol.py, read from the pages' own forms and links as a browser reads
+them, from the home page through whole sets (tests/e2e/test_bench_protocol.py checks them
+request by request against Chromium's);
 
 each phase --seconds long, players playing back to back; then a paced phase per tree, twice as long,
 where players pause a random --think time after every page as a reader would.
@@ -80,6 +86,20 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # bench.protocol (appended: a seeded tree's code comes first)
+
+from bench.protocol import (  # noqa: E402
+    MULTIPART,
+    Choice,
+    Decide,
+    ProtocolError,
+    Reply,
+    Request,
+    RoundView,
+    play_sets,
+)
+
 # Runs this file in a tree's code to prepare its database (see `seed_tree`).
 SEED_COMMAND = "--seed-tree"
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -89,12 +109,10 @@ BENCH_PREFIX, SEED_PREFIX = "bench", "seed"
 # Seeded rounds were answered over these many days before now.
 SEED_DAYS = 45
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
-SEEN = re.compile(r'name="seen" value="(\d+)"')
 POINTS = re.compile(r'<span class="points-badge">(\d+)</span>')
 ROUND_URL = re.compile(r"/play/round/(\d+)")
 # Loose enough for a shared 2-core machine at 64 players; a stuck request is an error.
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
-FRAGMENT = {"X-Requested-With": "fetch"}
 MODES = ("script", "form")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # A request on a kept-alive connection the server closed meanwhile fails so; browsers retry it.
@@ -149,28 +167,51 @@ class UnexpectedResponse(Exception):
     pass
 
 
-async def timed(tally: Tally, session, method: str, url: str, expect: int, **kwargs) -> str:
-    """One request, timed; raises UnexpectedResponse on another status."""
+def _body(request: Request) -> aiohttp.FormData | None:
+    """The request's fields, encoded as the browser encodes them (multipart for the script's
+    FormData, url-encoded for a form the browser submits itself)."""
+    if request.content_type is None:
+        return None
+    return aiohttp.FormData(
+        list(request.fields), default_to_multipart=request.content_type == MULTIPART
+    )
+
+
+async def exchange(tally: Tally, session, base: str, request: Request) -> Reply:
+    """Send one request of the protocol as the browser does, timed; raises UnexpectedResponse
+    on another status than the one a working site answers."""
+    headers = dict(request.headers)
+    if request.method == "POST":
+        headers["Origin"] = base  # a browser names the page's origin on every POST
+    kwargs: dict = {"headers": headers, "data": _body(request)}
     started = time.perf_counter()
     retried = False
     while True:
         try:
-            async with session.request(method, url, allow_redirects=False, **kwargs) as response:
-                body = await response.text()
-                status, location = response.status, response.headers.get("Location", "")
+            async with session.request(
+                request.method, base + request.path, allow_redirects=False, **kwargs
+            ) as response:
+                reply = Reply(
+                    response.status,
+                    response.headers.get("Location"),
+                    await response.text(),
+                    response.headers.get("X-Round-URL"),
+                )
             break
         except (aiohttp.ClientError, TimeoutError) as failure:
             if isinstance(failure, STALE_CONNECTION) and not retried:
                 retried = True
                 tally.retries += 1
+                kwargs["data"] = _body(request)  # a FormData is sent only once
                 continue
             tally.errors[type(failure).__name__] += 1
             raise UnexpectedResponse(type(failure).__name__) from None
     tally.latencies.append(time.perf_counter() - started)
-    if status != expect:
-        tally.errors[f"HTTP {status} on {method} {url.split('/', 3)[-1]}"] += 1
-        raise UnexpectedResponse(status)
-    return location or body
+    if reply.status != request.expect:
+        shape = request.shape()
+        tally.errors[f"HTTP {reply.status} on {shape[0]} {shape[1]}"] += 1
+        raise UnexpectedResponse(reply.status)
+    return reply
 
 
 @functools.cache
@@ -217,67 +258,58 @@ async def log_in(base: str, username: str) -> Player:
     return Player(session, CSRF.search(page).group(1), username)
 
 
-async def play_round(
+def chooser(rng: random.Random) -> Decide:
+    """A player who reads on (70%) or flags the sentence with two reasons, and at the end says
+    human or machine at even odds."""
+
+    def decide(view: RoundView) -> Choice:
+        if view.can_reveal and (not view.can_flag or rng.random() < 0.7):
+            return Choice("reveal")
+        if view.can_flag and (view.can_reveal or rng.random() < 0.5):
+            return Choice(
+                "machine",
+                tuple(rng.sample(reason_codes(), 2)),
+                "The last sentence drifts away from the topic.",
+            )
+        return Choice("human")
+
+    return decide
+
+
+async def play_rounds(
     base: str,
     player: Player,
     tally: Tally,
     rng: random.Random,
     think: tuple[float, float] | None,
     mode: str,
-) -> Finished:
-    """One round as a browser plays it: with plain forms (POST, redirect, page) or with the
-    page's script (each action one request, answered with the updated round)."""
-    session, token = player.session, player.token
-    script = mode == "script"
-
-    async def read() -> None:
-        if think:
-            await asyncio.sleep(rng.uniform(*think))
-
-    async def act(path: str, data: dict) -> str:
-        """POST an action; returns the round as the browser then shows it."""
-        if script:
-            return await timed(tally, session, "POST", path, 200, data=data, headers=FRAGMENT)
-        await timed(tally, session, "POST", path, 302, data=data)
-        return await timed(tally, session, "GET", page_url, 200)
-
-    started = time.perf_counter()
-    start = {"csrf_token": token, "category": "random"}
-    if script:
-        page = await timed(
-            tally, session, "POST", f"{base}/play", 200, headers=FRAGMENT, data=start
-        )
-        round_id = int(ROUND_URL.search(page).group(1))
-        page_url = f"{base}/play/round/{round_id}"
-    else:
-        location = await timed(tally, session, "POST", f"{base}/play", 302, data=start)
-        round_id = int(ROUND_URL.search(location).group(1))
-        page_url = f"{base}/play/round/{round_id}"
-        page = await timed(tally, session, "GET", page_url, 200)
+    deadline: float,
+    finished: list[Finished],
+) -> None:
+    """Play sets as a browser does (bench/protocol.py: from the home page, with the page's
+    script or plain forms) until the deadline, finishing the round in hand. A round is timed
+    from the request that starts it to the page that shows its result."""
+    moves = play_sets(chooser(rng), script=mode == "script")
+    request = next(moves)
+    started = answered = None
     while True:
-        await read()
-        seen = SEEN.search(page).group(1)
-        can_reveal = f"/play/round/{round_id}/next" in page
-        can_flag = seen != "1"
-        if can_reveal and (not can_flag or rng.random() < 0.7):
-            page = await act(f"{page_url}/next", {"csrf_token": token, "seen": seen})
-            continue
-        if can_flag and (can_reveal or rng.random() < 0.5):
-            if not script:  # the script opens the "why" panel without a request
-                await timed(tally, session, "GET", f"{page_url}?flag=1", 200)
-            await read()
-            answer = {
-                "choice": "machine",
-                "reasons": rng.sample(reason_codes(), 2),
-                "explanation": "The last sentence drifts away from the topic.",
-            }
-        else:
-            answer = {"choice": "human"}
-        result = await act(f"{page_url}/answer", {"csrf_token": token, "seen": seen, **answer})
-        tally.round_times.append(time.perf_counter() - started)
-        tally.rounds += 1
-        await read()
-        return Finished(round_id, player.username, int(POINTS.search(result).group(1)))
+        if think and request.step != "redirect":
+            await asyncio.sleep(rng.uniform(*think))  # reading before the next action
+        if request.step == "start" and started is None:
+            started = time.perf_counter()
+        reply = await exchange(tally, player.session, base, request)
+        if request.step == "answer":
+            answered = int(ROUND_URL.search(request.path).group(1))
+        if answered is not None and reply.status == 200:
+            tally.round_times.append(time.perf_counter() - started)
+            tally.rounds += 1
+            finished.append(
+                Finished(answered, player.username, int(POINTS.search(reply.text).group(1)))
+            )
+            started = answered = None
+            if time.perf_counter() >= deadline:
+                return
+        request = moves.send(reply)
 
 
 async def game_phase(
@@ -298,9 +330,10 @@ async def game_phase(
             await asyncio.sleep(rng.uniform(0, think[1]))
         while time.perf_counter() < deadline:
             try:
-                finished.append(await play_round(base, player, tally, rng, think, mode))
-            except UnexpectedResponse:
-                # Resume the open round (the site keeps it) after a failed request.
+                await play_rounds(base, player, tally, rng, think, mode, deadline, finished)
+            except (UnexpectedResponse, ProtocolError):
+                # From the home page again, which leads back to the open set and round (the
+                # site keeps them), after a failed request.
                 await asyncio.sleep(0.05)
 
     started = time.perf_counter()

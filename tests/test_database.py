@@ -1,9 +1,14 @@
-"""Pooled connections: tested before use only after being idle, and replaced when dead."""
+"""Pooled connections: tested before use when idle or seen closed; dead ones replaced."""
 
 from __future__ import annotations
 
-import pytest
+import time
 
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from app.database import server_went_away
 from app.extensions import db
 
 
@@ -20,6 +25,21 @@ def kill_pooled_connections(app) -> int:
     for connection in dead:
         connection.close()
     return len(dead)
+
+
+def terminate_pooled_backends(app, db_uri: str) -> int:
+    """Have PostgreSQL end the server side of every pooled connection, as a restart does."""
+    pooled = pooled_connections(app)
+    url = make_url(db_uri).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(False), autocommit=True) as admin:
+        for connection in pooled:
+            admin.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
+    # The backends are gone once the server has closed their sockets.
+    deadline = time.monotonic() + 10
+    while not all(server_went_away(connection) for connection in pooled):
+        assert time.monotonic() < deadline, "PostgreSQL did not close the connections"
+        time.sleep(0.01)
+    return len(pooled)
 
 
 @pytest.fixture
@@ -45,11 +65,43 @@ def test_an_idle_connection_is_tested_and_a_dead_one_replaced(built):
     assert client.get("/readyz").status_code == 200
 
 
-def test_a_connection_used_a_moment_ago_is_not_tested(built):
+def test_a_live_connection_used_a_moment_ago_shows_nothing_to_read(built):
+    app, client = built(3600)
+    for connection in pooled_connections(app):
+        assert not server_went_away(connection)
+    assert client.get("/").status_code == 200
+    assert client.get("/readyz").status_code == 200
+    assert pooled_connections(app) and not any(map(server_went_away, pooled_connections(app)))
+
+
+def test_a_connection_the_server_closed_is_replaced_before_any_request_fails(built, db_uri):
+    if not db_uri.startswith("postgresql"):
+        pytest.skip("an SQLite connection is a file: no server can close it")
+    # Used a moment ago as far as the pool knows, so only the socket tells that it died.
+    app, client = built(3600)
+    assert terminate_pooled_backends(app, db_uri) >= 1
+    assert client.get("/readyz").status_code == 200
+    assert client.get("/").status_code == 200
+    assert client.get("/readyz").status_code == 200
+
+
+def test_a_connection_closed_in_the_driver_is_replaced_before_any_request_fails(built, db_uri):
+    if not db_uri.startswith("postgresql"):
+        pytest.skip("sqlite3 does not tell whether a connection was closed")
     app, client = built(3600)
     assert kill_pooled_connections(app) >= 1
-    # Nobody tested the connection: the request meets the dead connection and fails cleanly.
+    assert client.get("/readyz").status_code == 200
+
+
+def test_a_connection_that_dies_unseen_fails_one_request_cleanly_then_the_pool_is_new(
+    built, db_uri
+):
+    if db_uri.startswith("postgresql"):
+        pytest.skip("on PostgreSQL a closed connection is seen before use (tests above)")
+    app, client = built(3600)
+    assert kill_pooled_connections(app) >= 1
+    # Nothing tells that the SQLite connection was closed: the request meets it and fails
+    # cleanly, which replaces the pool, and the next request is served.
     refused = client.get("/readyz")
     assert refused.status_code == 503 and refused.get_json()["database"] == "unreachable"
-    # The failure replaced the pool: the next request is served.
     assert client.get("/readyz").status_code == 200

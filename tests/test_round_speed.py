@@ -7,14 +7,19 @@ import json
 import re
 from collections import Counter
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from sqlalchemy import event, inspect, select
+from werkzeug.datastructures import MultiDict
 
+from app import PROJECT_ROOT
 from app.extensions import commit_keeping, db
 from app.game import rounds
-from app.models import Category, GameSet, Round
+from app.models import Category, Example, GameSet, Round
+from bench.protocol import Choice, Decide, Reply, play_sets
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import others_answer
 
 FETCH = {"X-Requested-With": "fetch"}
 ROUND_PATH = re.compile(r"/play/round/\d+")
@@ -35,6 +40,66 @@ def statements(app):
         yield seen
     finally:
         event.remove(engine, "before_cursor_execute", record)
+
+
+@dataclass
+class Work:
+    """What one request asked of the database: its statements and its round trips.
+
+    A round trip is a statement, or the BEGIN, COMMIT or ROLLBACK of a transaction that ran a
+    statement (PostgreSQL's drivers send each as a message and wait for the answer; a COMMIT or
+    ROLLBACK of a connection with no transaction open sends nothing). The pool's ROLLBACK when a
+    connection goes back with a transaction open counts too.
+    """
+
+    statements: list[str] = field(default_factory=list)
+    begins: int = 0
+    ends: int = 0
+
+    @property
+    def round_trips(self) -> int:
+        return len(self.statements) + self.begins + self.ends
+
+
+@contextmanager
+def work(app):
+    """Count the statements and round trips of every connection of the app's engine meanwhile."""
+    counted = Work()
+    open_transactions: set[int] = set()
+
+    def statement(conn, cursor, statement, params, context, executemany):
+        counted.statements.append(statement)
+        dbapi_connection = id(conn.connection.dbapi_connection)
+        if dbapi_connection not in open_transactions:
+            open_transactions.add(dbapi_connection)
+            counted.begins += 1
+
+    def end(dbapi_connection) -> None:
+        if id(dbapi_connection) in open_transactions:
+            open_transactions.discard(id(dbapi_connection))
+            counted.ends += 1
+
+    def connection_end(conn) -> None:
+        end(conn.connection.dbapi_connection)
+
+    def pool_reset(dbapi_connection, record, reset_state) -> None:
+        end(dbapi_connection)
+
+    with app.app_context():
+        engine = db.engine
+    hooks = [
+        (engine, "before_cursor_execute", statement),
+        (engine, "commit", connection_end),
+        (engine, "rollback", connection_end),
+        (engine.pool, "reset", pool_reset),
+    ]
+    for target, name, hook in hooks:
+        event.listen(target, name, hook)
+    try:
+        yield counted
+    finally:
+        for target, name, hook in hooks:
+            event.remove(target, name, hook)
 
 
 def test_the_pick_returns_only_least_annotated_texts_the_player_may_read(ctx):
@@ -210,3 +275,86 @@ def test_the_access_line_names_the_player_without_a_query(make_app, app, capsys)
     access = [line for line in lines if line.get("message") == "request"]
     assert access and access[-1]["player"] is not None and access[-1]["status"] == 302
     assert len([s for s in seen if s.lstrip().startswith("SELECT players")]) == 1
+
+
+# Budgets: the statements and round trips each hot request of the page's protocol may cost.
+
+BUDGETS_DOC = PROJECT_ROOT / "docs" / "BENCHMARKS.md"
+BUDGET_ROW = re.compile(r"^\| `(GET|POST) ([^`]+)`( \(script\))? \| [^|]+ \| (\d+) \| (\d+) \|$")
+
+
+def budgets() -> dict[tuple[str, str, bool], tuple[int, int]]:
+    """(method, path shape, sent by the script) -> (statements, round trips), from the budget
+    table in docs/BENCHMARKS.md: the numbers are stated once, there."""
+    found = {}
+    for line in BUDGETS_DOC.read_text().splitlines():
+        row = BUDGET_ROW.match(line)
+        if row:
+            method, path, script, statements, round_trips = row.groups()
+            found[method, path, bool(script)] = (int(statements), int(round_trips))
+    return found
+
+
+def scripted(*choices: Choice) -> Decide:
+    """A player who makes these choices, in order."""
+    queue = list(choices)
+    return lambda view: queue.pop(0)
+
+
+def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_uri):
+    """A set of two texts played with the page's script (the requests `bench/web_load.py`
+    sends), each request's statements and round trips within docs/BENCHMARKS.md's budget."""
+    app = make_app(SET_SIZE=2)
+    with app.app_context():
+        if db_uri.startswith("postgresql"):
+            db.drop_all()
+        db.create_all()
+        for boundary in (2, 3, 4, 5):
+            factories.example(boundary=boundary, passage=f"p{boundary}")
+        # Others' answers, so that the answer's page shows the spread and explanations.
+        for example in db.session.scalars(select(Example)).all():
+            others_answer(example, [2, 3, None], "It changes topic")
+        factories.player("reader", "reader-password")
+    client = app.test_client()
+    token = csrf_token(client)
+    login = {"csrf_token": token, "username": "reader", "password": "reader-password"}
+    assert client.post("/login", data=login).status_code == 302
+    player = play_sets(
+        scripted(
+            Choice("reveal"),
+            Choice("reveal"),
+            Choice("machine", ("grammar", "generic"), "It drifts."),
+            *[Choice("reveal")] * 9,
+            Choice("human"),
+        ),
+        script=True,
+        sets=1,
+    )
+    by_request: dict[tuple[str, str, bool], list[Work]] = {}
+    request = next(player)
+    while True:
+        key = (request.method, request.shape()[1], request.fetch)
+        kwargs: dict = {"headers": request.headers}
+        if request.method == "POST":
+            kwargs.update(data=MultiDict(request.fields), content_type=request.content_type)
+        with work(app) as counted:
+            response = client.open(request.path, method=request.method, **kwargs)
+        assert response.status_code == request.expect, (request, response.status_code)
+        by_request.setdefault(key, []).append(counted)
+        try:
+            request = player.send(
+                Reply(
+                    response.status_code,
+                    response.headers.get("Location"),
+                    response.get_data(as_text=True),
+                    response.headers.get("X-Round-URL"),
+                )
+            )
+        except StopIteration:
+            break
+    stated = budgets()
+    assert len(stated) == 7 and set(stated) <= set(by_request), (stated, by_request.keys())
+    for key, (statements, round_trips) in stated.items():
+        for counted in by_request[key]:
+            assert len(counted.statements) <= statements, (key, counted.statements)
+            assert counted.round_trips <= round_trips, (key, counted)
