@@ -13,7 +13,7 @@ from generation.corpus import CorpusError, Document, default_category, read_corp
 from generation.decoding import PRESETS, DecodingPlan
 from generation.filters import ContentFilter, FilterError
 from generation.models import DTYPES, ModelError
-from generation.prompts import PROMPT_FORMATS, PlanError, grover_tags, make_plan, slug
+from generation.prompts import PROMPT_FORMATS, PlanError, make_plan, slug
 from generation.records import (
     OutputError,
     RunWriter,
@@ -400,6 +400,7 @@ def default_system(model: str) -> str:
 
 def cmd_generate(args) -> int:
     from generation import models
+    from generation.engines.hf import HFEngine
     from generation.pipeline import GenerateOptions, run_generate
 
     for name in ("--per-doc", "--batch-size", "--max-attempts", "--tokens-per-sentence"):
@@ -450,9 +451,12 @@ def cmd_generate(args) -> int:
     settings["p"] = decoding.p.describe() if not decoding.preset else None
     settings["decoding"] = decoding.describe()
     settings["shard"] = f"{shard.index}/{shard.count}" if shard else None
-    lm = models.load(args.model, device=device, dtype=args.dtype, revision=args.revision)
-    extra = {"model": lm.describe()}
-    warnings = tag_warnings(lm, args.prompt_format)
+    engine = HFEngine(
+        models.load(args.model, device=device, dtype=args.dtype, revision=args.revision),
+        batch_size=args.batch_size,
+    )
+    extra = {"model": engine.describe()}
+    warnings = engine.warnings(args.prompt_format)
     options = GenerateOptions(
         system=system,
         dataset=dataset,
@@ -463,7 +467,7 @@ def cmd_generate(args) -> int:
         max_new_tokens=args.max_new_tokens,
         content_filter=content_filter,
         progress=not args.no_progress,
-        provenance=lm.provenance(code_version()),
+        provenance=engine.provenance(code_version()),
         system_label=args.system_label,
     )
     code = 1
@@ -472,7 +476,7 @@ def cmd_generate(args) -> int:
         for warning in warnings:
             writer.warn(warning)
             print(f"warning: {warning}", file=sys.stderr)
-        code = _run(writer, lambda: run_generate(plan, writer, lm, options), extra=extra)
+        code = _run(writer, lambda: run_generate(plan, writer, engine, options), extra=extra)
     finally:
         if shard is not None and shard.distributed:
             everyone_ok = distributed.all_ok(code == 0)
@@ -488,18 +492,10 @@ def cmd_generate(args) -> int:
 
 
 def tag_warnings(lm, prompt_format: str) -> list[str]:
-    """For the Grover format: every tag the tokenizer does not hold as one token (it would be split
-    into pieces, and the model would read characters, not the field markers it was trained on)."""
-    if prompt_format != "grover":
-        return []
-    split = [tag for tag in grover_tags() if len(lm.tokenizer.tokenize(tag)) != 1]
-    if not split:
-        return []
-    return [
-        f"the tokenizer of {lm.name} splits {len(split)} Grover tag(s) into several tokens "
-        f"({', '.join(split)}): use a Grover checkpoint whose tokenizer has them as special "
-        "tokens, or --prompt-format plain"
-    ]
+    """Grover tags the tokenizer splits (see generation.engines.hf.tag_warnings)."""
+    from generation.engines.hf import tag_warnings as warnings
+
+    return warnings(lm, prompt_format)
 
 
 def cmd_merge(args) -> int:
@@ -525,20 +521,10 @@ def cmd_merge(args) -> int:
     return 0
 
 
-def corpus_texts(path: Path) -> list[str]:
-    """Every document's text: a JSONL file, a folder of .jsonl files, or a folder of .txt."""
-    path = Path(path)
-    if path.is_dir() and any(path.glob("*.jsonl")):
-        docs = [d for file in sorted(path.glob("*.jsonl")) for d in read_corpus(file)]
-    else:
-        docs = read_corpus(path)
-    return [d.text for d in docs]
-
-
 def cmd_train_tiny(args) -> int:
     from dataclasses import replace
 
-    from generation.tiny import TinyConfig, train_tiny
+    from generation.tiny import TinyConfig, corpus_texts, train_tiny
 
     config = TinyConfig(architecture=args.architecture)
     if args.steps is not None:

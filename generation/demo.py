@@ -41,9 +41,9 @@ def build_demo(
     progress: bool = True,
 ) -> dict:
     from generation import models
-    from generation.cli import corpus_texts
+    from generation.engines.hf import HFEngine
     from generation.pipeline import GenerateOptions, run_baseline, run_generate, run_human
-    from generation.tiny import train_tiny
+    from generation.tiny import corpus_texts, train_tiny
 
     corpus, model, out = Path(corpus), Path(model), Path(out)
     files = sorted(corpus.glob("*.jsonl"))
@@ -52,7 +52,7 @@ def build_demo(
     if retrain or not (model / "config.json").exists():
         _log(f"training the tiny model into {model}")
         train_tiny(corpus_texts(corpus), model, log=_log)
-    lm = models.load(str(model), device="cpu", dtype="float32")
+    engine = HFEngine(models.load(str(model), device="cpu", dtype="float32"), batch_size=16)
     settings = {"n": N, "seed": seed, "per_doc": PER_DOC, "dataset": DATASET}
     parts: list[Path] = []
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -97,22 +97,23 @@ def build_demo(
                 batch_size=16,
                 tokens_per_sentence=TOKENS_PER_SENTENCE,
                 progress=progress,
-                provenance={**lm.provenance(code_version()), "model": "data/demo/model"},
+                provenance={**engine.provenance(code_version()), "model": "data/demo/model"},
             )
             decoding = DecodingPlan.build(repetition_penalty=str(REPETITION_PENALTY))
             tiny_plan = plan(TINY_SYSTEM, PER_DOC[TINY_SYSTEM], 0.0, decoding)
-            run_generate(tiny_plan, w, lm, options)
-            w.finish(extra={"model": lm.describe()})
+            run_generate(tiny_plan, w, engine, options)
+            w.finish(extra={"model": engine.describe()})
         merged = merge(
             parts,
             out,
-            extra={"demo": settings, "model": {**lm.describe(), "name_or_path": str(model)}},
+            extra={"demo": settings, "model": {**engine.describe(), "name_or_path": str(model)}},
         )
     _log(f"wrote {merged['examples']} examples to {out}: {merged['counts']['made_by_system']}")
     return merged
 
 
-if __name__ == "__main__":
-    from generation.cli import main
+if __name__ == "__main__":  # the alias runs the CLI; this module never imports generation.cli
+    import runpy
 
-    sys.exit(main(["demo", *sys.argv[1:]]))
+    sys.argv = [sys.argv[0], "demo", *sys.argv[1:]]
+    runpy.run_module("generation", run_name="__main__")

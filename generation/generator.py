@@ -14,12 +14,10 @@ unbatched scores, whatever batch it was generated in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from generation.decoding import Decoding
+from generation.engines.base import Continuation, Request  # they lived here
 from generation.models import LoadedModel, max_positions
 from generation.sampling import (
     EnoughSentences,
@@ -31,25 +29,6 @@ from generation.sampling import (
 )
 
 MAX_REPAIRS = 8
-
-
-@dataclass(frozen=True)
-class Request:
-    prompt: str
-    needed: int  # sentences wanted
-    decoding: Decoding
-    seed: int
-    budget: int  # most new tokens
-
-
-@dataclass(frozen=True)
-class Continuation:
-    text: str
-    sentences: list[str]  # complete sentences only
-    new_tokens: int
-    finished: bool  # ended with an end-of-text token
-    repairs: int = field(default=0, compare=False)  # times the unbatched check corrected it
-    settled: bool = field(default=True, compare=False)  # the last check agreed
 
 
 class _Recorder(EnoughSentences):

@@ -1,4 +1,7 @@
-"""Runs: a plan of examples → records written one at a time, with retries, filtering and resume."""
+"""Runs: a plan of examples → records written one at a time, with retries, filtering and resume.
+
+Model continuations come from an engine (`generation.engines`): the pipeline hands it a window of
+requests and checks what comes back, whichever engine wrote it."""
 
 from __future__ import annotations
 
@@ -8,17 +11,19 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
-from generation import filters
 from generation.baselines import splice
 from generation.corpus import Document
+from generation.engines.base import Continuation, Engine, Request
+from generation.engines.chat import chat_messages, clean_reply
 from generation.filters import ContentFilter, quality_problem
-from generation.generator import Request, continue_batch, fits, prompt_lengths
-from generation.models import LoadedModel, max_positions
 from generation.prompts import Plan, Task, prompt_text, retry_seed
 from generation.records import RunWriter, make_record
+from generation.sentences import complete_sentences
 
 HUMAN = "human"
 WINDOW_BATCHES = 8  # prompts are sorted by length within a window of this many batches
+CHAT = "chat"  # --prompt-format chat: the model's chat template and a continuation instruction
+CHAT_SLACK = 2  # extra sentences (and their tokens) a chat reply may spend on a preamble
 
 
 @dataclass
@@ -32,7 +37,7 @@ class GenerateOptions:
     max_new_tokens: int | None = None
     content_filter: ContentFilter | None = None
     progress: bool = True
-    provenance: dict | None = None  # LoadedModel.provenance(): carried by every model record
+    provenance: dict | None = None  # Engine.provenance(): carried by every model record
     system_label: str | None = None  # the display name players may see
 
 
@@ -131,7 +136,7 @@ def _budget(task: Task, options: GenerateOptions) -> int:
 def run_generate(
     plan: Plan,
     writer: RunWriter,
-    lm: LoadedModel,
+    engine: Engine,
     options: GenerateOptions,
     on_window: Callable[[], None] | None = None,
 ) -> None:
@@ -144,68 +149,88 @@ def run_generate(
     ) as bar:
         for start in range(0, len(pending), window):
             chunk = pending[start : start + window]
-            _run_window(chunk, writer, lm, options)
+            _run_window(chunk, writer, engine, options)
             bar.update(len(chunk))
             if on_window:
                 on_window()
 
 
-def _run_window(
-    tasks: list[Task], writer: RunWriter, lm: LoadedModel, options: GenerateOptions
-) -> None:
-    prompts = {
-        t.id: prompt_text(t.doc, t.h, options.prompt_format) for t in tasks if not t.all_human
-    }
-    lengths = dict(
-        zip(prompts, prompt_lengths(lm, [text for text, _ in prompts.values()]), strict=True)
+def _prompt(task: Task, options: GenerateOptions) -> tuple[str, dict, tuple[dict, ...] | None]:
+    """The prompt text, what `meta` records about its format, and the conversation (chat)."""
+    if options.prompt_format == CHAT:
+        text, _meta = prompt_text(task.doc, task.h, "plain")
+        return text, {"prompt_format": CHAT}, chat_messages(text)
+    text, meta = prompt_text(task.doc, task.h, options.prompt_format)
+    return text, meta, None
+
+
+def _request(task: Task, attempt: int, prompt, options: GenerateOptions) -> Request:
+    text, _meta, messages = prompt
+    needed, budget = task.n - task.h, _budget(task, options)
+    if messages is not None:  # room for a preamble the reply may open with
+        needed += CHAT_SLACK
+        budget += options.tokens_per_sentence * CHAT_SLACK
+    return Request(
+        prompt=text,
+        needed=needed,
+        decoding=task.decoding,
+        seed=retry_seed(task.seed, attempt),
+        budget=budget,
+        messages=messages,
     )
+
+
+def _run_window(
+    tasks: list[Task], writer: RunWriter, engine: Engine, options: GenerateOptions
+) -> None:
     outcome: dict[str, tuple[str, object]] = {}  # id -> ("record", dict) | ("drop", reason, ...)
     todo: list[Task] = []
     for task in tasks:
         if task.all_human:
             outcome[task.id] = ("record", human_record(task, options.dataset))
-        elif not fits(lm, lengths[task.id], _budget(task, options)):
-            outcome[task.id] = ("drop", filters.PROMPT_TOO_LONG, None)
         else:
             todo.append(task)
+    prompts = {t.id: _prompt(t, options) for t in todo}
     attempt = 0
     while todo and attempt < options.max_attempts:
-        todo.sort(key=lambda t: (lengths[t.id], t.index))
+        todo.sort(key=lambda t: t.index)
         failed: list[Task] = []
-        for batch in _batches(todo, lengths, options, max_positions(lm.model)):
-            requests = [
-                Request(
-                    prompt=prompts[t.id][0],
-                    needed=t.n - t.h,
-                    decoding=t.decoding,
-                    seed=retry_seed(t.seed, attempt),
-                    budget=_budget(t, options),
-                )
-                for t in batch
-            ]
-            results = continue_batch(lm, requests)
-            for task, request, result in zip(batch, requests, results, strict=True):
-                writer.counts.repaired += result.repairs > 0
-                writer.counts.unsettled += not result.settled
-                needed = task.n - task.h
+        requests = [_request(t, attempt, prompts[t.id], options) for t in todo]
+        results = engine.generate(requests)
+        for task, request, result in zip(todo, requests, results, strict=True):
+            if result.problem is not None:  # the engine could not run it (no retry helps)
+                outcome[task.id] = ("drop", result.problem, None)
+                continue
+            writer.counts.repaired += result.repairs > 0
+            writer.counts.unsettled += not result.settled
+            needed = task.n - task.h
+            sentences, chat_meta = result.sentences, None
+            problem = None
+            if request.messages is not None:
+                cleaned = clean_reply(result.text, task.prompt)
+                problem = cleaned.problem
+                sentences = complete_sentences(cleaned.text, result.finished)
+                chat_meta = {"preamble": cleaned.preamble, "closing": cleaned.closing}
+            if problem is None:
                 problem = quality_problem(
-                    task.prompt, result.sentences, needed, source=list(task.doc.sentences)
+                    task.prompt, sentences, needed, source=list(task.doc.sentences)
                 )
-                if problem is not None:
-                    outcome[task.id] = ("drop", problem, None)
-                    # Greedy decoding (p = 0) ignores the seed: a retry would repeat itself.
-                    if not task.decoding.greedy and attempt + 1 < options.max_attempts:
-                        failed.append(task)
-                        writer.counts.retries += 1
-                    continue
-                continuation = result.sentences[:needed]
-                if options.content_filter and (
-                    words := options.content_filter.matches(continuation)
-                ):
-                    outcome[task.id] = ("drop", "content_filter", words)
-                    continue
-                outcome[task.id] = ("record", _model_record(task, request, continuation, options))
-                outcome[task.id][1]["meta"].update({**prompts[task.id][1], "attempt": attempt})
+            if problem is not None:
+                outcome[task.id] = ("drop", problem, None)
+                # Greedy decoding (p = 0) ignores the seed: a retry would repeat itself.
+                if not task.decoding.greedy and attempt + 1 < options.max_attempts:
+                    failed.append(task)
+                    writer.counts.retries += 1
+                continue
+            continuation = sentences[:needed]
+            if options.content_filter and (words := options.content_filter.matches(continuation)):
+                outcome[task.id] = ("drop", "content_filter", words)
+                continue
+            record = _model_record(task, request, result, continuation, options)
+            record["meta"].update({**prompts[task.id][1], "attempt": attempt})
+            if chat_meta is not None:
+                record["meta"]["chat"] = chat_meta
+            outcome[task.id] = ("record", record)
         todo = failed
         attempt += 1
     for task in tasks:  # written in plan order
@@ -216,33 +241,17 @@ def _run_window(
             writer.drop(task.id, rest[0], rest[1], p=task.p, h=task.h)
 
 
-def _batches(
-    tasks: list[Task], lengths: dict[str, int], options: GenerateOptions, limit: int | None
-) -> list[list[Task]]:
-    """Consecutive batches of at most `batch_size` tasks (sorted by prompt length) in which every
-    row fits the model's context: rows that stop early keep stepping until the longest budget of
-    the batch is spent, so the longest prompt plus the longest budget must fit."""
-    batches: list[list[Task]] = []
-    current: list[Task] = []
-    longest = budget = 0
-    for task in tasks:
-        new_longest = max(longest, lengths[task.id])
-        new_budget = max(budget, _budget(task, options))
-        full = len(current) >= options.batch_size
-        too_long = limit is not None and new_longest + new_budget > limit
-        if current and (full or too_long):
-            batches.append(current)
-            current, new_longest, new_budget = [], lengths[task.id], _budget(task, options)
-        current.append(task)
-        longest, budget = new_longest, new_budget
-    if current:
-        batches.append(current)
-    return batches
-
-
 def _model_record(
-    task: Task, request: Request, continuation: list[str], options: GenerateOptions
+    task: Task,
+    request: Request,
+    result: Continuation,
+    continuation: list[str],
+    options: GenerateOptions,
 ) -> dict:
+    provenance = options.provenance
+    if provenance is not None and result.provenance:
+        generation = {**provenance.get("generation", {}), **result.provenance}
+        provenance = {**provenance, "generation": generation}
     return make_record(
         id=task.id,
         category=task.category,
@@ -254,6 +263,6 @@ def _model_record(
         decoding=task.decoding.to_json(max_new_tokens=request.budget),
         seed=request.seed,
         meta={"task": task.index},
-        provenance=options.provenance,
+        provenance=provenance,
         system_label=options.system_label,
     )

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from generation.corpus import Document
+from generation.decoding import P_DECIMALS, PDistribution  # noqa: F401 (moved; re-exported)
+from generation.errors import PlanError
 
 if TYPE_CHECKING:
     from generation.decoding import Decoding, DecodingPlan
 
 SEED_RANGE = 2**31
-P_DECIMALS = 3
 GROVER_FIELDS = ("domain", "date", "authors", "title")
 PROMPT_FORMATS = ("plain", "grover")
 MONTHS = [
@@ -35,58 +36,6 @@ MONTHS = [
     "November",
     "December",
 ]
-
-
-class PlanError(ValueError):
-    """Settings that cannot make a plan (N < 2, a p outside [0, 1], a bad share)."""
-
-
-@dataclass(frozen=True)
-class PDistribution:
-    """Where each example's nucleus p comes from: uniform on [low, high], or a list of values."""
-
-    low: float = 0.0
-    high: float = 1.0
-    values: tuple[float, ...] = ()
-
-    @classmethod
-    def parse(cls, spec: str) -> PDistribution:
-        """`uniform` (on [0, 1]), `uniform:LOW:HIGH`, or values `0,0.4,1.0` (one value is fixed)."""
-        spec = spec.strip()
-        if spec == "uniform":
-            return cls()
-        if spec.startswith("uniform:"):
-            parts = spec.split(":")
-            if len(parts) != 3:
-                raise PlanError(f"p distribution {spec!r}: expected uniform:LOW:HIGH")
-            low, high = (_p_value(x, spec) for x in parts[1:])
-            if low > high:
-                raise PlanError(f"p distribution {spec!r}: LOW is above HIGH")
-            return cls(low=low, high=high)
-        values = tuple(_p_value(x, spec) for x in spec.split(",") if x.strip())
-        if not values:
-            raise PlanError("p distribution is empty: give `uniform` or values like 0,0.4,1.0")
-        return cls(values=values)
-
-    def draw(self, rng: random.Random) -> float:
-        if self.values:
-            return rng.choice(self.values)
-        return round(rng.uniform(self.low, self.high), P_DECIMALS)
-
-    def describe(self) -> str:
-        if self.values:
-            return ",".join(f"{v:g}" for v in self.values)
-        return f"uniform:{self.low:g}:{self.high:g}"
-
-
-def _p_value(text: str, spec: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise PlanError(f"p distribution {spec!r}: {text.strip()!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:  # also rejects nan
-        raise PlanError(f"p must be in [0, 1], got {text.strip()} (in {spec!r})")
-    return value
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import torch
 from transformers import LogitsProcessor, StoppingCriteria
 
 from generation.decoding import Decoding
-from generation.sentences import split_sentences
+from generation.sentences import complete_sentences, split_sentences  # noqa: F401 (re-export)
 
 
 def nucleus_mask(probs_sorted: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
@@ -236,15 +236,3 @@ class EnoughSentences(StoppingCriteria):
             text = self.tokenizer.decode(generated[row], skip_special_tokens=True)
             done.append(enough_sentences(text, needed))
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
-
-
-def complete_sentences(text: str, finished: bool) -> list[str]:
-    """The complete sentences of a continuation. The last piece counts only when generation ended
-    by itself (end-of-text) and the piece ends like a sentence."""
-    pieces = split_sentences(text)
-    if not pieces:
-        return []
-    last = pieces[-1]
-    if finished and re.search(r"""[.!?…]["'”’)\]]*$""", last):
-        return pieces
-    return pieces[:-1]

@@ -26,3 +26,15 @@ def split_sentences(text: str, language: str = "en") -> list[str]:
         if sentence:
             out.append(sentence)
     return out
+
+
+def complete_sentences(text: str, finished: bool) -> list[str]:
+    """The complete sentences of a continuation. The last piece counts only when generation ended
+    by itself (end-of-text) and the piece ends like a sentence."""
+    pieces = split_sentences(text)
+    if not pieces:
+        return []
+    last = pieces[-1]
+    if finished and re.search(r"""[.!?…]["'”’)\]]*$""", last):
+        return pieces
+    return pieces[:-1]

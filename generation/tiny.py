@@ -19,6 +19,19 @@ import torch
 EOS = "<|endoftext|>"
 
 
+def corpus_texts(path: Path) -> list[str]:
+    """Every document's text: a JSONL file, a folder of .jsonl files, or a folder of .txt.
+    (It lived in generation.cli; the CLI and the demo builder both use it from here.)"""
+    from generation.corpus import read_corpus
+
+    path = Path(path)
+    if path.is_dir() and any(path.glob("*.jsonl")):
+        docs = [d for file in sorted(path.glob("*.jsonl")) for d in read_corpus(file)]
+    else:
+        docs = read_corpus(path)
+    return [d.text for d in docs]
+
+
 @dataclass(frozen=True)
 class TinyConfig:
     vocab_size: int = 1024
