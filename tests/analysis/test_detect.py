@@ -373,3 +373,34 @@ def test_auroc_interval_resamples_texts():
         detect.auroc(pos, neg),
         detect.auroc(pos, neg),
     )
+
+
+def test_texts_without_rounds_get_the_detector_and_baselines_only(tmp_path, capsys):
+    """An export folder with an examples table and no rounds: no players' row, no crash."""
+    demo = Path(__file__).parents[2] / "data" / "demo" / "examples.jsonl"
+    records = [json.loads(line) for line in demo.read_text(encoding="utf-8").splitlines()]
+    picked = [r for r in records if r["boundary"] < len(r["sentences"])][:3]
+    picked += [r for r in records if r["boundary"] == len(r["sentences"])][:2]
+    export = tmp_path / "export"
+    export.mkdir()
+    pd.DataFrame(
+        {
+            "example_id": [r["id"] for r in picked],
+            "category": [r["category"] for r in picked],
+            "system": [r["system"] for r in picked],
+            "n_sentences": [len(r["sentences"]) for r in picked],
+            "boundary": [r["boundary"] for r in picked],
+            "sentences": [json.dumps(r["sentences"]) for r in picked],
+        }
+    ).to_csv(export / "examples.csv", index=False)
+    out = tmp_path / "out"
+    args = ["detect", str(export), "--out", str(out), "--model", str(DEMO_MODEL)]
+    assert main([*args, "--no-progress", "--bootstrap", "0", "--folds", "2"]) == 0
+    assert "no players' rounds" in capsys.readouterr().err
+    table = pd.read_csv(out / "comparison.csv")
+    assert "players" not in set(table["who"])
+    assert set(table["kind"]) == {detect.MACHINE, detect.ALL_HUMAN}
+    assert table.groupby("kind")["texts"].first().to_dict() == {
+        detect.MACHINE: 3,
+        detect.ALL_HUMAN: 2,
+    }
