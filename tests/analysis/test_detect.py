@@ -225,7 +225,17 @@ def test_all_human_texts_are_the_negatives_and_reported_apart(found):
             assert row.n_negative == 9 * len(human_texts)  # sentence 0 is never a choice
             part = sentences[sentences["machine"] | sentences["all_human"]]
             expected = roc_auc_score(part["machine"], part["score"])
+        elif row.negatives == detect.POSITION_MATCHED:
+            pos = sentences[sentences["machine"]]
+            neg = sentences[sentences["all_human"]]
+            pairs = pos.merge(neg, on="index", suffixes=("_p", "_n"))  # same position only
+            wins = (pairs["score_p"] > pairs["score_n"]) + 0.5 * (
+                pairs["score_p"] == pairs["score_n"]
+            )
+            expected = wins.mean()
+            assert np.isnan(row.tpr_at_1pct_fpr)
         else:
+            assert row.negatives == "every human-written sentence"
             part = sentences
             expected = roc_auc_score(part["machine"], part["score"])
         assert row.auroc == pytest.approx(expected)
@@ -337,7 +347,7 @@ def test_model_name_and_size_in_every_table_and_figure(long_roft, performer_dir,
     assert detector["model"].str.contains(named, regex=False).all()
     assert set(detector["who"]) == {"detector offline", "detector online"}
     text = (out / "detect.md").read_text()
-    assert text.count(named) >= 3 * 3 + 2 * 3  # every metrics row, every detector play row
+    assert text.count(named) >= 3 * 4 + 2 * 3  # every metrics row, every detector play row
     assert summary["sentences_dropped"] == 6
     fig = detect.figure_of(pd.DataFrame(summary["table"]), summary)
     labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
