@@ -48,6 +48,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -55,6 +56,9 @@ import pandas as pd
 from analysis.load import LoadError, recompute_points, resolve_input
 from roftcore.roft import N_SENTENCES, shown_sentences
 from roftcore.spreadsheet import restore_frame
+
+if TYPE_CHECKING:
+    from generation.models import LoadedModel
 
 SINGLE_MODEL_SCORERS = ("loglik", "logrank", "curvature")
 SCORERS = (*SINGLE_MODEL_SCORERS, "binoculars")
@@ -76,19 +80,19 @@ def parameter_count(n: int) -> str:
     return f"{n / 1e3:.0f}k"
 
 
-def model_name(lm) -> str:
+def model_name(lm: LoadedModel) -> str:
     """A hub id as given; a local folder by its last component."""
     name = str(lm.name)
     local = Path(name).expanduser()
     return local.name if local.exists() else name
 
 
-def model_label(lm) -> str:
+def model_label(lm: LoadedModel) -> str:
     params = sum(p.numel() for p in lm.model.parameters())
     return f"{model_name(lm)} ({parameter_count(params)} parameters)"
 
 
-def scorer_label(scorer: str, lm, performer=None) -> str:
+def scorer_label(scorer: str, lm: LoadedModel, performer: LoadedModel | None = None) -> str:
     if scorer == "binoculars":
         return f"binoculars · observer {model_label(lm)} / performer {model_label(performer)}"
     return f"{scorer} · {model_label(lm)}"
@@ -109,7 +113,7 @@ def _encode(tokenizer, sentences: list[str], limit: int | None) -> tuple[list[in
     return ids, spans
 
 
-def _log_probs(lm, ids: list[int]):
+def _log_probs(lm: LoadedModel, ids: list[int]):
     import torch
 
     tensor = torch.tensor([ids], device=lm.device)
@@ -120,7 +124,9 @@ def _log_probs(lm, ids: list[int]):
     return torch.log_softmax(logits[:-1].float(), dim=-1), tensor[0, 1:]
 
 
-def token_scores(lm, sentences: list[str], performer=None) -> tuple[dict, list]:
+def token_scores(
+    lm: LoadedModel, sentences: list[str], performer: LoadedModel | None = None
+) -> tuple[dict, list]:
     """Per token (position t predicts token t+1): log p, log-rank, E[log p] and Var[log p] under
     the model, and with a performer its log p and the observer-to-performer cross-entropy; and
     each sentence's span of positions. Position t sees only tokens 0..t."""
@@ -135,8 +141,9 @@ def token_scores(lm, sentences: list[str], performer=None) -> tuple[dict, list]:
     chosen = logp.gather(1, targets.unsqueeze(1)).squeeze(1)
     ranks = (logp > chosen.unsqueeze(1)).sum(dim=1) + 1
     probs = logp.exp()
-    mean = (probs * logp).sum(dim=1)
-    var = (probs * logp.square()).sum(dim=1) - mean.square()
+    finite = torch.where(probs > 0, logp, torch.zeros_like(logp))  # 0 · log 0 = 0, not NaN
+    mean = (probs * finite).sum(dim=1)
+    var = (probs * finite.square()).sum(dim=1) - mean.square()
     out = {
         "loglik": chosen,
         "logrank": torch.log(ranks.float()),
@@ -146,7 +153,13 @@ def token_scores(lm, sentences: list[str], performer=None) -> tuple[dict, list]:
     if performer is not None:
         plogp, _ = _log_probs(performer, ids)
         out["perf_loglik"] = plogp.gather(1, targets.unsqueeze(1)).squeeze(1)
-        out["xent"] = -(probs * plogp).sum(dim=1)
+        # Same tokenizer, but the embedding tables may be padded to different sizes: the cross
+        # entropy runs over the rows both have (padding rows hold no real token).
+        width = min(probs.shape[1], plogp.shape[1])
+        cross = torch.where(
+            probs[:, :width] > 0, plogp[:, :width], torch.zeros_like(probs[:, :width])
+        )
+        out["xent"] = -(probs[:, :width] * cross).sum(dim=1)
     n = len(ids)
     positions = [(min(b, n) - 1, min(e, n) - 1) for b, e in spans]  # positions predicting them
     return {k: v.cpu().numpy().astype(float) for k, v in out.items()}, positions
@@ -172,7 +185,9 @@ def aggregate(tokens: dict, begin: int, end: int) -> dict[str, float]:
     return out
 
 
-def score_text(lm, sentences: list[str], performer=None) -> tuple[dict, dict]:
+def score_text(
+    lm: LoadedModel, sentences: list[str], performer: LoadedModel | None = None
+) -> tuple[dict, dict]:
     """({scorer: per-sentence scores}, {scorer: whole-text score}) for one shown text."""
     tokens, positions = token_scores(lm, sentences, performer)
     per = [aggregate(tokens, b, e) for b, e in positions]
@@ -328,17 +343,17 @@ class Scorers:
     labels: dict[str, str]
 
     @classmethod
-    def of(cls, lm, performer=None) -> Scorers:
+    def of(cls, lm: LoadedModel, performer: LoadedModel | None = None) -> Scorers:
         names = SCORERS if performer is not None else SINGLE_MODEL_SCORERS
         return cls({name: scorer_label(name, lm, performer) for name in names})
 
 
 def detect(
     texts: pd.DataFrame,
-    lm,
+    lm: LoadedModel,
     threshold: float = 2.0,
     progress: bool = True,
-    performer=None,
+    performer: LoadedModel | None = None,
     folds: int = FOLDS,
 ) -> pd.DataFrame:
     """One row per text: for every scorer the per-sentence and whole-text scores, the offline
