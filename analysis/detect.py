@@ -827,7 +827,11 @@ def figure_of(table: pd.DataFrame, summary: dict):
         ax.set_xlabel("mean points per text (95% CI over texts)")
         ax.set_title(f"{kind} (n = {int(rows['texts'].iloc[0])})")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    fig.suptitle("Zero-shot detectors vs players on the same texts", fontsize=10)
+    models = sorted({label.split(" · ", 1)[1] for label in summary.get("scorers", {}).values()})
+    fig.suptitle(
+        "Zero-shot detectors vs players on the same texts; scoring model: " + "; ".join(models),
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 

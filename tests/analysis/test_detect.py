@@ -350,6 +350,7 @@ def test_model_name_and_size_in_every_table_and_figure(long_roft, performer_dir,
     assert text.count(named) >= 3 * 4 + 2 * 3  # every metrics row, every detector play row
     assert summary["sentences_dropped"] == 6
     fig = detect.figure_of(pd.DataFrame(summary["table"]), summary)
+    assert named in fig._suptitle.get_text()
     labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
     assert sum(named in label for label in labels) == 2 * 3 * 2  # 3 scorers × 2 variants × 2
     assert (out / "detector_vs_players.png").stat().st_size > 5000
