@@ -182,7 +182,13 @@ def run_detect(args) -> int:
     neutralise_frame(found).to_csv(out / "detections.csv", index=False)
     sentences = detect.sentence_table(found)
     neutralise_frame(sentences).to_csv(out / "sentence_scores.csv", index=False)
-    players = cleaning.clean(load(args.input)).frame
+    try:
+        players = cleaning.clean(load(args.input)).frame
+    except LoadError as error:  # texts without rounds: the detector and the baselines only
+        print(f"note: no players' rounds to compare with ({error})", file=sys.stderr)
+        players = None
+    if players is not None and not players["example"].isin(found["example"]).any():
+        raise LoadError(f"{args.input}: none of the scored texts has a player's annotation")
     result = detect.compare(players, found, n_boot=args.bootstrap)
     neutralise_frame(result["metrics"]).to_csv(out / "detection_metrics.csv", index=False)
     neutralise_frame(result["table"]).to_csv(out / "comparison.csv", index=False)

@@ -18,11 +18,13 @@ its tokens. Every scorer is oriented so that higher means more machine-like:
 A text's score is the same statistic over all its shown tokens.
 
 Detection (`metrics`). Sentence level: the machine-written sentences against human-written ones,
-once with the human sentences of all-human texts as negatives and once with every human sentence
-(the prefixes of machine texts too). Sentence 0 is left out: it is always human and never a
-player's choice. Text level: texts with a machine part against all-human texts. AUROC (the
-Mann-Whitney probability, ties counted half) and the true-positive rate at 1% and 5% false
-positives (the best rate among thresholds "score ≥ t" whose false-positive rate is at most that).
+with three sets of negatives: the sentences of all-human texts; the same, compared only at the
+same position (machine sentences sit later in a text, where every sentence has more context);
+and every human sentence (the prefixes of machine texts too). Sentence 0 is left out: it is
+always human and never a player's choice. Text level: texts with a machine part against
+all-human texts. AUROC (the Mann-Whitney probability, ties counted half; a 95% interval that
+resamples texts) and the true-positive rate at 1% and 5% false positives (the best rate among
+thresholds "score ≥ t" whose false-positive rate is at most that).
 
 Play (`compare`). The detector plays each text as a player would, in two variants:
 
@@ -46,6 +48,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -54,11 +57,15 @@ from analysis.load import LoadError, recompute_points, resolve_input
 from roftcore.roft import N_SENTENCES, shown_sentences
 from roftcore.spreadsheet import restore_frame
 
+if TYPE_CHECKING:
+    from generation.models import LoadedModel
+
 SINGLE_MODEL_SCORERS = ("loglik", "logrank", "curvature")
 SCORERS = (*SINGLE_MODEL_SCORERS, "binoculars")
 FPR_LEVELS = (0.01, 0.05)
 FOLDS = 5
 MACHINE, ALL_HUMAN = "machine texts", "all-human texts"
+POSITION_MATCHED = "sentences of all-human texts at the same position"
 
 
 # -- naming the model -------------------------------------------------------------------------
@@ -73,19 +80,19 @@ def parameter_count(n: int) -> str:
     return f"{n / 1e3:.0f}k"
 
 
-def model_name(lm) -> str:
+def model_name(lm: LoadedModel) -> str:
     """A hub id as given; a local folder by its last component."""
     name = str(lm.name)
     local = Path(name).expanduser()
     return local.name if local.exists() else name
 
 
-def model_label(lm) -> str:
+def model_label(lm: LoadedModel) -> str:
     params = sum(p.numel() for p in lm.model.parameters())
     return f"{model_name(lm)} ({parameter_count(params)} parameters)"
 
 
-def scorer_label(scorer: str, lm, performer=None) -> str:
+def scorer_label(scorer: str, lm: LoadedModel, performer: LoadedModel | None = None) -> str:
     if scorer == "binoculars":
         return f"binoculars · observer {model_label(lm)} / performer {model_label(performer)}"
     return f"{scorer} · {model_label(lm)}"
@@ -106,7 +113,7 @@ def _encode(tokenizer, sentences: list[str], limit: int | None) -> tuple[list[in
     return ids, spans
 
 
-def _log_probs(lm, ids: list[int]):
+def _log_probs(lm: LoadedModel, ids: list[int]):
     import torch
 
     tensor = torch.tensor([ids], device=lm.device)
@@ -117,7 +124,9 @@ def _log_probs(lm, ids: list[int]):
     return torch.log_softmax(logits[:-1].float(), dim=-1), tensor[0, 1:]
 
 
-def token_scores(lm, sentences: list[str], performer=None) -> tuple[dict, list]:
+def token_scores(
+    lm: LoadedModel, sentences: list[str], performer: LoadedModel | None = None
+) -> tuple[dict, list]:
     """Per token (position t predicts token t+1): log p, log-rank, E[log p] and Var[log p] under
     the model, and with a performer its log p and the observer-to-performer cross-entropy; and
     each sentence's span of positions. Position t sees only tokens 0..t."""
@@ -132,8 +141,9 @@ def token_scores(lm, sentences: list[str], performer=None) -> tuple[dict, list]:
     chosen = logp.gather(1, targets.unsqueeze(1)).squeeze(1)
     ranks = (logp > chosen.unsqueeze(1)).sum(dim=1) + 1
     probs = logp.exp()
-    mean = (probs * logp).sum(dim=1)
-    var = (probs * logp.square()).sum(dim=1) - mean.square()
+    finite = torch.where(probs > 0, logp, torch.zeros_like(logp))  # 0 · log 0 = 0, not NaN
+    mean = (probs * finite).sum(dim=1)
+    var = (probs * finite.square()).sum(dim=1) - mean.square()
     out = {
         "loglik": chosen,
         "logrank": torch.log(ranks.float()),
@@ -143,7 +153,13 @@ def token_scores(lm, sentences: list[str], performer=None) -> tuple[dict, list]:
     if performer is not None:
         plogp, _ = _log_probs(performer, ids)
         out["perf_loglik"] = plogp.gather(1, targets.unsqueeze(1)).squeeze(1)
-        out["xent"] = -(probs * plogp).sum(dim=1)
+        # Same tokenizer, but the embedding tables may be padded to different sizes: the cross
+        # entropy runs over the rows both have (padding rows hold no real token).
+        width = min(probs.shape[1], plogp.shape[1])
+        cross = torch.where(
+            probs[:, :width] > 0, plogp[:, :width], torch.zeros_like(probs[:, :width])
+        )
+        out["xent"] = -(probs[:, :width] * cross).sum(dim=1)
     n = len(ids)
     positions = [(min(b, n) - 1, min(e, n) - 1) for b, e in spans]  # positions predicting them
     return {k: v.cpu().numpy().astype(float) for k, v in out.items()}, positions
@@ -169,7 +185,9 @@ def aggregate(tokens: dict, begin: int, end: int) -> dict[str, float]:
     return out
 
 
-def score_text(lm, sentences: list[str], performer=None) -> tuple[dict, dict]:
+def score_text(
+    lm: LoadedModel, sentences: list[str], performer: LoadedModel | None = None
+) -> tuple[dict, dict]:
     """({scorer: per-sentence scores}, {scorer: whole-text score}) for one shown text."""
     tokens, positions = token_scores(lm, sentences, performer)
     per = [aggregate(tokens, b, e) for b, e in positions]
@@ -325,17 +343,17 @@ class Scorers:
     labels: dict[str, str]
 
     @classmethod
-    def of(cls, lm, performer=None) -> Scorers:
+    def of(cls, lm: LoadedModel, performer: LoadedModel | None = None) -> Scorers:
         names = SCORERS if performer is not None else SINGLE_MODEL_SCORERS
         return cls({name: scorer_label(name, lm, performer) for name in names})
 
 
 def detect(
     texts: pd.DataFrame,
-    lm,
+    lm: LoadedModel,
     threshold: float = 2.0,
     progress: bool = True,
-    performer=None,
+    performer: LoadedModel | None = None,
     folds: int = FOLDS,
 ) -> pd.DataFrame:
     """One row per text: for every scorer the per-sentence and whole-text scores, the offline
@@ -484,39 +502,72 @@ def labelled_sentences(detections: pd.DataFrame, scorer: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["example", "index", "machine", "all_human", "score"])
 
 
-def auroc_interval(
-    positives, negatives, pos_text, neg_text, n_boot: int = 1000, seed: int = 0
-) -> tuple[float, float]:
-    """95% percentile interval of the AUROC, resampling texts (a text's sentences go together).
+class _Pairs:
+    """Positive-negative pairs within strata (all in one stratum when none are given), set up
+    once so that weighted AUROCs (bootstrap replicates) cost one cumulative sum each."""
 
-    pos_text / neg_text: the text (any label) each score belongs to."""
+    def __init__(self, pos, neg, pos_stratum=None, neg_stratum=None):
+        pos_stratum = np.zeros(len(pos)) if pos_stratum is None else np.asarray(pos_stratum)
+        neg_stratum = np.zeros(len(neg)) if neg_stratum is None else np.asarray(neg_stratum)
+        self.parts = []
+        for stratum in np.unique(pos_stratum):
+            p_idx = np.flatnonzero(pos_stratum == stratum)
+            n_idx = np.flatnonzero(neg_stratum == stratum)
+            if not len(n_idx):
+                continue
+            n_idx = n_idx[np.argsort(neg[n_idx], kind="mergesort")]
+            lo = np.searchsorted(neg[n_idx], pos[p_idx], side="left")
+            hi = np.searchsorted(neg[n_idx], pos[p_idx], side="right")
+            self.parts.append((p_idx, n_idx, lo, hi))
+
+    def auroc(self, w_pos: np.ndarray, w_neg: np.ndarray) -> float:
+        wins = total = 0.0
+        for p_idx, n_idx, lo, hi in self.parts:
+            cum = np.concatenate([[0], np.cumsum(w_neg[n_idx])])
+            wins += float((w_pos[p_idx] * (cum[lo] + 0.5 * (cum[hi] - cum[lo]))).sum())
+            total += float(w_pos[p_idx].sum() * cum[-1])
+        return wins / total if total else float("nan")
+
+
+def stratified_auroc(positives, negatives, pos_stratum, neg_stratum) -> float:
+    """The AUROC over pairs in the same stratum only (e.g. the same sentence position): the
+    probability that a positive outscores a negative at the same position, ties half."""
     pos = np.asarray(positives, dtype=float)
     neg = np.asarray(negatives, dtype=float)
+    return _Pairs(pos, neg, pos_stratum, neg_stratum).auroc(np.ones(len(pos)), np.ones(len(neg)))
+
+
+def auroc_interval(
+    positives,
+    negatives,
+    pos_text,
+    neg_text,
+    n_boot: int = 1000,
+    seed: int = 0,
+    pos_stratum=None,
+    neg_stratum=None,
+) -> tuple[float, float]:
+    """95% percentile interval of the AUROC (within strata when given), resampling texts: a
+    text's sentences go together. pos_text / neg_text: the text each score belongs to."""
+    pos = np.asarray(positives, dtype=float)
+    neg = np.asarray(negatives, dtype=float)
+    pairs = _Pairs(pos, neg, pos_stratum, neg_stratum)
+    value = pairs.auroc(np.ones(len(pos)), np.ones(len(neg)))
     if n_boot <= 0 or not len(pos) or not len(neg):
-        value = auroc(pos, neg)
         return value, value
     texts, codes = np.unique(
         np.concatenate([np.asarray(pos_text), np.asarray(neg_text)]).astype(str),
         return_inverse=True,
     )
     pos_code, neg_code = codes[: len(pos)], codes[len(pos) :]
-    order = np.argsort(neg, kind="mergesort")
-    neg_sorted, neg_code = neg[order], neg_code[order]
-    lo = np.searchsorted(neg_sorted, pos, side="left")
-    hi = np.searchsorted(neg_sorted, pos, side="right")
     rng = np.random.default_rng(seed)
     draws = []
     for _ in range(n_boot):
         count = np.bincount(rng.integers(0, len(texts), len(texts)), minlength=len(texts))
-        w_pos, w_neg = count[pos_code], count[neg_code]
-        total = w_pos.sum() * w_neg.sum()
-        if not total:
-            continue
-        cum = np.concatenate([[0], np.cumsum(w_neg)])
-        wins = cum[lo] + 0.5 * (cum[hi] - cum[lo])
-        draws.append(float((w_pos * wins).sum() / total))
+        draw = pairs.auroc(count[pos_code].astype(float), count[neg_code].astype(float))
+        if not np.isnan(draw):
+            draws.append(draw)
     if not draws:
-        value = auroc(pos, neg)
         return value, value
     low, high = np.quantile(draws, [0.025, 0.975])
     return float(low), float(high)
@@ -542,6 +593,13 @@ def metrics(detections: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.D
             (
                 "sentence",
                 machine,
+                sentences[~sentences["machine"] & sentences["all_human"]],
+                POSITION_MATCHED,
+                "score",
+            ),
+            (
+                "sentence",
+                machine,
                 sentences[~sentences["machine"]],
                 "every human-written sentence",
                 "score",
@@ -555,8 +613,11 @@ def metrics(detections: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.D
             ),
         ):
             pos, neg = positives[score].to_numpy(float), negatives[score].to_numpy(float)
+            strata = {}
+            if what == POSITION_MATCHED:
+                strata = {"pos_stratum": positives["index"], "neg_stratum": negatives["index"]}
             low, high = auroc_interval(
-                pos, neg, positives["example"], negatives["example"], n_boot, seed
+                pos, neg, positives["example"], negatives["example"], n_boot, seed, **strata
             )
             row = {
                 "scorer": name,
@@ -565,12 +626,14 @@ def metrics(detections: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.D
                 "negatives": what,
                 "n_positive": len(pos),
                 "n_negative": len(neg),
-                "auroc": auroc(pos, neg),
+                "auroc": stratified_auroc(pos, neg, **strata) if strata else auroc(pos, neg),
                 "auroc_low": low,
                 "auroc_high": high,
             }
-            for level_fpr in FPR_LEVELS:
-                row[f"tpr_at_{round(level_fpr * 100)}pct_fpr"] = tpr_at_fpr(pos, neg, level_fpr)
+            for level_fpr in FPR_LEVELS:  # one threshold for all positions: not for strata
+                row[f"tpr_at_{round(level_fpr * 100)}pct_fpr"] = (
+                    float("nan") if strata else tpr_at_fpr(pos, neg, level_fpr)
+                )
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -764,7 +827,11 @@ def figure_of(table: pd.DataFrame, summary: dict):
         ax.set_xlabel("mean points per text (95% CI over texts)")
         ax.set_title(f"{kind} (n = {int(rows['texts'].iloc[0])})")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    fig.suptitle("Zero-shot detectors vs players on the same texts", fontsize=10)
+    models = sorted({label.split(" · ", 1)[1] for label in summary.get("scorers", {}).values()})
+    fig.suptitle(
+        "Zero-shot detectors vs players on the same texts; scoring model: " + "; ".join(models),
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -780,6 +847,10 @@ def _ci(row, measure: str, digits: int = 2) -> str:
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def _num(value: float) -> str:
+    return "–" if np.isnan(value) else f"{value:.3f}"
+
+
 def markdown_tables(result: dict) -> list[str]:
     """The detection table and the play table, in Markdown."""
     lines = [
@@ -790,8 +861,8 @@ def markdown_tables(result: dict) -> list[str]:
     for r in result["metrics"].itertuples():
         lines.append(
             f"| {r.model} | {r.level} | {r.negatives} | {r.n_positive} | {r.n_negative} | "
-            f"{r.auroc:.3f} [{r.auroc_low:.3f}, {r.auroc_high:.3f}] | {r.tpr_at_1pct_fpr:.3f} | "
-            f"{r.tpr_at_5pct_fpr:.3f} |"
+            f"{r.auroc:.3f} [{r.auroc_low:.3f}, {r.auroc_high:.3f}] | {_num(r.tpr_at_1pct_fpr)} | "
+            f"{_num(r.tpr_at_5pct_fpr)} |"
         )
     lines += [
         "",

@@ -225,7 +225,17 @@ def test_all_human_texts_are_the_negatives_and_reported_apart(found):
             assert row.n_negative == 9 * len(human_texts)  # sentence 0 is never a choice
             part = sentences[sentences["machine"] | sentences["all_human"]]
             expected = roc_auc_score(part["machine"], part["score"])
+        elif row.negatives == detect.POSITION_MATCHED:
+            pos = sentences[sentences["machine"]]
+            neg = sentences[sentences["all_human"]]
+            pairs = pos.merge(neg, on="index", suffixes=("_p", "_n"))  # same position only
+            wins = (pairs["score_p"] > pairs["score_n"]) + 0.5 * (
+                pairs["score_p"] == pairs["score_n"]
+            )
+            expected = wins.mean()
+            assert np.isnan(row.tpr_at_1pct_fpr)
         else:
+            assert row.negatives == "every human-written sentence"
             part = sentences
             expected = roc_auc_score(part["machine"], part["score"])
         assert row.auroc == pytest.approx(expected)
@@ -337,9 +347,10 @@ def test_model_name_and_size_in_every_table_and_figure(long_roft, performer_dir,
     assert detector["model"].str.contains(named, regex=False).all()
     assert set(detector["who"]) == {"detector offline", "detector online"}
     text = (out / "detect.md").read_text()
-    assert text.count(named) >= 3 * 3 + 2 * 3  # every metrics row, every detector play row
+    assert text.count(named) >= 3 * 4 + 2 * 3  # every metrics row, every detector play row
     assert summary["sentences_dropped"] == 6
     fig = detect.figure_of(pd.DataFrame(summary["table"]), summary)
+    assert named in fig._suptitle.get_text()
     labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
     assert sum(named in label for label in labels) == 2 * 3 * 2  # 3 scorers × 2 variants × 2
     assert (out / "detector_vs_players.png").stat().st_size > 5000
@@ -373,3 +384,34 @@ def test_auroc_interval_resamples_texts():
         detect.auroc(pos, neg),
         detect.auroc(pos, neg),
     )
+
+
+def test_texts_without_rounds_get_the_detector_and_baselines_only(tmp_path, capsys):
+    """An export folder with an examples table and no rounds: no players' row, no crash."""
+    demo = Path(__file__).parents[2] / "data" / "demo" / "examples.jsonl"
+    records = [json.loads(line) for line in demo.read_text(encoding="utf-8").splitlines()]
+    picked = [r for r in records if r["boundary"] < len(r["sentences"])][:3]
+    picked += [r for r in records if r["boundary"] == len(r["sentences"])][:2]
+    export = tmp_path / "export"
+    export.mkdir()
+    pd.DataFrame(
+        {
+            "example_id": [r["id"] for r in picked],
+            "category": [r["category"] for r in picked],
+            "system": [r["system"] for r in picked],
+            "n_sentences": [len(r["sentences"]) for r in picked],
+            "boundary": [r["boundary"] for r in picked],
+            "sentences": [json.dumps(r["sentences"]) for r in picked],
+        }
+    ).to_csv(export / "examples.csv", index=False)
+    out = tmp_path / "out"
+    args = ["detect", str(export), "--out", str(out), "--model", str(DEMO_MODEL)]
+    assert main([*args, "--no-progress", "--bootstrap", "0", "--folds", "2"]) == 0
+    assert "no players' rounds" in capsys.readouterr().err
+    table = pd.read_csv(out / "comparison.csv")
+    assert "players" not in set(table["who"])
+    assert set(table["kind"]) == {detect.MACHINE, detect.ALL_HUMAN}
+    assert table.groupby("kind")["texts"].first().to_dict() == {
+        detect.MACHINE: 3,
+        detect.ALL_HUMAN: 2,
+    }
