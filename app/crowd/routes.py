@@ -249,6 +249,7 @@ def done(slug: str):
         config=studies.config_of(study),
         participant=participant,
         code=studies.completion_code(participant),
+        failed_checks=studies.failed_checks_message(participant),
         extra_left=studies.extra_rounds_left(study, participant),
         redirect_url=studies.completion_url(participant),
         # In a tab of its own the task is submitted from MTurk's tab, where the worker pastes it.

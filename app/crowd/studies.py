@@ -169,7 +169,9 @@ def _make_check(config: StudyConfig, source: Example, name: str, sentences, boun
     return check.id
 
 
-def _attention_checks(config: StudyConfig, pool: list[int]) -> tuple[list[int], list[int]]:
+def _attention_checks(
+    config: StudyConfig, pool: list[int]
+) -> tuple[list[int], list[int], list[int]]:
     """Build the study's checks: (all-human texts, texts with a check sentence inside).
 
     An all-human check's first sentence asks for "all human" at the end. An inside check has one
@@ -177,6 +179,9 @@ def _attention_checks(config: StudyConfig, pool: list[int]) -> tuple[list[int], 
     is the text's boundary, so the right answer is exactly that sentence. Each worker needs as
     many of each kind as their schedule holds; inside checks are made three times over (as texts
     allow) so that workers do not all meet the check at the same sentence of the same text.
+
+    Spare checks (all-human instructed texts) replace an inside check a worker answered before
+    its sentence was shown: one per inside check a worker may void, as texts allow.
     """
     human_needed, inside_needed = schedule.check_mix(
         config.rounds, config.attention_check_rate, config.all_human_checks
@@ -207,14 +212,27 @@ def _attention_checks(config: StudyConfig, pool: list[int]) -> tuple[list[int], 
             position = schedule.check_position(len(sentences), rng)
             sentences[position] = INSIDE_INSTRUCTION
             inside.append(_make_check(config, source, f"in-{i + 1}", sentences, position, "inside"))
-    return human, inside
+    spare = []
+    if inside_needed:
+        try:
+            sources = _check_sources(pool, inside_needed, all_human=False)
+        except BadRequest:
+            sources = []  # no spare then: a worker who voids checks goes to review
+        for i, source in enumerate(sources[:inside_needed]):
+            sentences = [CHECK_INSTRUCTION, *source.sentences[1:]]
+            spare.append(
+                _make_check(
+                    config, source, f"spare-{i + 1}", sentences, len(sentences), "all_human"
+                )
+            )
+    return human, inside, spare
 
 
 def _build_pool(config: StudyConfig) -> dict:
     pool = _pool(config)
     tutorial = _resolve_ids(config.tutorial, "tutorial") if config.tutorial else []
     pool = [i for i in pool if i not in set(tutorial)]
-    human, inside = _attention_checks(config, pool)
+    human, inside, spare = _attention_checks(config, pool)
     normal_needed = config.rounds - sum(schedule.check_mix(
         config.rounds, config.attention_check_rate, config.all_human_checks
     ))  # fmt: skip
@@ -223,7 +241,13 @@ def _build_pool(config: StudyConfig) -> dict:
             f"the pool has {len(pool)} examples, fewer than the {normal_needed} "
             "normal rounds each worker plays"
         )
-    return {"normal": pool, "checks": human, "inside_checks": inside, "tutorial": tutorial}
+    return {
+        "normal": pool,
+        "checks": human,
+        "inside_checks": inside,
+        "spare_checks": spare,
+        "tutorial": tutorial,
+    }
 
 
 def create_study(config: StudyConfig) -> Study:
@@ -515,7 +539,8 @@ def extra_rounds_left(study: Study, participant: Participant) -> int:
     config = config_of(study)
     if participant.status not in (ParticipantStatus.completed, ParticipantStatus.approved):
         return 0
-    return max(config.total_rounds - participant.rounds_done, 0)
+    added = participant.schedule.count(schedule.SPARE_ADDED)
+    return max(config.total_rounds + added - participant.rounds_done, 0)
 
 
 def pending_ratings(study: Study, participant: Participant) -> Round | None:
@@ -539,7 +564,25 @@ def pending_ratings(study: Study, participant: Participant) -> Round | None:
     )
 
 
-SLOT_POOLS = {schedule.CHECK: "checks", schedule.INSIDE: "inside_checks"}
+SLOT_POOLS = {
+    schedule.CHECK: ("checks",),
+    schedule.INSIDE: ("inside_checks",),
+    # Studies made before spare checks existed use their all-human checks.
+    schedule.SPARE: ("spare_checks", "checks"),
+    schedule.SPARE_ADDED: ("spare_checks", "checks"),
+}
+
+
+def required_rounds(config: StudyConfig, participant: Participant) -> int:
+    """Rounds this worker must play: the study's, plus any spare check added for a void one."""
+    return config.rounds + participant.schedule.count(schedule.SPARE_ADDED)
+
+
+def _spare_ids(study: Study) -> list[int]:
+    for name in SLOT_POOLS[schedule.SPARE]:
+        if ids := study.pool.get(name):
+            return ids
+    return []
 
 
 def next_round(study: Study, participant: Participant, extra: bool = False) -> Round | None:
@@ -570,11 +613,17 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
         participant.practice_done_at = utcnow()
         db.session.commit()
     slot = participant.rounds_done
-    if slot >= config.total_rounds or (slot >= config.rounds and not extra):
+    required = required_rounds(config, participant)
+    if slot >= len(participant.schedule) or (slot >= required and not extra):
         return None
     kind = participant.schedule[slot]
     if kind in SLOT_POOLS:
-        example = _pick_from(study.pool.get(SLOT_POOLS[kind], []), participant, ordered=False)
+        ids = _spare_ids(study) if kind in (schedule.SPARE, schedule.SPARE_ADDED) else None
+        example = _pick_from(
+            ids if ids is not None else study.pool.get(SLOT_POOLS[kind][0], []),
+            participant,
+            ordered=False,
+        )
         round_kind = rounds.CHECK
     else:
         example = _pick_normal(study, participant, config)
@@ -602,21 +651,67 @@ def record_answer(participant_id: int, kind: str, passed: bool) -> None:
     if kind == rounds.PRACTICE:
         return
     values = {"rounds_done": Participant.rounds_done + 1}
-    if kind == rounds.CHECK:
-        if passed:
-            values["checks_passed"] = Participant.checks_passed + 1
-        else:
-            values["checks_failed"] = Participant.checks_failed + 1
+    verdict = _check_verdict(participant_id, passed) if kind == rounds.CHECK else None
+    if verdict == schedule.PASS:
+        values["checks_passed"] = Participant.checks_passed + 1
+    elif verdict == schedule.FAIL:
+        values["checks_failed"] = Participant.checks_failed + 1
+    elif verdict == schedule.VOID:
+        values["checks_void"] = Participant.checks_void + 1
     db.session.execute(update(Participant).where(Participant.id == participant_id).values(**values))
     db.session.refresh(participant)
     config = config_of(participant.study)
-    if participant.status == ParticipantStatus.started and participant.rounds_done >= config.rounds:
+    if verdict == schedule.VOID:
+        _schedule_spare(participant, config)
+    required = required_rounds(config, participant)
+    if participant.status == ParticipantStatus.started and participant.rounds_done >= required:
         outcome = (
             ParticipantStatus.failed_checks
             if participant.checks_failed >= config.fail_after_checks
             else ParticipantStatus.completed
         )
         _finish(participant, config, outcome)
+
+
+def _check_verdict(participant_id: int, passed: bool) -> str:
+    """PASS / FAIL / VOID for the check this worker has just answered (its answer is stored in
+    the same transaction): void when they answered before the check's evidence was shown."""
+    row = db.session.execute(
+        select(Round.guess, Example.boundary, Example.source)
+        .join(Example, Example.id == Round.example_id)
+        .where(
+            Round.participant_id == participant_id,
+            Round.kind == rounds.CHECK,
+            Round.guess.is_not(None),
+        )
+        .order_by(Round.answered_at.desc(), Round.id.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return schedule.PASS if passed else schedule.FAIL
+    check = (row.source or {}).get("check", "all_human")
+    return schedule.check_verdict(check, row.guess, row.boundary)
+
+
+def _schedule_spare(participant: Participant, config: StudyConfig) -> None:
+    """After a void check: if the checks still to come cannot make up the study's number, put
+    a spare check in the worker's plan, at the soonest round (see schedule.spare_slot), when the
+    study has a spare text this worker has not read. Otherwise nothing: verify sends a worker
+    with void checks to review."""
+    plan = participant.schedule
+    required = required_rounds(config, participant)
+    wanted = sum(
+        schedule.check_mix(config.rounds, config.attention_check_rate, config.all_human_checks)
+    )
+    counted = participant.checks_passed + participant.checks_failed
+    done = participant.rounds_done
+    if counted + schedule.checks_left(plan, done, required) >= wanted:
+        return
+    if _pick_from(_spare_ids(participant.study), participant, ordered=False) is None:
+        return
+    new = schedule.spare_slot(plan, done, required)
+    if new is not None:
+        participant.schedule = new
 
 
 def _finish(participant: Participant, config: StudyConfig, outcome: ParticipantStatus) -> None:
@@ -626,6 +721,35 @@ def _finish(participant: Participant, config: StudyConfig, outcome: ParticipantS
     participant.outcome = outcome.value
     participant.finished_at = utcnow()
     participant.completion_code = None if shared else codes.new_code()
+
+
+def failed_checks_message(participant: Participant) -> str | None:
+    """The reason a worker who failed checks is shown on the finish page (None for others);
+    verify's rejection message carries the same words (schedule.failed_checks_text)."""
+    if participant.status != ParticipantStatus.failed_checks:
+        return None
+    answered = db.session.execute(
+        select(Round.kind, Round.guess, Example.boundary, Example.source)
+        .join(Example, Example.id == Round.example_id)
+        .where(
+            Round.participant_id == participant.id,
+            Round.guess.is_not(None),
+            Round.kind != rounds.PRACTICE,
+        )
+        .order_by(Round.answered_at, Round.id)
+    ).all()
+    found = schedule.check_rounds(
+        [
+            (
+                (r.source or {}).get("check", "all_human") if r.kind == rounds.CHECK else None,
+                r.guess,
+                r.boundary,
+            )
+            for r in answered
+        ]
+    )
+    counted = participant.checks_passed + participant.checks_failed
+    return schedule.failed_checks_text(found[schedule.FAIL], counted)
 
 
 def completion_code(participant: Participant) -> str | None:
@@ -647,7 +771,8 @@ def completion_url(participant: Participant) -> str | None:
 def slot_progress(study: Study, participant: Participant) -> tuple[int, int]:
     """(the number of the worker's current or next round, rounds required)."""
     config = config_of(study)
-    return min(participant.rounds_done + 1, config.rounds), config.rounds
+    required = required_rounds(config, participant)
+    return min(participant.rounds_done + 1, required), required
 
 
 def parse_ratings(config: StudyConfig, values) -> dict[str, int]:
@@ -808,7 +933,11 @@ def edit_study(study: Study, new: StudyConfig) -> list[str]:
 
 
 def _drop_checks(study: Study) -> None:
-    ids = [*study.pool.get("checks", []), *study.pool.get("inside_checks", [])]
+    ids = [
+        *study.pool.get("checks", []),
+        *study.pool.get("inside_checks", []),
+        *study.pool.get("spare_checks", []),
+    ]
     if ids:
         db.session.execute(delete(Example).where(Example.id.in_(ids)))
 

@@ -26,10 +26,16 @@ from pathlib import Path
 
 from sqlalchemy import delete, func, select
 
-from app.crowd import codes
+from app.crowd import codes, schedule
 from app.crowd.config import StudyConfig
 from app.crowd.prolific_api import ProlificError
-from app.crowd.reports import WorkerStats, latest_decisions, speed_threshold, worker_stats
+from app.crowd.reports import (
+    VOID_FLAG,
+    WorkerStats,
+    latest_decisions,
+    speed_threshold,
+    worker_stats,
+)
 from app.crowd.studies import FINISHED, LEFT, config_of, expire_overdue, mark_left
 from app.errors import Conflict
 from app.extensions import db
@@ -173,16 +179,17 @@ def one_per_worker(submissions: list[Submission]) -> tuple[list[Submission], int
 
 
 def rejection_message(config: StudyConfig, w: WorkerStats) -> str:
-    checks = w.checks_passed + w.checks_failed
-    message = (
-        f"Thank you for taking part in “{config.title}”. We cannot approve this submission: "
-        f"{w.checks_failed} of the {checks} attention checks were not answered as they asked "
-        f"(the study asks that at least {checks - config.fail_after_checks + 1} be followed). "
+    """The message sent with a rejection: the reason the finish page showed the worker, word for
+    word (with the rounds that earned it), then what the checks were."""
+    shown = schedule.failed_checks_text(w.failed_check_rounds, w.checks_passed + w.checks_failed)
+    return (
+        f"Thank you for taking part in “{config.title}”. We cannot approve this submission. "
+        f"{shown} The study asks that at least "
+        f"{w.checks_passed + w.checks_failed - config.fail_after_checks + 1} be followed. "
         "Each check was an instruction written into a text, for example a sentence asking to be "
         "marked as machine-written, and the instructions said that such checks were included. "
         "If you think this is a mistake, please message us through the platform."
     )
-    return message
 
 
 def _expected_codes(config: StudyConfig, w: WorkerStats) -> dict[str, str]:
@@ -213,18 +220,21 @@ def decide_one(
         return Decision(sub.worker_id, PENDING, ["still working on the platform"], status, **base)
     reject, review, notes = [], [], []
     if outcome == "failed_checks":
-        reject.append(f"failed {w.checks_failed} of {w.checks_passed + w.checks_failed} checks")
+        reject.append(
+            f"failed {w.checks_failed} of {w.checks_passed + w.checks_failed} checks (rounds "
+            f"{', '.join(map(str, w.failed_check_rounds))})"
+        )
     elif outcome == "screened_out":
         why = "the comprehension questions" if w.comprehension_failures >= 2 else "screening"
         review.append(f"screened out by {why}: pay as for a screen-out, or ask them to return")
     elif site == ParticipantStatus.timed_out:
         review.append(
-            f"ran out of time on the site after {w.rounds_done} of {config.rounds} rounds"
+            f"ran out of time on the site after {w.rounds_done} of {w.required_rounds} rounds"
         )
     elif site == ParticipantStatus.returned:
         review.append("marked returned by an earlier run, yet submitted")
     elif not finished:
-        review.append(f"unfinished: {w.rounds_done} of {config.rounds} rounds")
+        review.append(f"unfinished: {w.rounds_done} of {w.required_rounds} rounds")
     code = sub.code
     if code is not None and code.upper() == NOCODE:
         if finished:
@@ -249,6 +259,11 @@ def decide_one(
         )
     if w.straight_lining:
         review.append("straight-lining: the same answer position many times in a row")
+    if w.checks_void >= VOID_FLAG and outcome != "failed_checks":
+        review.append(
+            f"answered {w.checks_void} attention checks before their instruction was shown "
+            f"(rounds {', '.join(map(str, w.void_check_rounds))}): neither passed nor failed"
+        )
     if reject:
         return Decision(
             sub.worker_id,

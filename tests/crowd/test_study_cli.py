@@ -132,7 +132,9 @@ def test_edit_changes_wording_but_not_what_workers_play(runner, ctx, tmp_path):
     db.session.refresh(study)
     assert studies.config_of(study).rounds == 9
     assert len(study.pool["inside_checks"]) == 9  # 3 per worker now
-    assert db.session.scalar(select(func.count()).where(Example.kind == "attention_check")) == 9
+    assert len(study.pool["spare_checks"]) == 3  # one per inside check a worker may void
+    # The old checks are gone: 9 inside checks and 3 spares.
+    assert db.session.scalar(select(func.count()).where(Example.kind == "attention_check")) == 12
     join(study, worker="w1")
     locked = STUDY_TOML.replace("rounds = 6", "rounds = 12")
     path.write_text(locked, encoding="utf-8")
@@ -165,7 +167,7 @@ def test_delete_needs_force_and_an_export_when_workers_joined(runner, ctx, tmp_p
     study = studies.get_study("pilot")
     finish_workers(study)
     examples_before = db.session.scalar(select(func.count()).select_from(Example))
-    checks = len(study.pool["inside_checks"]) + len(study.pool["checks"])
+    checks = sum(len(study.pool[k]) for k in ("inside_checks", "checks", "spare_checks"))
     refused = runner.invoke(args=["study", "delete", "pilot", "--yes"])
     assert refused.exit_code != 0 and "3 participant(s)" in refused.output
     no_export = runner.invoke(args=["study", "delete", "pilot", "--yes", "--force"])
