@@ -279,11 +279,16 @@ def decide_one(
 
 
 def given_bonuses(study: Study) -> dict[int, int]:
-    """participant id -> bonus already given (minor units): every ledger row but the failed
-    ones, so an issued, requested, sent or paid row counts, and a reversal cancels its row."""
+    """participant id -> score bonus already given (minor units): every score row of the ledger
+    but the failed ones, so an issued, requested, sent or paid row counts, and a reversal
+    cancels its row. Bonuses given in review have reasons of their own and are not counted."""
     rows = db.session.execute(
         select(StudyBonus.participant_id, func.sum(StudyBonus.amount_minor))
-        .where(StudyBonus.study_id == study.id, StudyBonus.state != FAILED)
+        .where(
+            StudyBonus.study_id == study.id,
+            StudyBonus.state != FAILED,
+            StudyBonus.reason.startswith("score"),
+        )
         .group_by(StudyBonus.participant_id)
     )
     return {pid: int(total) for pid, total in rows}
@@ -303,6 +308,32 @@ def score_reason(owed: int) -> str:
     return f"score to {_money(owed)}"
 
 
+def hand_decisions(study: Study) -> dict[int, StudyDecision]:
+    """participant id -> the latest decision a person made in `flask study review`."""
+    newest = (
+        select(func.max(StudyDecision.id))
+        .where(StudyDecision.study_id == study.id, StudyDecision.source == "review")
+        .group_by(StudyDecision.participant_id)
+    )
+    rows = db.session.scalars(select(StudyDecision).where(StudyDecision.id.in_(newest)))
+    return {row.participant_id: row for row in rows}
+
+
+def _by_hand(made: Decision, hand: StudyDecision | None) -> None:
+    """A person's decision in review stands over the rules (not over the platform's own
+    RETURNED / TIMED-OUT / still active); Prolific's own APPROVED settles a review too."""
+    if made.decision in (RETURNED, PENDING):
+        return
+    if hand is not None:
+        made.decision = hand.decision
+        made.reasons = [f"decided in review (run {hand.run})", *made.reasons]
+        made.rejection_category = hand.rejection_category
+        made.message = hand.message
+    elif made.decision == REVIEW and made.platform_status == "APPROVED":
+        made.decision = APPROVE
+        made.reasons = ["approved on the platform", *made.reasons]
+
+
 def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
     """A decision per worker (duplicates already removed), with the bonus still owed."""
     config = config_of(study)
@@ -312,11 +343,14 @@ def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
         config, [w.median_round_seconds for w in stats.values() if w.median_round_seconds]
     )
     given = given_bonuses(study)
+    hands = hand_decisions(study)
     decisions = []
     for sub in submissions:
         w = stats.get(sub.worker_id)
         made = decide_one(config, sub, w, speed)
         made.row = sub.row
+        if w is not None:
+            _by_hand(made, hands.get(w.participant_id))
         if config.bonus and w is not None and made.decision == APPROVE:
             owed = owed_minor(config, w)
             made.bonus_minor = max(owed - given.get(w.participant_id, 0), 0)
