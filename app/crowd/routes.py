@@ -154,7 +154,6 @@ def render_instructions(study, participant, error: str | None = None):
         config=studies.config_of(study),
         practice=bool(study.pool["tutorial"]),
         error=error,
-        attempt=participant.comprehension_failures,
         tries_left=studies.COMPREHENSION_TRIES - participant.comprehension_failures,
     ), 400 if error else 200
 
@@ -179,12 +178,20 @@ def resume(slug: str):
     return render_template("crowd/ready.html", study=study, number=number, total=total)
 
 
+# The digest of the worker's last wrong answers to the comprehension questions: the same wrong
+# answers sent again (a double click) are one try; the server counts every other.
+LAST_WRONG = "crowd_comprehension_wrong"
+
+
 @bp.post("/<slug>/comprehension")
 @limiter.limit("30 per minute")
 def comprehension(slug: str):
     study = load_study(slug)
     participant = bound_participant(study)
-    outcome = studies.answer_comprehension(study, participant, request.form)
+    outcome, wrong = studies.answer_comprehension(
+        study, participant, request.form, session.get(LAST_WRONG)
+    )
+    session[LAST_WRONG] = wrong
     if outcome == "screened_out":
         return redirect(url_for("crowd.done", slug=slug))
     if outcome == "retry":

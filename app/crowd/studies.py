@@ -8,6 +8,8 @@ with the round.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import random
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -446,41 +448,57 @@ def comprehension_pending(study: Study, participant: Participant) -> bool:
 COMPREHENSION_TRIES = 2
 
 
-def answer_comprehension(study: Study, participant: Participant, values: Mapping) -> str:
+def answer_comprehension(
+    study: Study, participant: Participant, values: Mapping, last_wrong: str | None = None
+) -> tuple[str, str | None]:
     """Check the answers to the questions after the instructions: "passed", "retry" (one more
     try) or "screened_out" after the second wrong try (Prolific allows two).
 
-    The form carries the number of wrong tries it was shown after (`attempt`): a form sent twice
-    (a double click) counts once, and answers sent again after passing pass again.
+    The server counts the tries: every wrong set of answers counts, except the very same wrong
+    answers sent again right after (a double click), which the caller recognises by
+    `last_wrong`, the digest this function returned for the previous wrong try (kept in the
+    worker's signed session). Returns the outcome and, for a wrong try, its digest.
     """
     config = config_of(study)
     if participant.status == ParticipantStatus.screened_out:
-        return "screened_out"
+        return "screened_out", None
     if participant.status != ParticipantStatus.started:
         raise Conflict("These questions are already answered.")
     if not comprehension_pending(study, participant):
-        return "passed"
+        return "passed", None
     given = [values.get(f"comprehension_{i}") for i in range(len(config.comprehension))]
     if any(answer is None for answer in given):
         raise BadRequest("Please answer every question.")
     if all(a == q.answer for a, q in zip(given, config.comprehension, strict=True)):
         participant.instructions_at = utcnow()
         db.session.commit()
-        return "passed"
-    attempt = values.get("attempt", "")
-    counted = db.session.execute(
-        update(Participant)
-        .where(
-            Participant.id == participant.id,
-            Participant.comprehension_failures == (int(attempt) if attempt.isdigit() else -1),
-        )
-        .values(comprehension_failures=Participant.comprehension_failures + 1)
+        return "passed", None
+    digest = hashlib.sha256(
+        "\x00".join([str(participant.id), str(participant.comprehension_failures), *given]).encode()
+    ).hexdigest()
+    repeated = last_wrong is not None and hmac.compare_digest(
+        last_wrong,
+        hashlib.sha256(
+            "\x00".join(
+                [str(participant.id), str(participant.comprehension_failures - 1), *given]
+            ).encode()
+        ).hexdigest(),
     )
-    db.session.refresh(participant)
-    if counted.rowcount and participant.comprehension_failures >= COMPREHENSION_TRIES:
-        _finish(participant, config, ParticipantStatus.screened_out)
-    db.session.commit()
-    return "screened_out" if participant.status == ParticipantStatus.screened_out else "retry"
+    if not repeated:
+        db.session.execute(
+            update(Participant)
+            .where(Participant.id == participant.id)
+            .values(comprehension_failures=Participant.comprehension_failures + 1)
+        )
+        db.session.refresh(participant)
+        if participant.comprehension_failures >= COMPREHENSION_TRIES:
+            _finish(participant, config, ParticipantStatus.screened_out)
+        db.session.commit()
+    else:
+        digest = last_wrong
+    if participant.status == ParticipantStatus.screened_out:
+        return "screened_out", None
+    return "retry", digest
 
 
 # -- rounds ---------------------------------------------------------------------------------
