@@ -253,6 +253,10 @@ def past_rounds():
     except ValueError:
         page = 1
     per_page = profiles.ROUNDS_PER_PAGE
+    from app.crowd.studies import truth_hidden  # issue 21: crowd workers in a blind study
+
+    if truth_hidden(current_user.id):
+        abort(404)
     rows = profiles.recent_rounds(current_user, per_page + 1, (page - 1) * per_page)
     return render_template(
         "accounts/rounds.html", rows=rows[:per_page], page=page, more=len(rows) > per_page

@@ -888,6 +888,18 @@ def round_context(round_: Round) -> dict:
     return context
 
 
+def truth_hidden(player_id: int) -> bool:
+    """True for a crowd worker in a study with show_feedback = false: no page or export other
+    than the study's own may show them the true boundary or the points of their rounds (workers
+    given the same texts could pool answers and collect per-exact bonuses)."""
+    configs = db.session.scalars(
+        select(Study.config)
+        .join(Participant, Participant.study_id == Study.id)
+        .where(Participant.player_id == player_id)
+    )
+    return any(not StudyConfig.from_json(config).show_feedback for config in configs)
+
+
 # -- managing studies -----------------------------------------------------------------------
 
 

@@ -151,6 +151,13 @@ def test_hidden_feedback_shows_neither_truth_nor_points(app, client):
         hidden = example.sentences[2:]
     assert not any(sentence in page for sentence in hidden)  # nothing the worker did not see
     assert client.get("/profile").headers["Location"].endswith("/study/current")
+    # Nor from the account's other pages (workers given the same texts could pool answers).
+    assert client.get("/profile/rounds").status_code == 404
+    data = client.get("/account/data.json").get_json()
+    answered = [r for r in data["rounds"] if "answered_at" in r]
+    assert answered and answered[0]["guess"] == 1
+    for key in ("boundary", "points", "text_id", "counted"):
+        assert all(key not in r for r in data["rounds"]), key
 
 
 def test_time_limit_ends_the_study_and_refuses_late_answers(app, client):
