@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, flash, g, redirect, render_template, request, session, url_for
 from flask_login import current_user
+from sqlalchemy import select
 
 from app.accounts.sessions import sign_in
 from app.crowd import studies
@@ -63,6 +64,29 @@ def render_landing(study, entry, params: dict, error: str | None = None):
     return page, 400 if error else 200
 
 
+@bp.before_app_request
+def _no_reveal_after_time():
+    """A worker out of time, or marked returned, reveals no more sentences: the game's reveal
+    is refused here, as their answer would be (studies.record_answer)."""
+    if request.endpoint != "game.reveal" or request.method != "POST":
+        return None
+    if not current_user.is_authenticated or getattr(current_user, "kind", None) != "crowd":
+        return None
+    participant = db.session.scalar(
+        select(Participant).where(Participant.player_id == current_user.id)
+    )
+    if participant is None:
+        return None
+    studies.check_time(participant)
+    if participant.status not in studies.LEFT:
+        return None
+    study = participant.study
+    page = render_template(
+        "crowd/left.html", study=study, config=studies.config_of(study), participant=participant
+    )
+    return page, 409
+
+
 @bp.get("/current")
 def current():
     """Back to the study this browser joined."""
@@ -107,6 +131,10 @@ def landing(slug: str):
     existing = studies.find_participant(study, entry.worker_id)
     if existing is not None and session.get(BOUND) == existing.id:
         return redirect(url_for("crowd.resume", slug=slug))
+    if existing is None and not study.is_open:
+        # No consent page for a study that would refuse the worker once they agreed.
+        message = "This study is closed and takes no new participants. Thank you!"
+        return render_template("crowd/problem.html", study=study, message=message), 409
     return render_landing(study, entry, params)
 
 

@@ -14,7 +14,7 @@ from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
 from tests.conftest import csrf_token
 from tests.crowd.helpers import join, make_pool, make_study
-from tests.crowd.test_crowd_http import join_http, play_round_http, setup_study
+from tests.crowd.test_crowd_http import PROLIFIC, join_http, play_round_http, setup_study
 
 QUESTIONS = [
     {"question": "Who wrote the first sentence?", "options": ["A person", "A machine"],
@@ -165,11 +165,11 @@ def test_time_limit_ends_the_study_and_refuses_late_answers(app, client):
     join_http(client)
     token = csrf_token(client)
     round_id = first_round(client, token)
+    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
     with app.app_context():
         found = db.session.scalar(select(Participant))
         found.started_at -= timedelta(minutes=31)
         db.session.commit()
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
     late = client.post(
         f"/play/round/{round_id}/answer",
         data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
@@ -256,3 +256,29 @@ def test_dashboard_shows_the_public_link_agreement_and_worker_decisions(app, cli
     data = researcher.get("/research/studies/pilot.json").get_json()
     assert data["workers"][0]["worker_id"] == "5f1a2b3c"
     assert data["agreement"]["pairs"] == 0 and data["left"] == 0
+
+
+def test_a_worker_out_of_time_reveals_no_more(app, client):
+    setup_study(app, time_limit_minutes=30, attention_check_rate=0)
+    join_http(client)
+    token = csrf_token(client)
+    round_id = first_round(client, token)
+    with app.app_context():
+        found = db.session.scalar(select(Participant))
+        found.started_at -= timedelta(minutes=31)
+        db.session.commit()
+    late = client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    assert late.status_code == 409 and "has run out" in late.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.get(Round, round_id).revealed == 1  # nothing more was shown
+        assert db.session.scalar(select(Participant)).status == ParticipantStatus.timed_out
+
+
+def test_a_closed_study_shows_no_consent_page_to_newcomers(app, client, runner):
+    setup_study(app)
+    join_http(client)  # already in: may go on
+    assert runner.invoke(args=["study", "close", "pilot"]).exit_code == 0
+    newcomer = app.test_client().get("/study/pilot?PROLIFIC_PID=5fnew&STUDY_ID=st1&SESSION_ID=s9")
+    body = newcomer.get_data(as_text=True)
+    assert newcomer.status_code == 409 and "closed" in body and 'name="consent"' not in body
+    assert client.get(PROLIFIC, follow_redirects=False).status_code == 302  # back to their study
