@@ -192,9 +192,8 @@ def register_study_cli(app: Flask) -> None:
     @click.option(
         "--out",
         type=click.Path(path_type=Path, file_okay=False),
-        default=Path("."),
-        show_default=True,
-        help="Folder for the decision files.",
+        help="Folder for the decision files (they name workers: keep them private). Default: "
+        "studies/SLUG/decisions in the instance folder, outside version control.",
     )
     @click.option(
         "--apply",
@@ -220,6 +219,8 @@ def register_study_cli(app: Flask) -> None:
         if send and not (prolific_study and apply):
             raise click.UsageError("--send needs --prolific-api and --apply")
         study = _study(slug)
+        if out is None:
+            out = Path(current_app.instance_path) / "studies" / slug / "decisions"
         client = _prolific_client() if prolific_study else None
         if client is not None:
             source_name = f"Prolific study {prolific_study}"

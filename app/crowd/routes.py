@@ -18,6 +18,19 @@ from app.models import Participant, Round, Study
 
 bp = Blueprint("crowd", __name__, url_prefix="/study")
 
+
+@bp.record_once
+def _warn_without_https(state) -> None:
+    """At start-up: study links go to workers, and their cookies need https."""
+    url = state.app.config.get("PUBLIC_URL")
+    if url and not url.lower().startswith("https://"):
+        state.app.logger.warning(
+            "PUBLIC_URL is %s, not an https address: study links and their cookies would travel "
+            "unencrypted, and platforms expect https. Set PUBLIC_URL to the site's https address.",
+            url,
+        )
+
+
 BOUND = "participant_id"
 # MTurk shows the task in a frame. Whether this browser keeps our cookie there is tested with one
 # redirect: the landing page sets a session value and sends the browser back with PROBE=1.

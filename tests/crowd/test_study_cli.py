@@ -210,3 +210,31 @@ def test_the_guides_example_runs_on_the_demo_data_without_a_warning(app, runner,
     assert "3 attention checks (2 inside a text, 1 all-human)" in created.output
     assert "10.00 GBP/hour" in created.output
     assert "Entry link: https://roft.example.org/study/news-pilot?PROLIFIC_PID=" in created.output
+
+
+def test_an_http_public_url_gets_a_warning_at_start_up(make_app, caplog):
+    with caplog.at_level("WARNING"):
+        make_app(PUBLIC_URL="http://roft.example.org")
+    assert "PUBLIC_URL is http://roft.example.org, not an https address" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        make_app(PUBLIC_URL="https://roft.example.org")
+    assert "not an https address" not in caplog.text
+
+
+def test_verify_writes_outside_version_control_by_default(app, runner, ctx, tmp_path):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    # Flask's instance folder is the repository's instance/, which version control ignores.
+    assert Path(app.instance_path) == repo / "instance"
+    assert "instance/" in (repo / ".gitignore").read_text(encoding="utf-8").split()
+    app.instance_path = str(tmp_path / "instance")  # this test writes nothing into the repo
+    make_pool()
+    create(runner, tmp_path)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("w-nobody\n", encoding="utf-8")
+    result = runner.invoke(args=["study", "verify", "pilot", "--ids", str(ids)])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "instance" / "studies" / "pilot" / "decisions"
+    assert f"Files in {out}/" in result.output and (out / "decisions.csv").exists()
