@@ -11,8 +11,10 @@ import dataclasses
 import hashlib
 import hmac
 import random
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from urllib.parse import quote
 
 from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -783,7 +785,10 @@ def completion_url(participant: Participant) -> str | None:
     code = completion_code(participant)
     if code is None or not config.completion_url:
         return None
-    return config.completion_url.replace("{code}", code)
+    values = {"code": code, "pid": participant.worker_id}
+    return re.sub(
+        r"\{(code|pid)\}", lambda m: quote(values[m.group(1)], safe=""), config.completion_url
+    )
 
 
 def slot_progress(study: Study, participant: Participant) -> tuple[int, int]:
