@@ -675,6 +675,31 @@ def mturk_batch_with_decisions(decisions: list[Decision], fieldnames: list[str])
     return out.getvalue()
 
 
+def mturk_bonus_csv(study: Study, bonus: list[Decision]) -> str:
+    """MTurk's SendBonus needs the worker, the assignment, the amount and a reason the worker
+    reads. The assignment is the batch file's AssignmentId, else the one the worker came with."""
+    sessions = dict(
+        db.session.execute(
+            select(Participant.id, Participant.platform_session).where(
+                Participant.id.in_([d.participant_id for d in bonus if d.participant_id])
+            )
+        ).all()
+    )
+    reason = f"Bonus for your answers in “{study.title}”, as the study's bonus rule says."
+    return _csv(
+        [
+            [
+                d.worker_id,
+                (d.row or {}).get("AssignmentId") or sessions.get(d.participant_id) or "",
+                _money(d.bonus_minor),
+                reason,
+            ]
+            for d in bonus
+        ],
+        ["WorkerId", "AssignmentId", "BonusAmount", "Reason"],
+    )
+
+
 def _money(minor: int) -> str:
     return f"{minor // 100}.{minor % 100:02d}"
 
@@ -758,6 +783,12 @@ def write_files(
         f"{neutralise(d.worker_id)},{_money(d.bonus_minor)}\n" for d in bonus
     )
     mturk_line = ""
+    if study.platform == "mturk":
+        files["mturk-bonus.csv"] = mturk_bonus_csv(study, bonus)
+        mturk_line += (
+            f"- mturk-bonus.csv: WorkerId, AssignmentId, BonusAmount and Reason for MTurk's "
+            f"SendBonus ({len(bonus)}); send each once.\n"
+        )
     if mturk_fieldnames is not None:
         files["mturk-decisions.csv"] = mturk_batch_with_decisions(decisions, mturk_fieldnames)
         mturk_line = (
