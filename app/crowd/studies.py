@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from urllib.parse import quote
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, delete, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.crowd import codes, schedule
@@ -29,8 +29,10 @@ from app.leaderboard import standings
 from app.models import (
     Category,
     Example,
+    ExamplePassage,
     Participant,
     ParticipantStatus,
+    PassageRead,
     Player,
     Round,
     Study,
@@ -121,6 +123,27 @@ def _pool(config: StudyConfig) -> list[int]:
     return ids
 
 
+def _unread(participant: Participant):
+    """Examples built from no passage this worker has read, in any version (checks included:
+    a check shows its source's passage)."""
+    return ~exists().where(
+        ExamplePassage.example_id == Example.id,
+        PassageRead.passage_id == ExamplePassage.passage_id,
+        PassageRead.player_id == participant.player_id,
+    )
+
+
+def _passages_in(ids: list[int]) -> int:
+    """Distinct source passages among these examples (an example without one counts alone)."""
+    linked = db.session.execute(
+        select(ExamplePassage.example_id, ExamplePassage.passage_id).where(
+            ExamplePassage.example_id.in_(ids)
+        )
+    ).all()
+    with_passage = {e for e, _p in linked}
+    return len({p for _e, p in linked}) + len(set(ids) - with_passage)
+
+
 def _system(name: str) -> System:
     found = db.session.scalar(select(System).where(System.name == name))
     if found is None:
@@ -169,6 +192,12 @@ def _make_check(config: StudyConfig, source: Example, name: str, sentences, boun
         annotation_count=0,
     )
     db.session.add(check)
+    db.session.flush()
+    # The check shows its source's passage: a worker who read one does not get the other.
+    for passage_id in db.session.scalars(
+        select(ExamplePassage.passage_id).where(ExamplePassage.example_id == source.id)
+    ):
+        db.session.add(ExamplePassage(example_id=check.id, passage_id=passage_id))
     db.session.flush()
     return check.id
 
@@ -222,6 +251,9 @@ def _attention_checks(
             sources = _check_sources(pool, inside_needed, all_human=False)
         except BadRequest:
             sources = []  # no spare then: a worker who voids checks goes to review
+        # Other texts than the inside checks', where there are enough.
+        used = {e.id for e in chosen}
+        sources = [e for e in sources if e.id not in used] + [e for e in sources if e.id in used]
         for i, source in enumerate(sources[:inside_needed]):
             sentences = [CHECK_INSTRUCTION, *source.sentences[1:]]
             spare.append(
@@ -244,6 +276,11 @@ def _build_pool(config: StudyConfig) -> dict:
         raise BadRequest(
             f"the pool has {len(pool)} examples, fewer than the {normal_needed} "
             "normal rounds each worker plays"
+        )
+    if (passages := _passages_in(pool)) < normal_needed:
+        raise BadRequest(
+            f"the pool's examples come from {passages} source passages, fewer than the "
+            f"{normal_needed} normal rounds each worker plays (no worker reads a passage twice)"
         )
     return {
         "normal": pool,
@@ -534,14 +571,24 @@ def _pick_normal(study: Study, participant: Participant, config: StudyConfig) ->
     return db.session.scalar(
         select(Example)
         .outerjoin(in_study, in_study.c.example_id == Example.id)
-        .where(Example.id.in_(study.pool["normal"]), Example.id.not_in(_played(participant)))
+        .where(
+            Example.id.in_(study.pool["normal"]),
+            Example.id.not_in(_played(participant)),
+            _unread(participant),
+        )
         .order_by((load >= config.target_per_example).asc(), load.asc(), func.random())
         .limit(1)
     )
 
 
-def _pick_from(ids: list[int], participant: Participant, ordered: bool) -> Example | None:
+def _pick_from(
+    ids: list[int], participant: Participant, ordered: bool, unread: bool = True
+) -> Example | None:
+    """One of these examples the worker has not played, built from no passage they read
+    (`unread`; practice texts may come from anywhere)."""
     query = select(Example).where(Example.id.in_(ids), Example.id.not_in(_played(participant)))
+    if unread:
+        query = query.where(_unread(participant))
     rows = list(db.session.scalars(query))
     if not rows:
         return None
@@ -627,7 +674,7 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
         raise Conflict("Please answer the questions after the instructions first.")
     player = db.session.get(Player, participant.player_id)
     if practice_pending(study, participant):
-        example = _pick_from(study.pool["tutorial"], participant, ordered=True)
+        example = _pick_from(study.pool["tutorial"], participant, ordered=True, unread=False)
         if example is not None:
             return rounds.create_round(player, example, study.slug, rounds.PRACTICE, participant.id)
         participant.practice_done_at = utcnow()
@@ -639,11 +686,12 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
     kind = participant.schedule[slot]
     if kind in SLOT_POOLS:
         ids = _spare_ids(study) if kind in (schedule.SPARE, schedule.SPARE_ADDED) else None
-        example = _pick_from(
-            ids if ids is not None else study.pool.get(SLOT_POOLS[kind][0], []),
-            participant,
-            ordered=False,
-        )
+        ids = ids if ids is not None else study.pool.get(SLOT_POOLS[kind][0], [])
+        example = _pick_from(ids, participant, ordered=False)
+        if example is None:
+            # Every check left shows a passage this worker read: a repeat beats a dead end,
+            # and a check's answer is its instruction, not the passage.
+            example = _pick_from(ids, participant, ordered=False, unread=False)
         round_kind = rounds.CHECK
     else:
         example = _pick_normal(study, participant, config)
