@@ -153,7 +153,8 @@ def build_config(instance_path: Path) -> dict:
             "MTURK_FRAME_ANCESTORS", "https://www.mturk.com https://workersandbox.mturk.com"
         ),
         "STUDY_DASHBOARD_REFRESH_SECONDS": _int_env("STUDY_DASHBOARD_REFRESH_SECONDS", 15),
-        # Optional: with a token, `flask study verify --via-api` talks to Prolific directly.
+        # Optional: with a token, `flask study verify --prolific-api STUDY_ID` reads Prolific's
+        # submissions directly, and with --apply --send acts and pays through its API.
         "PROLIFIC_API_TOKEN": os.environ.get("PROLIFIC_API_TOKEN") or None,
         "PROLIFIC_API_URL": os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com"),
     }

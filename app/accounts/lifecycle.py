@@ -127,6 +127,9 @@ def my_data(player: Player) -> dict:
         .where(Round.player_id == player.id)
         .order_by(Round.order_index)
     ).all()
+    from app.crowd.studies import truth_hidden  # issue 21: crowd workers in a blind study
+
+    hidden = truth_hidden(player.id)
     rounds = []
     for round_, example, category in rows:
         item = {
@@ -136,7 +139,15 @@ def my_data(player: Player) -> dict:
             "started_at": round_.started_at.isoformat(),
             "sentences_revealed": round_.revealed,
         }
-        if round_.answered:
+        if round_.answered and hidden and round_.participant_id is not None:
+            item |= {  # what the worker was shown: no text id, boundary or points
+                "answered_at": round_.answered_at.isoformat(),
+                "guess": round_.guess,
+                "reasons": list(round_.reasons or []),
+                "explanation": round_.explanation,
+                "ratings": round_.ratings,
+            }
+        elif round_.answered:
             item |= {
                 "text_id": example.external_id,
                 "answered_at": round_.answered_at.isoformat(),
@@ -176,7 +187,7 @@ def my_data(player: Player) -> dict:
         "explanations": [
             {
                 "order": r["order"],
-                "text_id": r["text_id"],
+                "text_id": r.get("text_id"),
                 "explanation": r["explanation"],
                 "upvotes": r["explanation_upvotes"],
             }

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from flask import Flask, current_app
 
-from app.crowd import links, reports, schedule, studies, verify
+from app.crowd import links, reports, review, schedule, studies, verify
 from app.crowd.config import (
     PayRules,
     StudyConfig,
@@ -67,7 +67,8 @@ def _print_link(study) -> None:
 def register_study_cli(app: Flask) -> None:
     @app.cli.group("study")
     def study_group() -> None:
-        """Run crowd studies: create, check, edit, report, verify, close, reopen, delete."""
+        """Run crowd studies: create, check, edit, report, verify, review, close, reopen,
+        delete."""
 
     @study_group.command("check")
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
@@ -191,9 +192,8 @@ def register_study_cli(app: Flask) -> None:
     @click.option(
         "--out",
         type=click.Path(path_type=Path, file_okay=False),
-        default=Path("."),
-        show_default=True,
-        help="Folder for the decision files.",
+        help="Folder for the decision files (they name workers: keep them private). Default: "
+        "studies/SLUG/decisions in the instance folder, outside version control.",
     )
     @click.option(
         "--apply",
@@ -219,6 +219,8 @@ def register_study_cli(app: Flask) -> None:
         if send and not (prolific_study and apply):
             raise click.UsageError("--send needs --prolific-api and --apply")
         study = _study(slug)
+        if out is None:
+            out = Path(current_app.instance_path) / "studies" / slug / "decisions"
         client = _prolific_client() if prolific_study else None
         if client is not None:
             source_name = f"Prolific study {prolific_study}"
@@ -316,6 +318,97 @@ def register_study_cli(app: Flask) -> None:
             )
         if undone.bonuses_dropped:
             click.echo(f"Cancelled {undone.bonuses_dropped} unpaid bonus(es) in the ledger.")
+
+    @study_group.command("review")
+    @click.argument("slug")
+    @click.option("--approve", "approve_id", metavar="WORKER", help="Approve this worker.")
+    @click.option("--reject", "reject_id", metavar="WORKER", help="Reject this worker.")
+    @click.option(
+        "--message",
+        default="",
+        help=f"With --reject: the message for the worker (at least {verify.MIN_MESSAGE} "
+        "characters, as Prolific requires).",
+    )
+    @click.option(
+        "--category",
+        type=click.Choice(review.CATEGORIES),
+        default="OTHER",
+        show_default=True,
+        help="With --reject: Prolific's rejection category.",
+    )
+    @click.option("--bonus", "bonus_id", metavar="WORKER", help="Give this worker a bonus.")
+    @click.option("--amount", type=float, help="With --bonus: the amount, in the study currency.")
+    @click.option("--reason", default="", help="With --bonus: why (each reason is paid once).")
+    @click.option(
+        "--out",
+        type=click.Path(path_type=Path, file_okay=False),
+        help="With --bonus: write the platform's bonus file (review-bonus-RUN.csv) here.",
+    )
+    def review_command(
+        slug, approve_id, reject_id, message, category, bonus_id, amount, reason, out
+    ) -> None:
+        """List the workers of study SLUG waiting for review, or decide one of them.
+
+        Without an option: each worker whose decision is "review", with the site's evidence
+        (rounds, checks passed / failed / void, time, flags) and verify's reasons. With
+        --approve, --reject or --bonus: record a person's decision in the same store as
+        verify's. The next `flask study verify` keeps it and writes it into the platform files;
+        `flask study undo-verify` reverts it like a verify run.
+        """
+        study = _study(slug)
+        actions = [a for a in (approve_id, reject_id, bonus_id) if a]
+        if len(actions) > 1:
+            raise click.UsageError("give one of --approve, --reject, --bonus at a time")
+        config = studies.config_of(study)
+        try:
+            if approve_id or reject_id:
+                decision = verify.APPROVE if approve_id else verify.REJECT
+                run = review.decide(study, actions[0], decision, message, category)
+                if run is None:
+                    click.echo(f"{actions[0]}: already decided {decision}; nothing recorded.")
+                else:
+                    click.echo(
+                        f"Recorded run {run}: {actions[0]} {decision}d in review. The next "
+                        f"`flask study verify {slug}` writes it into the platform files."
+                    )
+                return
+            if bonus_id:
+                if amount is None:
+                    raise click.UsageError("--bonus needs --amount")
+                row = review.give_bonus(study, bonus_id, amount, reason)
+                line = f"{bonus_id},{verify._money(row.amount_minor)}\n"
+                click.echo(
+                    f"Recorded run {row.run}: a bonus of {verify._money(row.amount_minor)} "
+                    f"{config.currency} for {bonus_id} ({row.reason}). Pay it once, e.g. as "
+                    f"Prolific's bulk bonus line: {line.strip()}"
+                )
+                if out is not None:
+                    out.mkdir(parents=True, exist_ok=True)
+                    path = out / f"review-bonus-{row.run}.csv"
+                    path.write_text(line, encoding="utf-8")
+                    click.echo(f"Bonus file: {path}")
+                return
+        except ServiceError as refused:
+            raise click.ClickException(refused.message) from None
+        found = review.waiting(study)
+        if not found:
+            click.echo(f"Study {slug!r}: nobody is waiting for review.")
+            return
+        click.echo(f"Study {slug!r}: {len(found)} worker(s) waiting for review.")
+        for item in found:
+            w = item.worker
+            time = "-" if w.median_round_seconds is None else f"{w.median_round_seconds:.1f} s"
+            void = f" (rounds {', '.join(map(str, w.void_check_rounds))})" if w.checks_void else ""
+            click.echo(
+                f"- {w.worker_id}: {w.status}, {w.rounds_done} of {w.required_rounds} rounds; "
+                f"checks {w.checks_passed} passed, {w.checks_failed} failed, {w.checks_void} "
+                f"void{void}; median {time} a round; flags: {', '.join(w.flags) or 'none'}"
+            )
+            click.echo(f"  why: {'; '.join(item.reasons)}")
+        click.echo(
+            f"Decide with `flask study review {slug} --approve WORKER`, `--reject WORKER "
+            "--message TEXT` or `--bonus WORKER --amount X --reason TEXT`."
+        )
 
     @study_group.command("close")
     @click.argument("slug")

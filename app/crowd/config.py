@@ -17,6 +17,9 @@ CODE_RE = re.compile(r"[A-Za-z0-9_-]{4,64}")
 PLATFORMS = ("prolific", "mturk", "generic")
 OUTCOMES = ("completed", "failed_checks", "screened_out")
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc={code}"
+# What a completion_url may name: the completion code, and the worker's id on the platform
+# (SONA's survey_code takes the participant id).
+COMPLETION_PLACEHOLDERS = ("code", "pid")
 PLATFORM_NAMES = {"prolific": "Prolific", "mturk": "Mechanical Turk", "generic": "your platform"}
 
 
@@ -326,8 +329,17 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
     if completion_url is not None:
         if not isinstance(completion_url, str) or not completion_url.startswith("https://"):
             raise StudyConfigError(source, "completion_url", "must be an https:// address")
-        if "{code}" not in completion_url:
-            raise StudyConfigError(source, "completion_url", "must contain {code}")
+        named = set(re.findall(r"\{([^{}]*)\}", completion_url))
+        if unknown := sorted(named - set(COMPLETION_PLACEHOLDERS)):
+            raise StudyConfigError(
+                source,
+                "completion_url",
+                f"unknown placeholder {{{unknown[0]}}}: use {{code}} and / or {{pid}}",
+            )
+        if not named:
+            raise StudyConfigError(
+                source, "completion_url", "must contain {code} or {pid} (or both)"
+            )
     screening = data.get("screening")
     if screening is not None:
         if not isinstance(screening, dict):

@@ -11,7 +11,7 @@ from statistics import median
 
 from sqlalchemy import func, select
 
-from app.crowd import agreement, quality, studies
+from app.crowd import agreement, quality, schedule, studies
 from app.crowd.studies import FINISHED, LEFT, completion_code, config_of
 from app.extensions import db
 from app.game import rounds as game
@@ -21,6 +21,8 @@ from roftcore.spreadsheet import neutralise_row
 # Below this many workers with answered rounds, the study's median time says too little for
 # the relative speeder flag.
 MIN_WORKERS_FOR_SPEED = 3
+# A worker who answers this many checks before their evidence is shown goes to review.
+VOID_FLAG = 2
 
 
 @dataclass
@@ -44,6 +46,11 @@ class WorkerStats:
     decision: str | None = None  # the latest `flask study verify --apply` decision
     started_at: datetime | None = None
     left_at: datetime | None = None
+    checks_void: int = 0  # answered before their evidence was shown: neither passed nor failed
+    required_rounds: int = 0
+    # Round numbers (in the worker's play order) of the checks failed and void.
+    failed_check_rounds: list[int] = field(default_factory=list)
+    void_check_rounds: list[int] = field(default_factory=list)
 
     @property
     def flags(self) -> list[str]:
@@ -54,6 +61,8 @@ class WorkerStats:
             found.append("straight-lining")
         if self.checks_failed:
             found.append(f"failed {self.checks_failed} check(s)")
+        if self.checks_void >= VOID_FLAG:
+            found.append(f"{self.checks_void} check(s) answered before their evidence")
         return found
 
 
@@ -135,6 +144,7 @@ def worker_stats(study: Study) -> list[WorkerStats]:
             Round.started_at,
             Round.answered_at,
             Example.boundary,
+            Example.source,
         )
         .join(Participant, Participant.id == Round.participant_id)
         .join(Example, Example.id == Round.example_id)
@@ -159,7 +169,18 @@ def worker_stats(study: Study) -> list[WorkerStats]:
         gaps = quality.seconds_between([r.answered_at for r in mine])
         # The required rounds come first; optional extra rounds do not change pay (the finish
         # page says so), so points and exact hits, the bonus's basis, count the required only.
-        scored = [r for r in mine[: config.rounds] if r.kind == game.NORMAL]
+        required = studies.required_rounds(config, participant)
+        scored = [r for r in mine[:required] if r.kind == game.NORMAL]
+        checks = schedule.check_rounds(
+            [
+                (
+                    (r.source or {}).get("check", "all_human") if r.kind == game.CHECK else None,
+                    r.guess,
+                    r.boundary,
+                )
+                for r in mine
+            ]
+        )
         median_round = medians[participant.id]
         total = (mine[-1].answered_at - participant.started_at).total_seconds() if mine else None
         decision = decided.get(participant.id)
@@ -188,6 +209,10 @@ def worker_stats(study: Study) -> list[WorkerStats]:
                 decision=decision.decision if decision else None,
                 started_at=participant.started_at,
                 left_at=participant.left_at,
+                checks_void=participant.checks_void,
+                required_rounds=required,
+                failed_check_rounds=checks[schedule.FAIL],
+                void_check_rounds=checks[schedule.VOID],
             )
         )
     return stats

@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, flash, g, redirect, render_template, request, session, url_for
 from flask_login import current_user
+from sqlalchemy import select
 
 from app.accounts.sessions import sign_in
 from app.crowd import studies
@@ -16,6 +17,19 @@ from app.game.rounds import MAX_ID
 from app.models import Participant, Round, Study
 
 bp = Blueprint("crowd", __name__, url_prefix="/study")
+
+
+@bp.record_once
+def _warn_without_https(state) -> None:
+    """At start-up: study links go to workers, and their cookies need https."""
+    url = state.app.config.get("PUBLIC_URL")
+    if url and not url.lower().startswith("https://"):
+        state.app.logger.warning(
+            "PUBLIC_URL is %s, not an https address: study links and their cookies would travel "
+            "unencrypted, and platforms expect https. Set PUBLIC_URL to the site's https address.",
+            url,
+        )
+
 
 BOUND = "participant_id"
 # MTurk shows the task in a frame. Whether this browser keeps our cookie there is tested with one
@@ -63,6 +77,29 @@ def render_landing(study, entry, params: dict, error: str | None = None):
     return page, 400 if error else 200
 
 
+@bp.before_app_request
+def _no_reveal_after_time():
+    """A worker out of time, or marked returned, reveals no more sentences: the game's reveal
+    is refused here, as their answer would be (studies.record_answer)."""
+    if request.endpoint != "game.reveal" or request.method != "POST":
+        return None
+    if not current_user.is_authenticated or getattr(current_user, "kind", None) != "crowd":
+        return None
+    participant = db.session.scalar(
+        select(Participant).where(Participant.player_id == current_user.id)
+    )
+    if participant is None:
+        return None
+    studies.check_time(participant)
+    if participant.status not in studies.LEFT:
+        return None
+    study = participant.study
+    page = render_template(
+        "crowd/left.html", study=study, config=studies.config_of(study), participant=participant
+    )
+    return page, 409
+
+
 @bp.get("/current")
 def current():
     """Back to the study this browser joined."""
@@ -107,6 +144,10 @@ def landing(slug: str):
     existing = studies.find_participant(study, entry.worker_id)
     if existing is not None and session.get(BOUND) == existing.id:
         return redirect(url_for("crowd.resume", slug=slug))
+    if existing is None and not study.is_open:
+        # No consent page for a study that would refuse the worker once they agreed.
+        message = "This study is closed and takes no new participants. Thank you!"
+        return render_template("crowd/problem.html", study=study, message=message), 409
     return render_landing(study, entry, params)
 
 
@@ -154,7 +195,6 @@ def render_instructions(study, participant, error: str | None = None):
         config=studies.config_of(study),
         practice=bool(study.pool["tutorial"]),
         error=error,
-        attempt=participant.comprehension_failures,
         tries_left=studies.COMPREHENSION_TRIES - participant.comprehension_failures,
     ), 400 if error else 200
 
@@ -179,12 +219,20 @@ def resume(slug: str):
     return render_template("crowd/ready.html", study=study, number=number, total=total)
 
 
+# The digest of the worker's last wrong answers to the comprehension questions: the same wrong
+# answers sent again (a double click) are one try; the server counts every other.
+LAST_WRONG = "crowd_comprehension_wrong"
+
+
 @bp.post("/<slug>/comprehension")
 @limiter.limit("30 per minute")
 def comprehension(slug: str):
     study = load_study(slug)
     participant = bound_participant(study)
-    outcome = studies.answer_comprehension(study, participant, request.form)
+    outcome, wrong = studies.answer_comprehension(
+        study, participant, request.form, session.get(LAST_WRONG)
+    )
+    session[LAST_WRONG] = wrong
     if outcome == "screened_out":
         return redirect(url_for("crowd.done", slug=slug))
     if outcome == "retry":
@@ -249,6 +297,7 @@ def done(slug: str):
         config=studies.config_of(study),
         participant=participant,
         code=studies.completion_code(participant),
+        failed_checks=studies.failed_checks_message(participant),
         extra_left=studies.extra_rounds_left(study, participant),
         redirect_url=studies.completion_url(participant),
         # In a tab of its own the task is submitted from MTurk's tab, where the worker pastes it.

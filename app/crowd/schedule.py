@@ -16,7 +16,50 @@ import random
 NORMAL = "normal"
 CHECK = "check"  # an all-human instructed text (the name older schedules use)
 INSIDE = "inside_check"
-CHECK_KINDS = (CHECK, INSIDE)
+# A check put in for one the worker answered before its evidence was shown: an all-human
+# instructed text, whose instruction is the first sentence, so no answer comes before it.
+# SPARE takes the place of a normal round; SPARE_ADDED is one more round, when none was left.
+SPARE = "spare_check"
+SPARE_ADDED = "spare_check_added"
+CHECK_KINDS = (CHECK, INSIDE, SPARE, SPARE_ADDED)
+PASS, FAIL, VOID = "pass", "fail", "void"
+
+
+def check_verdict(check: str, guess: int, boundary: int) -> str:
+    """Whether an answered attention check counts, and how.
+
+    `check` is the check's kind ("inside" or "all_human"); `guess` the sentence the worker
+    flagged (0-based; the text's length for "all human"), `boundary` the check's right answer.
+    An inside check's evidence is its check sentence, at `boundary`: a worker who flagged an
+    earlier sentence answered before it was shown, so the check is void (neither passed nor
+    failed). An all-human check's instruction is the first sentence, always shown.
+    """
+    if guess == boundary:
+        return PASS
+    if check == "inside" and guess < boundary:
+        return VOID
+    return FAIL
+
+
+def spare_slot(plan: list[str], done: int, required: int) -> list[str] | None:
+    """The plan with one spare check put in for a void one: in the worker's next normal round
+    among the required ones (the soonest place they reach), else as one more round right
+    away (also when the void check was the last required round). None when `done` is past
+    the required rounds (the void check was an optional extra round)."""
+    if done > required:
+        return None
+    new = list(plan)
+    for slot in range(done, required):
+        if new[slot] == NORMAL:
+            new[slot] = SPARE
+            return new
+    new.insert(done, SPARE_ADDED)
+    return new
+
+
+def checks_left(plan: list[str], done: int, required: int) -> int:
+    """Check slots the worker has still to play among the required rounds."""
+    return sum(kind in CHECK_KINDS for kind in plan[done:required])
 
 
 def check_count(rounds: int, rate: float) -> int:
@@ -76,3 +119,32 @@ def check_position(n_sentences: int, rng: random.Random) -> int:
     if n_sentences < 3:
         raise ValueError("an inside-text check needs a text of at least three sentences")
     return rng.randrange(2, n_sentences)
+
+
+def check_rounds(answers: list[tuple[str | None, int, int]]) -> dict[str, list[int]]:
+    """Round numbers (1-based, in play order) of the checks passed, failed and void, from the
+    worker's answered rounds as (check kind, or None for a round that is no check; guess;
+    boundary)."""
+    found: dict[str, list[int]] = {PASS: [], FAIL: [], VOID: []}
+    for number, (check, guess, boundary) in enumerate(answers, start=1):
+        if check is not None:
+            found[check_verdict(check, guess, boundary)].append(number)
+    return found
+
+
+def _numbers(rounds: list[int]) -> str:
+    text = [str(n) for n in rounds]
+    if len(text) < 2:
+        return "".join(text)
+    return ", ".join(text[:-1]) + " and " + text[-1]
+
+
+def failed_checks_text(failed: list[int], counted: int) -> str:
+    """What a worker who failed checks is told on the finish page, and the reason their
+    rejection carries: the same words, from here."""
+    rounds = "round" if len(failed) == 1 else "rounds"
+    return (
+        f"You did not follow the instruction of {len(failed)} of the {counted} attention checks "
+        f"that counted (in {rounds} {_numbers(failed)} of the study). Checks you answered before "
+        "their instruction was shown did not count against you."
+    )

@@ -8,11 +8,15 @@ with the round.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import random
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from urllib.parse import quote
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, delete, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.crowd import codes, schedule
@@ -25,8 +29,10 @@ from app.leaderboard import standings
 from app.models import (
     Category,
     Example,
+    ExamplePassage,
     Participant,
     ParticipantStatus,
+    PassageRead,
     Player,
     Round,
     Study,
@@ -117,6 +123,27 @@ def _pool(config: StudyConfig) -> list[int]:
     return ids
 
 
+def _unread(participant: Participant):
+    """Examples built from no passage this worker has read, in any version (checks included:
+    a check shows its source's passage)."""
+    return ~exists().where(
+        ExamplePassage.example_id == Example.id,
+        PassageRead.passage_id == ExamplePassage.passage_id,
+        PassageRead.player_id == participant.player_id,
+    )
+
+
+def _passages_in(ids: list[int]) -> int:
+    """Distinct source passages among these examples (an example without one counts alone)."""
+    linked = db.session.execute(
+        select(ExamplePassage.example_id, ExamplePassage.passage_id).where(
+            ExamplePassage.example_id.in_(ids)
+        )
+    ).all()
+    with_passage = {e for e, _p in linked}
+    return len({p for _e, p in linked}) + len(set(ids) - with_passage)
+
+
 def _system(name: str) -> System:
     found = db.session.scalar(select(System).where(System.name == name))
     if found is None:
@@ -166,10 +193,18 @@ def _make_check(config: StudyConfig, source: Example, name: str, sentences, boun
     )
     db.session.add(check)
     db.session.flush()
+    # The check shows its source's passage: a worker who read one does not get the other.
+    for passage_id in db.session.scalars(
+        select(ExamplePassage.passage_id).where(ExamplePassage.example_id == source.id)
+    ):
+        db.session.add(ExamplePassage(example_id=check.id, passage_id=passage_id))
+    db.session.flush()
     return check.id
 
 
-def _attention_checks(config: StudyConfig, pool: list[int]) -> tuple[list[int], list[int]]:
+def _attention_checks(
+    config: StudyConfig, pool: list[int]
+) -> tuple[list[int], list[int], list[int]]:
     """Build the study's checks: (all-human texts, texts with a check sentence inside).
 
     An all-human check's first sentence asks for "all human" at the end. An inside check has one
@@ -177,6 +212,9 @@ def _attention_checks(config: StudyConfig, pool: list[int]) -> tuple[list[int], 
     is the text's boundary, so the right answer is exactly that sentence. Each worker needs as
     many of each kind as their schedule holds; inside checks are made three times over (as texts
     allow) so that workers do not all meet the check at the same sentence of the same text.
+
+    Spare checks (all-human instructed texts) replace an inside check a worker answered before
+    its sentence was shown: one per inside check a worker may void, as texts allow.
     """
     human_needed, inside_needed = schedule.check_mix(
         config.rounds, config.attention_check_rate, config.all_human_checks
@@ -207,14 +245,30 @@ def _attention_checks(config: StudyConfig, pool: list[int]) -> tuple[list[int], 
             position = schedule.check_position(len(sentences), rng)
             sentences[position] = INSIDE_INSTRUCTION
             inside.append(_make_check(config, source, f"in-{i + 1}", sentences, position, "inside"))
-    return human, inside
+    spare = []
+    if inside_needed:
+        try:
+            sources = _check_sources(pool, inside_needed, all_human=False)
+        except BadRequest:
+            sources = []  # no spare then: a worker who voids checks goes to review
+        # Other texts than the inside checks', where there are enough.
+        used = {e.id for e in chosen}
+        sources = [e for e in sources if e.id not in used] + [e for e in sources if e.id in used]
+        for i, source in enumerate(sources[:inside_needed]):
+            sentences = [CHECK_INSTRUCTION, *source.sentences[1:]]
+            spare.append(
+                _make_check(
+                    config, source, f"spare-{i + 1}", sentences, len(sentences), "all_human"
+                )
+            )
+    return human, inside, spare
 
 
 def _build_pool(config: StudyConfig) -> dict:
     pool = _pool(config)
     tutorial = _resolve_ids(config.tutorial, "tutorial") if config.tutorial else []
     pool = [i for i in pool if i not in set(tutorial)]
-    human, inside = _attention_checks(config, pool)
+    human, inside, spare = _attention_checks(config, pool)
     normal_needed = config.rounds - sum(schedule.check_mix(
         config.rounds, config.attention_check_rate, config.all_human_checks
     ))  # fmt: skip
@@ -223,7 +277,18 @@ def _build_pool(config: StudyConfig) -> dict:
             f"the pool has {len(pool)} examples, fewer than the {normal_needed} "
             "normal rounds each worker plays"
         )
-    return {"normal": pool, "checks": human, "inside_checks": inside, "tutorial": tutorial}
+    if (passages := _passages_in(pool)) < normal_needed:
+        raise BadRequest(
+            f"the pool's examples come from {passages} source passages, fewer than the "
+            f"{normal_needed} normal rounds each worker plays (no worker reads a passage twice)"
+        )
+    return {
+        "normal": pool,
+        "checks": human,
+        "inside_checks": inside,
+        "spare_checks": spare,
+        "tutorial": tutorial,
+    }
 
 
 def create_study(config: StudyConfig) -> Study:
@@ -422,41 +487,57 @@ def comprehension_pending(study: Study, participant: Participant) -> bool:
 COMPREHENSION_TRIES = 2
 
 
-def answer_comprehension(study: Study, participant: Participant, values: Mapping) -> str:
+def answer_comprehension(
+    study: Study, participant: Participant, values: Mapping, last_wrong: str | None = None
+) -> tuple[str, str | None]:
     """Check the answers to the questions after the instructions: "passed", "retry" (one more
     try) or "screened_out" after the second wrong try (Prolific allows two).
 
-    The form carries the number of wrong tries it was shown after (`attempt`): a form sent twice
-    (a double click) counts once, and answers sent again after passing pass again.
+    The server counts the tries: every wrong set of answers counts, except the very same wrong
+    answers sent again right after (a double click), which the caller recognises by
+    `last_wrong`, the digest this function returned for the previous wrong try (kept in the
+    worker's signed session). Returns the outcome and, for a wrong try, its digest.
     """
     config = config_of(study)
     if participant.status == ParticipantStatus.screened_out:
-        return "screened_out"
+        return "screened_out", None
     if participant.status != ParticipantStatus.started:
         raise Conflict("These questions are already answered.")
     if not comprehension_pending(study, participant):
-        return "passed"
+        return "passed", None
     given = [values.get(f"comprehension_{i}") for i in range(len(config.comprehension))]
     if any(answer is None for answer in given):
         raise BadRequest("Please answer every question.")
     if all(a == q.answer for a, q in zip(given, config.comprehension, strict=True)):
         participant.instructions_at = utcnow()
         db.session.commit()
-        return "passed"
-    attempt = values.get("attempt", "")
-    counted = db.session.execute(
-        update(Participant)
-        .where(
-            Participant.id == participant.id,
-            Participant.comprehension_failures == (int(attempt) if attempt.isdigit() else -1),
-        )
-        .values(comprehension_failures=Participant.comprehension_failures + 1)
+        return "passed", None
+    digest = hashlib.sha256(
+        "\x00".join([str(participant.id), str(participant.comprehension_failures), *given]).encode()
+    ).hexdigest()
+    repeated = last_wrong is not None and hmac.compare_digest(
+        last_wrong,
+        hashlib.sha256(
+            "\x00".join(
+                [str(participant.id), str(participant.comprehension_failures - 1), *given]
+            ).encode()
+        ).hexdigest(),
     )
-    db.session.refresh(participant)
-    if counted.rowcount and participant.comprehension_failures >= COMPREHENSION_TRIES:
-        _finish(participant, config, ParticipantStatus.screened_out)
-    db.session.commit()
-    return "screened_out" if participant.status == ParticipantStatus.screened_out else "retry"
+    if not repeated:
+        db.session.execute(
+            update(Participant)
+            .where(Participant.id == participant.id)
+            .values(comprehension_failures=Participant.comprehension_failures + 1)
+        )
+        db.session.refresh(participant)
+        if participant.comprehension_failures >= COMPREHENSION_TRIES:
+            _finish(participant, config, ParticipantStatus.screened_out)
+        db.session.commit()
+    else:
+        digest = last_wrong
+    if participant.status == ParticipantStatus.screened_out:
+        return "screened_out", None
+    return "retry", digest
 
 
 # -- rounds ---------------------------------------------------------------------------------
@@ -490,14 +571,24 @@ def _pick_normal(study: Study, participant: Participant, config: StudyConfig) ->
     return db.session.scalar(
         select(Example)
         .outerjoin(in_study, in_study.c.example_id == Example.id)
-        .where(Example.id.in_(study.pool["normal"]), Example.id.not_in(_played(participant)))
+        .where(
+            Example.id.in_(study.pool["normal"]),
+            Example.id.not_in(_played(participant)),
+            _unread(participant),
+        )
         .order_by((load >= config.target_per_example).asc(), load.asc(), func.random())
         .limit(1)
     )
 
 
-def _pick_from(ids: list[int], participant: Participant, ordered: bool) -> Example | None:
+def _pick_from(
+    ids: list[int], participant: Participant, ordered: bool, unread: bool = True
+) -> Example | None:
+    """One of these examples the worker has not played, built from no passage they read
+    (`unread`; practice texts may come from anywhere)."""
     query = select(Example).where(Example.id.in_(ids), Example.id.not_in(_played(participant)))
+    if unread:
+        query = query.where(_unread(participant))
     rows = list(db.session.scalars(query))
     if not rows:
         return None
@@ -515,7 +606,8 @@ def extra_rounds_left(study: Study, participant: Participant) -> int:
     config = config_of(study)
     if participant.status not in (ParticipantStatus.completed, ParticipantStatus.approved):
         return 0
-    return max(config.total_rounds - participant.rounds_done, 0)
+    added = participant.schedule.count(schedule.SPARE_ADDED)
+    return max(config.total_rounds + added - participant.rounds_done, 0)
 
 
 def pending_ratings(study: Study, participant: Participant) -> Round | None:
@@ -539,7 +631,25 @@ def pending_ratings(study: Study, participant: Participant) -> Round | None:
     )
 
 
-SLOT_POOLS = {schedule.CHECK: "checks", schedule.INSIDE: "inside_checks"}
+SLOT_POOLS = {
+    schedule.CHECK: ("checks",),
+    schedule.INSIDE: ("inside_checks",),
+    # Studies made before spare checks existed use their all-human checks.
+    schedule.SPARE: ("spare_checks", "checks"),
+    schedule.SPARE_ADDED: ("spare_checks", "checks"),
+}
+
+
+def required_rounds(config: StudyConfig, participant: Participant) -> int:
+    """Rounds this worker must play: the study's, plus any spare check added for a void one."""
+    return config.rounds + participant.schedule.count(schedule.SPARE_ADDED)
+
+
+def _spare_ids(study: Study) -> list[int]:
+    for name in SLOT_POOLS[schedule.SPARE]:
+        if ids := study.pool.get(name):
+            return ids
+    return []
 
 
 def next_round(study: Study, participant: Participant, extra: bool = False) -> Round | None:
@@ -564,17 +674,24 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
         raise Conflict("Please answer the questions after the instructions first.")
     player = db.session.get(Player, participant.player_id)
     if practice_pending(study, participant):
-        example = _pick_from(study.pool["tutorial"], participant, ordered=True)
+        example = _pick_from(study.pool["tutorial"], participant, ordered=True, unread=False)
         if example is not None:
             return rounds.create_round(player, example, study.slug, rounds.PRACTICE, participant.id)
         participant.practice_done_at = utcnow()
         db.session.commit()
     slot = participant.rounds_done
-    if slot >= config.total_rounds or (slot >= config.rounds and not extra):
+    required = required_rounds(config, participant)
+    if slot >= len(participant.schedule) or (slot >= required and not extra):
         return None
     kind = participant.schedule[slot]
     if kind in SLOT_POOLS:
-        example = _pick_from(study.pool.get(SLOT_POOLS[kind], []), participant, ordered=False)
+        ids = _spare_ids(study) if kind in (schedule.SPARE, schedule.SPARE_ADDED) else None
+        ids = ids if ids is not None else study.pool.get(SLOT_POOLS[kind][0], [])
+        example = _pick_from(ids, participant, ordered=False)
+        if example is None:
+            # Every check left shows a passage this worker read: a repeat beats a dead end,
+            # and a check's answer is its instruction, not the passage.
+            example = _pick_from(ids, participant, ordered=False, unread=False)
         round_kind = rounds.CHECK
     else:
         example = _pick_normal(study, participant, config)
@@ -602,21 +719,67 @@ def record_answer(participant_id: int, kind: str, passed: bool) -> None:
     if kind == rounds.PRACTICE:
         return
     values = {"rounds_done": Participant.rounds_done + 1}
-    if kind == rounds.CHECK:
-        if passed:
-            values["checks_passed"] = Participant.checks_passed + 1
-        else:
-            values["checks_failed"] = Participant.checks_failed + 1
+    verdict = _check_verdict(participant_id, passed) if kind == rounds.CHECK else None
+    if verdict == schedule.PASS:
+        values["checks_passed"] = Participant.checks_passed + 1
+    elif verdict == schedule.FAIL:
+        values["checks_failed"] = Participant.checks_failed + 1
+    elif verdict == schedule.VOID:
+        values["checks_void"] = Participant.checks_void + 1
     db.session.execute(update(Participant).where(Participant.id == participant_id).values(**values))
     db.session.refresh(participant)
     config = config_of(participant.study)
-    if participant.status == ParticipantStatus.started and participant.rounds_done >= config.rounds:
+    if verdict == schedule.VOID:
+        _schedule_spare(participant, config)
+    required = required_rounds(config, participant)
+    if participant.status == ParticipantStatus.started and participant.rounds_done >= required:
         outcome = (
             ParticipantStatus.failed_checks
             if participant.checks_failed >= config.fail_after_checks
             else ParticipantStatus.completed
         )
         _finish(participant, config, outcome)
+
+
+def _check_verdict(participant_id: int, passed: bool) -> str:
+    """PASS / FAIL / VOID for the check this worker has just answered (its answer is stored in
+    the same transaction): void when they answered before the check's evidence was shown."""
+    row = db.session.execute(
+        select(Round.guess, Example.boundary, Example.source)
+        .join(Example, Example.id == Round.example_id)
+        .where(
+            Round.participant_id == participant_id,
+            Round.kind == rounds.CHECK,
+            Round.guess.is_not(None),
+        )
+        .order_by(Round.answered_at.desc(), Round.id.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return schedule.PASS if passed else schedule.FAIL
+    check = (row.source or {}).get("check", "all_human")
+    return schedule.check_verdict(check, row.guess, row.boundary)
+
+
+def _schedule_spare(participant: Participant, config: StudyConfig) -> None:
+    """After a void check: if the checks still to come cannot make up the study's number, put
+    a spare check in the worker's plan, at the soonest round (see schedule.spare_slot), when the
+    study has a spare text this worker has not read. Otherwise nothing: verify sends a worker
+    with void checks to review."""
+    plan = participant.schedule
+    required = required_rounds(config, participant)
+    wanted = sum(
+        schedule.check_mix(config.rounds, config.attention_check_rate, config.all_human_checks)
+    )
+    counted = participant.checks_passed + participant.checks_failed
+    done = participant.rounds_done
+    if counted + schedule.checks_left(plan, done, required) >= wanted:
+        return
+    if _pick_from(_spare_ids(participant.study), participant, ordered=False) is None:
+        return
+    new = schedule.spare_slot(plan, done, required)
+    if new is not None:
+        participant.schedule = new
 
 
 def _finish(participant: Participant, config: StudyConfig, outcome: ParticipantStatus) -> None:
@@ -626,6 +789,35 @@ def _finish(participant: Participant, config: StudyConfig, outcome: ParticipantS
     participant.outcome = outcome.value
     participant.finished_at = utcnow()
     participant.completion_code = None if shared else codes.new_code()
+
+
+def failed_checks_message(participant: Participant) -> str | None:
+    """The reason a worker who failed checks is shown on the finish page (None for others);
+    verify's rejection message carries the same words (schedule.failed_checks_text)."""
+    if participant.status != ParticipantStatus.failed_checks:
+        return None
+    answered = db.session.execute(
+        select(Round.kind, Round.guess, Example.boundary, Example.source)
+        .join(Example, Example.id == Round.example_id)
+        .where(
+            Round.participant_id == participant.id,
+            Round.guess.is_not(None),
+            Round.kind != rounds.PRACTICE,
+        )
+        .order_by(Round.answered_at, Round.id)
+    ).all()
+    found = schedule.check_rounds(
+        [
+            (
+                (r.source or {}).get("check", "all_human") if r.kind == rounds.CHECK else None,
+                r.guess,
+                r.boundary,
+            )
+            for r in answered
+        ]
+    )
+    counted = participant.checks_passed + participant.checks_failed
+    return schedule.failed_checks_text(found[schedule.FAIL], counted)
 
 
 def completion_code(participant: Participant) -> str | None:
@@ -641,13 +833,17 @@ def completion_url(participant: Participant) -> str | None:
     code = completion_code(participant)
     if code is None or not config.completion_url:
         return None
-    return config.completion_url.replace("{code}", code)
+    values = {"code": code, "pid": participant.worker_id}
+    return re.sub(
+        r"\{(code|pid)\}", lambda m: quote(values[m.group(1)], safe=""), config.completion_url
+    )
 
 
 def slot_progress(study: Study, participant: Participant) -> tuple[int, int]:
     """(the number of the worker's current or next round, rounds required)."""
     config = config_of(study)
-    return min(participant.rounds_done + 1, config.rounds), config.rounds
+    required = required_rounds(config, participant)
+    return min(participant.rounds_done + 1, required), required
 
 
 def parse_ratings(config: StudyConfig, values) -> dict[str, int]:
@@ -745,6 +941,18 @@ def round_context(round_: Round) -> dict:
     return context
 
 
+def truth_hidden(player_id: int) -> bool:
+    """True for a crowd worker in a study with show_feedback = false: no page or export other
+    than the study's own may show them the true boundary or the points of their rounds (workers
+    given the same texts could pool answers and collect per-exact bonuses)."""
+    configs = db.session.scalars(
+        select(Study.config)
+        .join(Participant, Participant.study_id == Study.id)
+        .where(Participant.player_id == player_id)
+    )
+    return any(not StudyConfig.from_json(config).show_feedback for config in configs)
+
+
 # -- managing studies -----------------------------------------------------------------------
 
 
@@ -808,7 +1016,11 @@ def edit_study(study: Study, new: StudyConfig) -> list[str]:
 
 
 def _drop_checks(study: Study) -> None:
-    ids = [*study.pool.get("checks", []), *study.pool.get("inside_checks", [])]
+    ids = [
+        *study.pool.get("checks", []),
+        *study.pool.get("inside_checks", []),
+        *study.pool.get("spare_checks", []),
+    ]
     if ids:
         db.session.execute(delete(Example).where(Example.id.in_(ids)))
 

@@ -26,10 +26,16 @@ from pathlib import Path
 
 from sqlalchemy import delete, func, select
 
-from app.crowd import codes
+from app.crowd import codes, schedule
 from app.crowd.config import StudyConfig
 from app.crowd.prolific_api import ProlificError
-from app.crowd.reports import WorkerStats, latest_decisions, speed_threshold, worker_stats
+from app.crowd.reports import (
+    VOID_FLAG,
+    WorkerStats,
+    latest_decisions,
+    speed_threshold,
+    worker_stats,
+)
 from app.crowd.studies import FINISHED, LEFT, config_of, expire_overdue, mark_left
 from app.errors import Conflict
 from app.extensions import db
@@ -173,16 +179,17 @@ def one_per_worker(submissions: list[Submission]) -> tuple[list[Submission], int
 
 
 def rejection_message(config: StudyConfig, w: WorkerStats) -> str:
-    checks = w.checks_passed + w.checks_failed
-    message = (
-        f"Thank you for taking part in “{config.title}”. We cannot approve this submission: "
-        f"{w.checks_failed} of the {checks} attention checks were not answered as they asked "
-        f"(the study asks that at least {checks - config.fail_after_checks + 1} be followed). "
+    """The message sent with a rejection: the reason the finish page showed the worker, word for
+    word (with the rounds that earned it), then what the checks were."""
+    shown = schedule.failed_checks_text(w.failed_check_rounds, w.checks_passed + w.checks_failed)
+    return (
+        f"Thank you for taking part in “{config.title}”. We cannot approve this submission. "
+        f"{shown} The study asks that at least "
+        f"{w.checks_passed + w.checks_failed - config.fail_after_checks + 1} be followed. "
         "Each check was an instruction written into a text, for example a sentence asking to be "
         "marked as machine-written, and the instructions said that such checks were included. "
         "If you think this is a mistake, please message us through the platform."
     )
-    return message
 
 
 def _expected_codes(config: StudyConfig, w: WorkerStats) -> dict[str, str]:
@@ -213,18 +220,21 @@ def decide_one(
         return Decision(sub.worker_id, PENDING, ["still working on the platform"], status, **base)
     reject, review, notes = [], [], []
     if outcome == "failed_checks":
-        reject.append(f"failed {w.checks_failed} of {w.checks_passed + w.checks_failed} checks")
+        reject.append(
+            f"failed {w.checks_failed} of {w.checks_passed + w.checks_failed} checks (rounds "
+            f"{', '.join(map(str, w.failed_check_rounds))})"
+        )
     elif outcome == "screened_out":
         why = "the comprehension questions" if w.comprehension_failures >= 2 else "screening"
         review.append(f"screened out by {why}: pay as for a screen-out, or ask them to return")
     elif site == ParticipantStatus.timed_out:
         review.append(
-            f"ran out of time on the site after {w.rounds_done} of {config.rounds} rounds"
+            f"ran out of time on the site after {w.rounds_done} of {w.required_rounds} rounds"
         )
     elif site == ParticipantStatus.returned:
         review.append("marked returned by an earlier run, yet submitted")
     elif not finished:
-        review.append(f"unfinished: {w.rounds_done} of {config.rounds} rounds")
+        review.append(f"unfinished: {w.rounds_done} of {w.required_rounds} rounds")
     code = sub.code
     if code is not None and code.upper() == NOCODE:
         if finished:
@@ -249,6 +259,11 @@ def decide_one(
         )
     if w.straight_lining:
         review.append("straight-lining: the same answer position many times in a row")
+    if w.checks_void >= VOID_FLAG and outcome != "failed_checks":
+        review.append(
+            f"answered {w.checks_void} attention checks before their instruction was shown "
+            f"(rounds {', '.join(map(str, w.void_check_rounds))}): neither passed nor failed"
+        )
     if reject:
         return Decision(
             sub.worker_id,
@@ -264,11 +279,16 @@ def decide_one(
 
 
 def given_bonuses(study: Study) -> dict[int, int]:
-    """participant id -> bonus already given (minor units): every ledger row but the failed
-    ones, so an issued, requested, sent or paid row counts, and a reversal cancels its row."""
+    """participant id -> score bonus already given (minor units): every score row of the ledger
+    but the failed ones, so an issued, requested, sent or paid row counts, and a reversal
+    cancels its row. Bonuses given in review have reasons of their own and are not counted."""
     rows = db.session.execute(
         select(StudyBonus.participant_id, func.sum(StudyBonus.amount_minor))
-        .where(StudyBonus.study_id == study.id, StudyBonus.state != FAILED)
+        .where(
+            StudyBonus.study_id == study.id,
+            StudyBonus.state != FAILED,
+            StudyBonus.reason.startswith("score"),
+        )
         .group_by(StudyBonus.participant_id)
     )
     return {pid: int(total) for pid, total in rows}
@@ -288,6 +308,32 @@ def score_reason(owed: int) -> str:
     return f"score to {_money(owed)}"
 
 
+def hand_decisions(study: Study) -> dict[int, StudyDecision]:
+    """participant id -> the latest decision a person made in `flask study review`."""
+    newest = (
+        select(func.max(StudyDecision.id))
+        .where(StudyDecision.study_id == study.id, StudyDecision.source == "review")
+        .group_by(StudyDecision.participant_id)
+    )
+    rows = db.session.scalars(select(StudyDecision).where(StudyDecision.id.in_(newest)))
+    return {row.participant_id: row for row in rows}
+
+
+def _by_hand(made: Decision, hand: StudyDecision | None) -> None:
+    """A person's decision in review stands over the rules (not over the platform's own
+    RETURNED / TIMED-OUT / still active); Prolific's own APPROVED settles a review too."""
+    if made.decision in (RETURNED, PENDING):
+        return
+    if hand is not None:
+        made.decision = hand.decision
+        made.reasons = [f"decided in review (run {hand.run})", *made.reasons]
+        made.rejection_category = hand.rejection_category
+        made.message = hand.message
+    elif made.decision == REVIEW and made.platform_status == "APPROVED":
+        made.decision = APPROVE
+        made.reasons = ["approved on the platform", *made.reasons]
+
+
 def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
     """A decision per worker (duplicates already removed), with the bonus still owed."""
     config = config_of(study)
@@ -297,11 +343,14 @@ def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
         config, [w.median_round_seconds for w in stats.values() if w.median_round_seconds]
     )
     given = given_bonuses(study)
+    hands = hand_decisions(study)
     decisions = []
     for sub in submissions:
         w = stats.get(sub.worker_id)
         made = decide_one(config, sub, w, speed)
         made.row = sub.row
+        if w is not None:
+            _by_hand(made, hands.get(w.participant_id))
         if config.bonus and w is not None and made.decision == APPROVE:
             owed = owed_minor(config, w)
             made.bonus_minor = max(owed - given.get(w.participant_id, 0), 0)
@@ -626,6 +675,31 @@ def mturk_batch_with_decisions(decisions: list[Decision], fieldnames: list[str])
     return out.getvalue()
 
 
+def mturk_bonus_csv(study: Study, bonus: list[Decision]) -> str:
+    """MTurk's SendBonus needs the worker, the assignment, the amount and a reason the worker
+    reads. The assignment is the batch file's AssignmentId, else the one the worker came with."""
+    sessions = dict(
+        db.session.execute(
+            select(Participant.id, Participant.platform_session).where(
+                Participant.id.in_([d.participant_id for d in bonus if d.participant_id])
+            )
+        ).all()
+    )
+    reason = f"Bonus for your answers in “{study.title}”, as the study's bonus rule says."
+    return _csv(
+        [
+            [
+                d.worker_id,
+                (d.row or {}).get("AssignmentId") or sessions.get(d.participant_id) or "",
+                _money(d.bonus_minor),
+                reason,
+            ]
+            for d in bonus
+        ],
+        ["WorkerId", "AssignmentId", "BonusAmount", "Reason"],
+    )
+
+
 def _money(minor: int) -> str:
     return f"{minor // 100}.{minor % 100:02d}"
 
@@ -709,6 +783,12 @@ def write_files(
         f"{neutralise(d.worker_id)},{_money(d.bonus_minor)}\n" for d in bonus
     )
     mturk_line = ""
+    if study.platform == "mturk":
+        files["mturk-bonus.csv"] = mturk_bonus_csv(study, bonus)
+        mturk_line += (
+            f"- mturk-bonus.csv: WorkerId, AssignmentId, BonusAmount and Reason for MTurk's "
+            f"SendBonus ({len(bonus)}); send each once.\n"
+        )
     if mturk_fieldnames is not None:
         files["mturk-decisions.csv"] = mturk_batch_with_decisions(decisions, mturk_fieldnames)
         mturk_line = (

@@ -4,11 +4,12 @@ A hypothesis state machine plays a researcher on a real database and a local sta
 Prolific's API (tests/crowd/test_prolific_api.py): verify --apply writing bonus.csv, uploading a
 bonus.csv (the researcher pays what it says), verify --apply --send through the API (whose
 set-up may be refused, or whose pay call may be answered with an error after paying), undo-verify
-with or without --drop-bonuses (as the docs advise: only for a bonus.csv never uploaded), and
-`study edit` raising the bonus cap. After every step no worker was paid more than owed, each
-ledger key has at most one live row, each bulk bonus was paid once, and no ledger row was ever
-deleted; once the researcher settles (uploads what is pending and runs verify again), every
-worker's paid total equals what the study owes them.
+with or without --drop-bonuses (as the docs advise: only for a bonus.csv never uploaded),
+`study edit` raising the bonus cap, and `study review --bonus` (once per worker and reason).
+After every step no worker was paid more than owed, each ledger key has at most one live row,
+each bulk bonus was paid once, and no ledger row was ever deleted; once the researcher settles
+(uploads what is pending and runs verify again), every worker's paid total equals what the
+study owes them.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import delete, func, select
 
-from app.crowd import studies, verify
+from app.crowd import review, studies, verify
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import worker_stats
+from app.errors import Conflict
 from app.extensions import db
 from app.models import StudyBonus, StudyDecision
 from app.models.studies import BONUS_LIVE, StudyRun
@@ -89,6 +91,7 @@ class Researcher(RuleBasedStateMachine):
         self.uploaded_runs: set[int] = set()
         self.uploads: dict[str, int] = {}
         self.rows_seen = 0
+        self.review_given: dict[tuple[str, str], tuple[int, int]] = {}  # key -> (run, amount)
 
     def submissions(self):
         return verify.from_prolific_api(self.fake.submissions.values())
@@ -96,6 +99,13 @@ class Researcher(RuleBasedStateMachine):
     def owed(self) -> dict[str, int]:
         config = studies.config_of(self.study)
         return {w.worker_id: verify.owed_minor(config, w) for w in worker_stats(self.study)}
+
+    def owed_in_all(self) -> dict[str, int]:
+        """The score bonus by the rule, plus the bonuses given in review and not cancelled."""
+        owed = self.owed()
+        for (worker, _reason), (_run, amount) in self.review_given.items():
+            owed[worker] += amount
+        return owed
 
     @initialize()
     def start(self):
@@ -142,6 +152,20 @@ class Researcher(RuleBasedStateMachine):
         verify.undo_last_run(self.study, drop_bonuses=drop)
         if drop:
             self.files.pop(latest, None)  # that bonus.csv is thrown away
+            for key, (run, _amount) in list(self.review_given.items()):
+                if run == latest:
+                    del self.review_given[key]
+
+    @rule(worker=st.sampled_from(["w-a", "w-b"]), reason=st.sampled_from(["kind", "careful"]))
+    def review_gives_a_bonus(self, worker, reason):
+        try:
+            row = review.give_bonus(self.study, worker, 0.15, reason)
+        except Conflict:
+            assert (worker, reason) in self.review_given  # that reason is paid once
+            return
+        assert (worker, reason) not in self.review_given
+        self.review_given[(worker, reason)] = (row.run, 15)
+        self.files[row.run] = [(worker, 15)]  # the bonus file the command writes
 
     @precondition(lambda self: self.cap < len(CAPS) - 1)
     @rule()
@@ -155,7 +179,7 @@ class Researcher(RuleBasedStateMachine):
 
     @invariant()
     def never_paid_more_than_owed_and_each_key_once(self):
-        owed = self.owed()
+        owed = self.owed_in_all()
         for worker, amount in paid_per_worker(self.fake, self.uploads).items():
             assert amount <= owed[worker], (worker, amount, owed[worker])
         live = db.session.execute(
@@ -183,7 +207,7 @@ class Researcher(RuleBasedStateMachine):
         for d in decisions:
             if d.bonus_minor:
                 self.uploads[d.worker_id] = self.uploads.get(d.worker_id, 0) + d.bonus_minor
-        owed = self.owed()
+        owed = self.owed_in_all()
         paid = paid_per_worker(self.fake, self.uploads)
         for worker in ("w-a", "w-b"):
             assert paid.get(worker, 0) == owed[worker], (worker, paid, owed)

@@ -132,7 +132,9 @@ def test_edit_changes_wording_but_not_what_workers_play(runner, ctx, tmp_path):
     db.session.refresh(study)
     assert studies.config_of(study).rounds == 9
     assert len(study.pool["inside_checks"]) == 9  # 3 per worker now
-    assert db.session.scalar(select(func.count()).where(Example.kind == "attention_check")) == 9
+    assert len(study.pool["spare_checks"]) == 3  # one per inside check a worker may void
+    # The old checks are gone: 9 inside checks and 3 spares.
+    assert db.session.scalar(select(func.count()).where(Example.kind == "attention_check")) == 12
     join(study, worker="w1")
     locked = STUDY_TOML.replace("rounds = 6", "rounds = 12")
     path.write_text(locked, encoding="utf-8")
@@ -165,7 +167,7 @@ def test_delete_needs_force_and_an_export_when_workers_joined(runner, ctx, tmp_p
     study = studies.get_study("pilot")
     finish_workers(study)
     examples_before = db.session.scalar(select(func.count()).select_from(Example))
-    checks = len(study.pool["inside_checks"]) + len(study.pool["checks"])
+    checks = sum(len(study.pool[k]) for k in ("inside_checks", "checks", "spare_checks"))
     refused = runner.invoke(args=["study", "delete", "pilot", "--yes"])
     assert refused.exit_code != 0 and "3 participant(s)" in refused.output
     no_export = runner.invoke(args=["study", "delete", "pilot", "--yes", "--force"])
@@ -208,3 +210,31 @@ def test_the_guides_example_runs_on_the_demo_data_without_a_warning(app, runner,
     assert "3 attention checks (2 inside a text, 1 all-human)" in created.output
     assert "10.00 GBP/hour" in created.output
     assert "Entry link: https://roft.example.org/study/news-pilot?PROLIFIC_PID=" in created.output
+
+
+def test_an_http_public_url_gets_a_warning_at_start_up(make_app, caplog):
+    with caplog.at_level("WARNING"):
+        make_app(PUBLIC_URL="http://roft.example.org")
+    assert "PUBLIC_URL is http://roft.example.org, not an https address" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        make_app(PUBLIC_URL="https://roft.example.org")
+    assert "not an https address" not in caplog.text
+
+
+def test_verify_writes_outside_version_control_by_default(app, runner, ctx, tmp_path):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    # Flask's instance folder is the repository's instance/, which version control ignores.
+    assert Path(app.instance_path) == repo / "instance"
+    assert "instance/" in (repo / ".gitignore").read_text(encoding="utf-8").split()
+    app.instance_path = str(tmp_path / "instance")  # this test writes nothing into the repo
+    make_pool()
+    create(runner, tmp_path)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("w-nobody\n", encoding="utf-8")
+    result = runner.invoke(args=["study", "verify", "pilot", "--ids", str(ids)])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "instance" / "studies" / "pilot" / "decisions"
+    assert f"Files in {out}/" in result.output and (out / "decisions.csv").exists()

@@ -94,6 +94,8 @@ def test_missing_outcome_codes_and_short_time_limits_are_flagged():
         ({"time_limit_minutes": 0}, "time_limit_minutes: must be at least 1"),
         ({"places": 2.5}, "places: must be a whole number"),
         ({"speeder_fraction": 2}, "speeder_fraction: must be at most 1"),
+        ({"completion_url": "https://x.org/done"}, "completion_url: must contain {code} or {pid}"),
+        ({"completion_url": "https://x.org/?c={cod}"}, "unknown placeholder {cod}"),
     ],
 )  # fmt: skip
 def test_every_nested_table_is_checked(change, fragment):
@@ -152,3 +154,24 @@ def test_agreement_counts_pairs_and_matches_the_reference_alpha():
     perfect = agreement.agreement([[1, 1], [6, 6], [3, 3, 3]])
     assert perfect.alpha_interval == 1.0 and perfect.exact_rate == 1.0
     assert agreement.agreement([]).exact_rate is None
+
+
+def test_a_sona_style_completion_url_takes_the_participant_id(ctx):
+    """SONA's survey_code is the participant id: `{pid}` alone is enough, and is filled in."""
+    from app.crowd import studies
+    from app.crowd.platforms import Entry
+    from tests.crowd.helpers import make_pool, make_study
+
+    make_pool()
+    url = "https://uni.sona-systems.com/webstudy_credit.aspx?experiment_id=7&survey_code={pid}"
+    study = make_study(
+        platform="generic", completion_url=url, attention_check_rate=0, rounds=1,
+        screening={"question": "Q", "options": ["a", "b"], "accept": ["a"]},
+    )  # fmt: skip
+    entry = Entry(worker_id="id 4&5", session=None, study=None)
+    worker = studies.enter(study, entry, None, consent=True, screening="b")  # screened out
+    assert studies.completion_url(worker) == url.replace("{pid}", "id%204%265")
+    both = "https://x.org/done?pid={pid}&code={code}"
+    study.config = {**study.config, "completion_url": both}
+    code = studies.completion_code(worker)
+    assert studies.completion_url(worker) == f"https://x.org/done?pid=id%204%265&code={code}"

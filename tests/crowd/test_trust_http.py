@@ -14,7 +14,7 @@ from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
 from tests.conftest import csrf_token
 from tests.crowd.helpers import join, make_pool, make_study
-from tests.crowd.test_crowd_http import join_http, play_round_http, setup_study
+from tests.crowd.test_crowd_http import PROLIFIC, join_http, play_round_http, setup_study
 
 QUESTIONS = [
     {"question": "Who wrote the first sentence?", "options": ["A person", "A machine"],
@@ -61,14 +61,16 @@ def test_comprehension_questions_come_before_any_round_and_allow_two_tries(app, 
     skipped = client.post("/study/pilot/next", data={"csrf_token": token})
     assert skipped.status_code == 409  # no round before the questions are answered
     wrong = {"csrf_token": token, "comprehension_0": "A person", "comprehension_1": "Ignore it"}
-    first = client.post("/study/pilot/comprehension", data={**wrong, "attempt": "0"})
+    first = client.post("/study/pilot/comprehension", data=wrong)
     assert first.status_code == 400
     assert "one more try" in first.get_data(as_text=True)
     assert "last try" in first.get_data(as_text=True)
     # The same form sent twice (a double click) is one try, not two.
-    double = client.post("/study/pilot/comprehension", data={**wrong, "attempt": "0"})
+    double = client.post("/study/pilot/comprehension", data=wrong)
     assert double.status_code == 400 and participant(app).comprehension_failures == 1
-    second = client.post("/study/pilot/comprehension", data={**wrong, "attempt": "1"})
+    # The server counts the tries: a hidden `attempt` field sent back as "0" changes nothing.
+    other = {**wrong, "comprehension_1": "Skip it", "attempt": "0"}
+    second = client.post("/study/pilot/comprehension", data=other)
     assert second.headers["Location"].endswith("/study/pilot/done")
     done = client.get("/study/pilot/done").get_data(as_text=True)
     assert "C3SCRN03" in done and "two tries" in done
@@ -149,6 +151,13 @@ def test_hidden_feedback_shows_neither_truth_nor_points(app, client):
         hidden = example.sentences[2:]
     assert not any(sentence in page for sentence in hidden)  # nothing the worker did not see
     assert client.get("/profile").headers["Location"].endswith("/study/current")
+    # Nor from the account's other pages (workers given the same texts could pool answers).
+    assert client.get("/profile/rounds").status_code == 404
+    data = client.get("/account/data.json").get_json()
+    answered = [r for r in data["rounds"] if "answered_at" in r]
+    assert answered and answered[0]["guess"] == 1
+    for key in ("boundary", "points", "text_id", "counted"):
+        assert all(key not in r for r in data["rounds"]), key
 
 
 def test_time_limit_ends_the_study_and_refuses_late_answers(app, client):
@@ -156,11 +165,11 @@ def test_time_limit_ends_the_study_and_refuses_late_answers(app, client):
     join_http(client)
     token = csrf_token(client)
     round_id = first_round(client, token)
+    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
     with app.app_context():
         found = db.session.scalar(select(Participant))
         found.started_at -= timedelta(minutes=31)
         db.session.commit()
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
     late = client.post(
         f"/play/round/{round_id}/answer",
         data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
@@ -247,3 +256,29 @@ def test_dashboard_shows_the_public_link_agreement_and_worker_decisions(app, cli
     data = researcher.get("/research/studies/pilot.json").get_json()
     assert data["workers"][0]["worker_id"] == "5f1a2b3c"
     assert data["agreement"]["pairs"] == 0 and data["left"] == 0
+
+
+def test_a_worker_out_of_time_reveals_no_more(app, client):
+    setup_study(app, time_limit_minutes=30, attention_check_rate=0)
+    join_http(client)
+    token = csrf_token(client)
+    round_id = first_round(client, token)
+    with app.app_context():
+        found = db.session.scalar(select(Participant))
+        found.started_at -= timedelta(minutes=31)
+        db.session.commit()
+    late = client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    assert late.status_code == 409 and "has run out" in late.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.get(Round, round_id).revealed == 1  # nothing more was shown
+        assert db.session.scalar(select(Participant)).status == ParticipantStatus.timed_out
+
+
+def test_a_closed_study_shows_no_consent_page_to_newcomers(app, client, runner):
+    setup_study(app)
+    join_http(client)  # already in: may go on
+    assert runner.invoke(args=["study", "close", "pilot"]).exit_code == 0
+    newcomer = app.test_client().get("/study/pilot?PROLIFIC_PID=5fnew&STUDY_ID=st1&SESSION_ID=s9")
+    body = newcomer.get_data(as_text=True)
+    assert newcomer.status_code == 409 and "closed" in body and 'name="consent"' not in body
+    assert client.get(PROLIFIC, follow_redirects=False).status_code == 302  # back to their study

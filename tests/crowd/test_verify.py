@@ -279,11 +279,11 @@ def test_a_worker_out_of_time_frees_the_place_without_a_verify(study):
 
 def test_mturk_batch_gets_approve_and_reject_filled_in(runner, ctx, tmp_path):
     make_pool()
-    create(runner, tmp_path, STUDY_TOML.replace('platform = "prolific"', 'platform = "mturk"'))
+    create(runner, tmp_path, BONUS.replace('platform = "prolific"', 'platform = "mturk"'))
     made = studies.get_study("pilot")
     good = join(made, "A-good", "AS1")
     for _ in range(6):
-        play_slot(made, good)
+        play_slot(made, good, flag_at=None)  # right every time: a bonus
     bad = join(made, "A-bad", "AS2")
     play_lazy(made, bad, "human")
     code = studies.completion_code(good)
@@ -303,6 +303,10 @@ def test_mturk_batch_gets_approve_and_reject_filled_in(runner, ctx, tmp_path):
     assert rows[0]["WorkerId"] == "A-good" and rows[0]["Approve"] == "x" and rows[0]["Reject"] == ""
     assert rows[1]["Approve"] == "" and "attention checks" in rows[1]["Reject"]
     assert rows[1]["AssignmentId"] == "AS2"
+    # The bonus in the shape MTurk's SendBonus takes, with the assignment.
+    bonus = list(csv.DictReader(io.StringIO((out / "mturk-bonus.csv").read_text())))
+    assert [(b["WorkerId"], b["AssignmentId"]) for b in bonus] == [("A-good", "AS1")]
+    assert bonus[0]["BonusAmount"] == "0.20" and "Spot the machine" in bonus[0]["Reason"]
 
 
 def test_plain_id_lists_and_bad_input(runner, ctx, tmp_path):
