@@ -75,9 +75,11 @@ SHARE = click.FloatRange(0, 1)
 
 def register_cli(app: Flask) -> None:
     from app.crowd.cli import register_study_cli
+    from app.crowd.fraud_cli import register_flags_command
     from app.research.cli import register_research_cli
 
     register_study_cli(app)
+    register_flags_command(app)
     register_research_cli(app)
     app.cli.add_command(daily_cli)
 

@@ -17,7 +17,7 @@ from flask import (
 from flask_login import current_user, login_required
 
 from app import paging
-from app.crowd import links, reports, studies
+from app.crowd import fraud, links, reports, studies
 from app.game import insights
 from app.leaderboard import integrity
 from app.research import overview
@@ -61,6 +61,7 @@ def study(slug: str):
         study=found,
         report=reports.study_report(found),
         entry_link=links.entry_link(found),
+        fraud_flags=fraud.study_flags(found),
         refresh_seconds=current_app.config["STUDY_DASHBOARD_REFRESH_SECONDS"],
     )
 

@@ -1,0 +1,439 @@
+"""Fraud signals in a crowd study, for the study runner to look into; never a decision.
+
+Three signals, each with its evidence (which worker ids, which rounds, which texts):
+
+- **Shared browser.** The game records, for every answered round, a keyed hash of the browser's
+  long-lived device cookie (app/leaderboard/integrity.py, `truth_views`). Two participant ids
+  whose rounds were answered in one browser are probably one person with two accounts. The same
+  browser under another worker id in *another* study is reported too.
+- **Copied explanations.** Explanations of different workers that are identical or nearly so
+  once case, punctuation and spacing are set aside (difflib's similarity ratio at least
+  SIMILAR_RATIO). Only informative explanations count (at least MIN_WORDS words, MIN_DISTINCT
+  distinct words and MIN_CHARS characters), so that short common answers ("repetition", "it
+  repeats itself") written by many honest readers are never flagged.
+- **Faster than reading.** A round answered sooner after its first sentence appeared than the
+  revealed words take to read at MAX_WORDS_PER_MINUTE. A worker is flagged when at least
+  MIN_FAST_ROUNDS rounds and at least half of their answered rounds are that fast; one quick round
+  (a text already half-read) is not enough.
+
+Paste events and typing speed are not recorded by the game, so they are not among the signals.
+
+The pure functions take plain rows; `study_flags` loads a study's rows and runs them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from difflib import SequenceMatcher
+from itertools import combinations
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Example, Participant, Round, Study, TruthView
+
+SHARED_DEVICE = "shared_browser"
+COPIED_EXPLANATION = "copied_explanation"
+FASTER_THAN_READING = "faster_than_reading"
+SIGNALS = {
+    SHARED_DEVICE: "same browser as another participant id",
+    COPIED_EXPLANATION: "explanation identical or nearly identical to another worker's",
+    FASTER_THAN_READING: "answers faster than the text can be read",
+}
+
+MIN_WORDS = 8
+MIN_DISTINCT = 6
+MIN_CHARS = 40
+SIMILAR_RATIO = 0.85
+SHINGLE = 5
+# Pairs sharing less than this share of 5-character pieces are not compared character by
+# character: they cannot reach SIMILAR_RATIO.
+CANDIDATE_JACCARD = 0.3
+# Pieces found in more distinct explanations than this (" the ", "sente") do not propose pairs.
+COMMON_PIECE = 200
+# Brysbaert (2019): adults read English silently at about 238 words a minute; skimming reaches
+# 400-700. Reading faster than this is not reading.
+MAX_WORDS_PER_MINUTE = 600.0
+MIN_FAST_ROUNDS = 3
+FAST_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class ExplanationRow:
+    participant_id: int
+    worker_id: str
+    round_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class TimingRow:
+    participant_id: int
+    worker_id: str
+    round_id: int
+    order_index: int
+    first_shown_at: datetime
+    answered_at: datetime
+    words: int  # words in the sentences revealed before the answer
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    """One answered round's browser: `study` and `worker_id` name the participant."""
+
+    participant_id: int
+    worker_id: str
+    study: str
+    round_id: int | None
+    device: str
+
+
+@dataclass(frozen=True)
+class Flag:
+    signal: str
+    summary: str
+    other_workers: tuple[str, ...] = ()
+    rounds: tuple[int, ...] = ()
+    texts: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return SIGNALS[self.signal]
+
+
+@dataclass
+class WorkerFlags:
+    participant_id: int
+    worker_id: str
+    flags: list[Flag] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "participant_id": self.participant_id,
+            "worker_id": self.worker_id,
+            "flags": [
+                {
+                    "signal": f.signal,
+                    "title": f.title,
+                    "summary": f.summary,
+                    "other_workers": list(f.other_workers),
+                    "rounds": list(f.rounds),
+                    "texts": list(f.texts),
+                }
+                for f in self.flags
+            ],
+        }
+
+
+# -- explanations ------------------------------------------------------------------------------
+
+
+def normalise(text: str) -> str:
+    """Lower case, compatibility forms, punctuation and symbols out, single spaces."""
+    text = unicodedata.normalize("NFKC", text).casefold().replace("'", "").replace("\u2019", "")
+    kept = "".join(
+        ch if not unicodedata.category(ch).startswith(("P", "S")) else " " for ch in text
+    )
+    return re.sub(r"\s+", " ", kept).strip()
+
+
+def informative(normalised: str) -> bool:
+    """Long and varied enough that two workers writing it independently would be a coincidence."""
+    words = normalised.split()
+    return (
+        len(words) >= MIN_WORDS and len(set(words)) >= MIN_DISTINCT and len(normalised) >= MIN_CHARS
+    )
+
+
+def shingles(normalised: str, size: int = SHINGLE) -> frozenset[str]:
+    if len(normalised) <= size:
+        return frozenset({normalised})
+    return frozenset(normalised[i : i + size] for i in range(len(normalised) - size + 1))
+
+
+def similarity(a: str, b: str) -> float:
+    """difflib's ratio between two normalised texts: 1.0 for identical ones."""
+    if a == b:
+        return 1.0
+    return SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+@dataclass(frozen=True)
+class CopiedPair:
+    first: ExplanationRow
+    second: ExplanationRow
+    ratio: float
+
+
+def copied_pairs(rows: Iterable[ExplanationRow]) -> list[CopiedPair]:
+    """Informative explanations of *different* workers at SIMILAR_RATIO or above."""
+    groups: dict[str, list[ExplanationRow]] = defaultdict(list)
+    for row in rows:
+        norm = normalise(row.text)
+        if informative(norm):
+            groups[norm].append(row)
+    texts = list(groups)
+    grams = [shingles(t) for t in texts]
+    # Candidate pairs of distinct texts: those sharing a 5-character piece that few texts have
+    # (near-copies share many such pieces), then their full share of pieces.
+    index: dict[str, list[int]] = defaultdict(list)
+    for i, pieces in enumerate(grams):
+        for gram in pieces:
+            index[gram].append(i)
+    candidates = {
+        pair
+        for members in index.values()
+        if len(members) <= COMMON_PIECE
+        for pair in combinations(members, 2)
+    }
+    alike = [(i, i, 1.0) for i in range(len(texts))]
+    for i, j in candidates:
+        common = len(grams[i] & grams[j])
+        if common / (len(grams[i]) + len(grams[j]) - common) < CANDIDATE_JACCARD:
+            continue
+        ratio = similarity(texts[i], texts[j])
+        if ratio >= SIMILAR_RATIO:
+            alike.append((i, j, ratio))
+    found = []
+    for i, j, ratio in alike:
+        first, second = groups[texts[i]], groups[texts[j]]
+        pairs = combinations(first, 2) if i == j else ((a, b) for a in first for b in second)
+        for a, b in pairs:
+            if a.participant_id != b.participant_id:
+                a, b = (a, b) if a.round_id < b.round_id else (b, a)
+                found.append(CopiedPair(a, b, ratio))
+    found.sort(key=lambda p: (p.first.round_id, p.second.round_id))
+    return found
+
+
+def explanation_flags(rows: Iterable[ExplanationRow]) -> dict[int, Flag]:
+    """Per participant, the copied-explanation flag with the matching workers, rounds and texts."""
+    matches: dict[int, list[tuple[ExplanationRow, ExplanationRow, float]]] = defaultdict(list)
+    for pair in copied_pairs(rows):
+        matches[pair.first.participant_id].append((pair.first, pair.second, pair.ratio))
+        matches[pair.second.participant_id].append((pair.second, pair.first, pair.ratio))
+    flags = {}
+    for participant_id, found in matches.items():
+        found.sort(key=lambda m: (m[0].round_id, m[1].round_id))
+        own = sorted({mine.round_id for mine, _, _ in found})
+        others = sorted({theirs.worker_id for _, theirs, _ in found})
+        texts = []
+        for mine, theirs, ratio in found:
+            texts.append(
+                f"round {mine.round_id}: {mine.text!r} ~ {theirs.worker_id} round "
+                f"{theirs.round_id}: {theirs.text!r} ({ratio:.0%} alike)"
+            )
+        flags[participant_id] = Flag(
+            COPIED_EXPLANATION,
+            f"{len(own)} explanation(s) match those of {', '.join(others)}",
+            tuple(others),
+            tuple(own),
+            tuple(texts),
+        )
+    return flags
+
+
+# -- reading speed -----------------------------------------------------------------------------
+
+
+def reading_floor(words: int, words_per_minute: float = MAX_WORDS_PER_MINUTE) -> float:
+    """The fewest seconds that reading `words` words takes."""
+    return 60.0 * words / words_per_minute
+
+
+def fast_rounds(rows: Iterable[TimingRow]) -> list[tuple[TimingRow, float, float]]:
+    """The rounds answered faster than their revealed words can be read: (row, seconds, floor)."""
+    found = []
+    for row in rows:
+        seconds = (row.answered_at - row.first_shown_at).total_seconds()
+        floor = reading_floor(row.words)
+        if seconds < floor:
+            found.append((row, seconds, floor))
+    return found
+
+
+def speed_flags(rows: Iterable[TimingRow]) -> dict[int, Flag]:
+    """Workers with at least MIN_FAST_ROUNDS rounds, and at least FAST_SHARE of their rounds,
+    answered faster than reading."""
+    by_worker: dict[int, list[TimingRow]] = defaultdict(list)
+    for row in rows:
+        by_worker[row.participant_id].append(row)
+    flags = {}
+    for participant_id, own in by_worker.items():
+        fast = fast_rounds(sorted(own, key=lambda r: r.order_index))
+        if len(fast) < MIN_FAST_ROUNDS or len(fast) < FAST_SHARE * len(own):
+            continue
+        flags[participant_id] = Flag(
+            FASTER_THAN_READING,
+            f"{len(fast)} of {len(own)} rounds answered faster than reading at "
+            f"{MAX_WORDS_PER_MINUTE:g} words a minute",
+            (),
+            tuple(row.round_id for row, _, _ in fast),
+            tuple(
+                f"round {row.round_id}: {row.words} words in {seconds:.1f} s "
+                f"(reading takes at least {floor:.1f} s)"
+                for row, seconds, floor in fast
+            ),
+        )
+    return flags
+
+
+# -- browsers ----------------------------------------------------------------------------------
+
+
+def device_flags(rows: Iterable[DeviceRow], study: str) -> dict[int, Flag]:
+    """Participants of `study` whose browser also answered under another worker id: in this
+    study (another participant id) or in another study (a different worker id there)."""
+    by_device: dict[str, list[DeviceRow]] = defaultdict(list)
+    for row in rows:
+        by_device[row.device].append(row)
+    others: dict[int, set[str]] = defaultdict(set)
+    rounds: dict[int, set[int]] = defaultdict(set)
+    workers: dict[int, str] = {}
+    for device_rows in by_device.values():
+        here = [r for r in device_rows if r.study == study]
+        for mine in here:
+            for theirs in device_rows:
+                if theirs.participant_id == mine.participant_id:
+                    continue
+                if theirs.study != study and theirs.worker_id == mine.worker_id:
+                    continue  # the same worker in another study: allowed
+                label = (
+                    theirs.worker_id
+                    if theirs.study == study
+                    else f"{theirs.worker_id} (study {theirs.study})"
+                )
+                others[mine.participant_id].add(label)
+                workers[mine.participant_id] = mine.worker_id
+                if mine.round_id is not None:
+                    rounds[mine.participant_id].add(mine.round_id)
+    return {
+        participant_id: Flag(
+            SHARED_DEVICE,
+            f"rounds answered in a browser also used by {', '.join(sorted(labels))}",
+            tuple(sorted(labels)),
+            tuple(sorted(rounds[participant_id])),
+        )
+        for participant_id, labels in others.items()
+    }
+
+
+def combine(workers: Sequence[tuple[int, str]], *flag_sets: dict[int, Flag]) -> list[WorkerFlags]:
+    """The flagged workers, in the order given, each with their flags in signal order."""
+    result = []
+    for participant_id, worker_id in workers:
+        flags = [found[participant_id] for found in flag_sets if participant_id in found]
+        if flags:
+            result.append(WorkerFlags(participant_id, worker_id, flags))
+    return result
+
+
+# -- the service -------------------------------------------------------------------------------
+
+
+def _explanations(study: Study) -> list[ExplanationRow]:
+    rows = db.session.execute(
+        select(Round.participant_id, Participant.worker_id, Round.id, Round.explanation)
+        .join(Participant, Participant.id == Round.participant_id)
+        .where(Participant.study_id == study.id, Round.guess.is_not(None), Round.explanation != "")
+    )
+    return [ExplanationRow(*row) for row in rows]
+
+
+def _timings(study: Study) -> list[TimingRow]:
+    rows = db.session.execute(
+        select(
+            Round.participant_id,
+            Participant.worker_id,
+            Round.id,
+            Round.order_index,
+            Round.started_at,
+            Round.answered_at,
+            Round.revealed,
+            Example.sentences,
+        )
+        .join(Participant, Participant.id == Round.participant_id)
+        .join(Example, Example.id == Round.example_id)
+        .where(
+            Participant.study_id == study.id,
+            Round.answered_at.is_not(None),
+            Round.kind != "practice",
+        )
+    )
+    return [
+        TimingRow(
+            pid,
+            worker,
+            round_id,
+            order,
+            started,
+            answered,
+            sum(len(s.split()) for s in sentences[:revealed]),
+        )
+        for pid, worker, round_id, order, started, answered, revealed, sentences in rows
+    ]
+
+
+def _devices(study: Study) -> list[DeviceRow]:
+    """Every answered round's browser in this study, and the rounds of other studies' workers
+    answered in those browsers."""
+    views = TruthView.__table__.c
+    here = (
+        select(views.device)
+        .join(Participant, Participant.player_id == views.player_id)
+        .where(Participant.study_id == study.id, views.device.is_not(None))
+        .distinct()
+    )
+    rows = db.session.execute(
+        select(Participant.id, Participant.worker_id, Study.slug, Round.id, views.device)
+        .select_from(TruthView)
+        .join(Participant, Participant.player_id == views.player_id)
+        .join(Study, Study.id == Participant.study_id)
+        .outerjoin(
+            Round,
+            (Round.player_id == views.player_id) & (Round.example_id == views.example_id),
+        )
+        .where(views.device.in_(here))
+    )
+    return [DeviceRow(*row) for row in rows]
+
+
+def study_flags(study: Study) -> list[WorkerFlags]:
+    """The study's flagged workers with their evidence, in the order they joined."""
+    workers = list(
+        db.session.execute(
+            select(Participant.id, Participant.worker_id)
+            .where(Participant.study_id == study.id)
+            .order_by(Participant.id)
+        )
+    )
+    return combine(
+        [(pid, worker) for pid, worker in workers],
+        device_flags(_devices(study), study.slug),
+        explanation_flags(_explanations(study)),
+        speed_flags(_timings(study)),
+    )
+
+
+def flag_lines(flagged: Sequence[WorkerFlags]) -> list[str]:
+    """The flags as text, for `flask study flags`."""
+    if not flagged:
+        return ["No worker is flagged."]
+    lines = [
+        f"{len(flagged)} worker(s) flagged. Flags are signals to look into, never a reason to "
+        "reject on their own."
+    ]
+    for worker in flagged:
+        lines.append(f"{worker.worker_id} (participant {worker.participant_id}):")
+        for flag in worker.flags:
+            lines.append(f"  - {flag.title}: {flag.summary}")
+            if flag.rounds:
+                lines.append(f"    rounds: {', '.join(str(r) for r in flag.rounds)}")
+            for text in flag.texts:
+                lines.append(f"    {text}")
+    return lines
