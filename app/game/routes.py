@@ -193,7 +193,8 @@ def _teaching(round_) -> dict:
         labels = [str(i + 1) for i in range(n)] + ["all human"]
         context["spread"] = spread
         context["spread_chart"] = charts.bar_chart(
-            labels[1:],
+            # "human": said all human (short enough to sit under its bar on a phone)
+            [*labels[1:-1], "human"],
             spread.counts[1:],
             title="Where other players flagged this text",
             description=(
