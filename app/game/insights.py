@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import BadRequest, Conflict, Forbidden, NotFound
 from app.extensions import db
-from app.game import rounds
+from app.game import rounds, tally
 from app.game.reasons import REASONS
 from app.game.scoring import points as points_for
 from app.leaderboard import integrity
@@ -205,7 +205,7 @@ _BEST_EXPLANATIONS = (
         Round.reasons,
         Round.upvotes,
         Round.guess,
-        Round.points,
+        tally.EARNED.label("points"),
         Round.id.in_(
             select(ExplanationVote.round_id).where(
                 ExplanationVote.voter_id == bindparam("player_id")
@@ -213,7 +213,7 @@ _BEST_EXPLANATIONS = (
         ).label("voted"),
     )
     .where(Round.example_id == bindparam("example_id"), Round.player_id != bindparam("player_id"))
-    .order_by(Round.upvotes.desc(), Round.points.desc(), Round.id.asc())
+    .order_by(Round.upvotes.desc(), tally.EARNED.desc(), Round.id.asc())
     .limit(bindparam("limit"))
 )
 
