@@ -12,7 +12,13 @@ from playwright.sync_api import expect
 
 from tests import factories
 from tests.e2e.conftest import audit
-from tests.e2e.test_game_flows import DAY, device, play_daily_in_browser, shot
+from tests.e2e.test_game_flows import (
+    DAY,
+    device,
+    flag_second_sentence,
+    play_daily_in_browser,
+    shot,
+)
 
 pytestmark = pytest.mark.browser
 __all__ = ["device"]  # the fixture, imported for this module's tests
@@ -81,3 +87,18 @@ def test_a_replay_earns_nothing_on_any_page(app, live_server, device, shots):
     expect(page.locator(".badges li.earned")).to_have_count(0)
     expect(page.locator("table")).to_contain_text("not counted")
     audit(page, "replay profile")
+
+
+def test_the_chosen_category_sticks_in_the_browser(live_server, device, shots):
+    page = device
+    page.goto(live_server + "/")
+    page.get_by_role("button", name=re.compile("^Stories")).click()
+    expect(page.locator("h1")).to_contain_text("Stories · text 1 of 5")
+    flag_second_sentence(page)
+    page.goto(live_server + "/")
+    main = page.locator("button.play")
+    expect(main).to_contain_text("Continue your set · text 2 of 5 · Stories")
+    audit(page, "home with a chosen category")
+    shot(page, shots, "home-category")
+    main.click()
+    expect(page.locator("h1")).to_contain_text("Stories · text 2 of 5")
