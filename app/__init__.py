@@ -52,6 +52,13 @@ class FramedSessionInterface(SecureCookieSessionInterface):
     def get_cookie_secure(self, app: Flask) -> bool:
         return True if self._framed() else super().get_cookie_secure(app)
 
+    def save_session(self, app: Flask, session, response) -> None:
+        # A static file is the same for everyone: no cookie and no `Vary: Cookie`, so that
+        # shared caches may keep it (Flask-Login reads the session on every response).
+        if request.endpoint == "static" and not session.modified:
+            return
+        super().save_session(app, session, response)
+
 
 def create_app(overrides: dict | None = None) -> Flask:
     app = Flask(__name__, instance_path=str(PROJECT_ROOT / "instance"))
@@ -100,7 +107,17 @@ def create_app(overrides: dict | None = None) -> Flask:
     _register_security_headers(app)
     _register_static_versions(app)
     _register_links(app)
+    _register_compression(app)
     return app
+
+
+def _register_compression(app: Flask) -> None:
+    """Pages, CSS and JS go out compressed (brotli, else gzip) to browsers that accept it."""
+    from flask_compress import Compress
+
+    app.config.setdefault("COMPRESS_ALGORITHM", ["br", "gzip"])
+    app.config.setdefault("COMPRESS_ALGORITHM_STREAMING", ["br", "deflate"])
+    Compress(app)
 
 
 def _register_links(app: Flask) -> None:

@@ -140,7 +140,7 @@ def build_config(instance_path: Path) -> dict:
         "DEMO_DAILY_SHARE": float(os.environ.get("DEMO_DAILY_SHARE", "0.25")),
         "AVOID_REPEATED_PASSAGES": os.environ.get("AVOID_REPEATED_PASSAGES", "1") == "1",
         # Reveal: how many other answers a text needs before their spread is shown.
-        "SPREAD_MIN_OTHERS": _int_env("SPREAD_MIN_OTHERS", 5),
+        "SPREAD_MIN_OTHERS": _int_env("SPREAD_MIN_OTHERS", 1),
         # Crowd studies (docs/running-a-study.md). PUBLIC_URL is the site's address as workers
         # reach it (https://roft.example.org): every printed and shown link starts with it.
         "PUBLIC_URL": (os.environ.get("PUBLIC_URL") or "").rstrip("/") or None,

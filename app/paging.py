@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from app.errors import BadRequest
 
-# Ids are 32-bit integers in PostgreSQL; a cursor beyond every id pages from the newest row.
-MAX_CURSOR = 2**31
+# Ids are 32-bit integers in PostgreSQL (a larger bound does not fit the column's type); a cursor
+# beyond every id pages from the newest row.
+MAX_CURSOR = 2**31 - 1
 
 
 def page_number(raw: str | None, rows: int, per_page: int) -> int:

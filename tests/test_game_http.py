@@ -117,7 +117,8 @@ def test_guest_plays_a_round_and_nothing_leaks_before_the_answer(app, client):
         result = client.get(f"/play/round/{round_id}").get_data(as_text=True)
         assert "Exact!" in result
         # The truth is told in plain words, with the decoding settings; never the internal name.
-        assert f"written by a language model (nucleus sampling, p = {SECRET_P:g})" in result
+        assert "A language model continued the text, choosing among its likelier words" in result
+        assert f"Decoding settings: nucleus sampling, p = {SECRET_P:g}." in result
         assert SECRET_SYSTEM not in result
         assert all(sentence in result for sentence in example.sentences)
         assert result.count('class="sentence machine') == 6

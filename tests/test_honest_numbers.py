@@ -4,16 +4,18 @@ browser) earns nothing anywhere. Played over HTTP, as a browser without JavaScri
 
 from __future__ import annotations
 
+import json
 import re
 
 from sqlalchemy import select
 
 from app.extensions import db
-from app.game import cards, daily
+from app.game import cards, daily, insights
 from app.models import GameSet, Round
+from tests import factories
 from tests import test_sets_and_daily as shared
 from tests.conftest import csrf_token
-from tests.game_helpers import play_over_http
+from tests.game_helpers import answer, play_over_http
 from tests.test_accounts import login, signup
 from tests.test_sets_and_daily import DAY, ROUND_RE, SHARE_RE
 
@@ -72,7 +74,10 @@ def everything_shown(app, client) -> dict:
     row_points = [
         int(p) for p in re.findall(r"</td><td>[^<]*</td><td>(\d+)(?: <small>|</td>)", rounds_page)
     ]
+    download = json.loads(client.get("/account/data.json").text)
     return {
+        "download": download,
+        "download_points": sum(r["points"] for r in download["rounds"]),
         "results": int(SCORE_RE.search(results).group(1)),
         "share": share_total,
         "squares": squares_line.split(" ")[0],
@@ -104,6 +109,19 @@ def test_a_daily_replayed_by_a_new_guest_earns_nothing_on_any_page(daily_app):
     assert ann["profile_rounds"] == ann["listed_rows"] == 5
     assert {"Bullseye", "Set complete", "On a roll"} <= ann["badges"]
     assert ann["streak"] == 1
+    assert ann["download_points"] == 25
+    assert [(x["kind"], x["day"], x["points"], x["counted"]) for x in ann["download"]["sets"]] == [
+        ("daily", DAY.isoformat(), 25, True)
+    ]
+    for row in ann["download"]["rounds"]:
+        # 1-based, as on the page; one reveal time per sentence shown.
+        assert row["flagged_sentence"] == row["first_machine_sentence"]
+        assert row["first_machine_sentence"] in (row["boundary"] + 1, None)
+        assert [r["sentence"] for r in row["reveals"]] == list(
+            range(1, row["sentences_revealed"] + 1)
+        )
+        assert row["set_id"] == ann["download"]["sets"][0]["set_id"]
+    assert "counted from 0" in ann["download"]["about"]["sentences"]
 
     # Signed out, the same browser replays the challenge as a new guest with the answers known.
     client.post("/logout", data={"csrf_token": csrf_token(client, "/")})
@@ -121,6 +139,11 @@ def test_a_daily_replayed_by_a_new_guest_earns_nothing_on_any_page(daily_app):
     assert replay["rounds_page"].count("(not counted") == 5
     assert replay["badges"] == set()
     assert replay["streak"] == 0
+    assert replay["download_points"] == 0
+    assert {(r["counted"], r["points_if_counted"]) for r in replay["download"]["rounds"]} == {
+        (False, 5)
+    }
+    assert [(x["points"], x["counted"]) for x in replay["download"]["sets"]] == [(0, False)]
     # Everyone's scores hold Ann's result only.
     with daily_app.app_context():
         assert daily.results(DAY).players == 1
@@ -166,3 +189,13 @@ def test_a_set_that_scored_nothing_names_no_best_call(small_sets):
     summary = client.get(next_path.removesuffix("/next")).get_data(as_text=True)
     assert "<strong>0</strong> of 15 points" in summary
     assert "Best call" not in summary
+
+
+def test_an_uncounted_round_shows_no_points_beside_its_explanation(ctx):
+    example = factories.example(boundary=3)
+    writer = answer(factories.player(), example, 3, explanation="The style shifts.")
+    writer.uncounted = "truth_seen_device"  # as if another identity had seen the truth first
+    db.session.commit()
+    reader_round = answer(factories.player(), example, 3)
+    shown = insights.explanations_for(reader_round)
+    assert [(e.text, e.points) for e in shown] == [("The style shifts.", 0)]

@@ -37,10 +37,23 @@ def play(player, category: str, latest_index: int) -> int:
     return done.points
 
 
-def add_total(player: Player, points: int, excess: int = 0, when=None, category=None) -> None:
+def add_total(
+    player: Player,
+    points: int,
+    excess: int = 0,
+    when=None,
+    category=None,
+    detection: skill.Detection = skill.NO_DETECTION,
+) -> None:
     """Totals for one round through `record_answer`, with no round behind them (no commit)."""
     category = category or factories.category()
-    standings.record_answer(player.id, category.id, Verdict(points, 0, ""), excess, when=when)
+    standings.record_answer(
+        player.id, category.id, Verdict(points, 0, ""), excess, when=when, detection=detection
+    )
+
+
+EXACT, LATE_1, LATE_4 = (1, 5, 0, 0), (1, 4, 0, 0), (1, 1, 0, 0)
+MISSED, HUMAN_RIGHT = (1, 0, 0, 0), (0, 0, 1, 1)
 
 
 def counts_from_totals() -> dict[tuple[str, int, str, int], int]:
@@ -48,7 +61,8 @@ def counts_from_totals() -> dict[tuple[str, int, str, int], int]:
     counts: Counter = Counter()
     for row in db.session.scalars(select(BoardTotal)):
         assert row.ranked == (row.listed and row.rounds >= skill.MIN_ROUNDS), row
-        assert row.skill == skill.shrunk(row.excess, row.rounds)
+        detection = (row.machine_rounds, row.machine_credit, row.human_rounds, row.human_right)
+        assert row.skill == skill.detection_skill(*detection)
         if row.listed:
             counts[row.period, row.scope, "points", row.points] += 1
         if row.ranked:
@@ -118,30 +132,34 @@ def test_ties_share_a_rank_and_fewer_rounds_come_first(ctx):
     assert standings.standing_of(bob, **POINTS).rank == 1
 
 
-def test_skill_board_ranks_by_shrunk_excess_from_the_minimum_rounds(ctx):
+def test_skill_board_ranks_by_shrunk_detection_from_the_minimum_rounds(ctx):
     ada, bob, cyd, dan = (factories.player(n) for n in ("ada", "bob", "cyd", "dan"))
-    for _ in range(skill.MIN_ROUNDS):
-        add_total(ada, points=4, excess=3)  # a careful reader
-        add_total(bob, points=2, excess=0)  # "all human" every time
-    for _ in range(40):
-        add_total(cyd, points=5, excess=1)  # many rounds, small edge
+    for i in range(skill.MIN_ROUNDS):
+        # a careful reader: 6 machine texts exact, one a sentence late, 3 human texts right
+        add_total(ada, points=5, detection=(EXACT, LATE_1)[i == 6] if i < 7 else HUMAN_RIGHT)
+        # "all human" every time on the same texts
+        add_total(bob, points=0 if i < 7 else 5, detection=MISSED if i < 7 else HUMAN_RIGHT)
+    for i in range(40):
+        add_total(cyd, points=1, detection=LATE_4 if i < 30 else HUMAN_RIGHT)  # a small edge
     for _ in range(skill.MIN_ROUNDS - 1):
-        add_total(dan, points=5, excess=5)  # brilliant, but one round short
+        add_total(dan, points=5, detection=EXACT)  # brilliant, but one round short
     db.session.commit()
     board = standings.top()
-    # ada: 100 * 30 / 20 = 150; cyd: 100 * 40 / 50 = 80; bob: 0.
+    # ada: 100 * (34/35 + 3/3 - 1) * 10/20 = 48; cyd: 100 * (30/150 + 10/10 - 1) * 40/50 = 16;
+    # bob ("all human"): 0.
     assert [(s.name, s.skill, s.rank) for s in board] == [
-        ("ada", 150, 1),
-        ("cyd", 80, 2),
+        ("ada", 48, 1),
+        ("cyd", 16, 2),
         ("bob", 0, 3),
     ]
-    assert [s.name for s in standings.top(**POINTS)] == ["cyd", "dan", "ada", "bob"]
+    assert [s.name for s in standings.top(**POINTS)] == ["ada", "dan", "cyd", "bob"]
     mine = standings.standing_of(dan)
     assert not mine.on_board and mine.rounds_to_rank == 1
-    assert (mine.skill, mine.rank) == (skill.shrunk(45, 9), 1)  # would be first
-    assert standings.standing_of(cyd).gap == 150 - 80
+    # 100 * 1 * 9/19 = 47: would be second
+    assert (mine.skill, mine.rank) == (skill.detection_skill(9, 45, 0, 0), 2) == (47, 2)
+    assert standings.standing_of(cyd).gap == 48 - 16
     assert stored_counts() == counts_from_totals()
-    add_total(dan, points=5, excess=5)  # the tenth round: now ranked
+    add_total(dan, points=5, detection=EXACT)  # the tenth round: now ranked
     db.session.commit()
     standings.invalidate("news")
     assert [s.name for s in standings.top()][:2] == ["dan", "ada"]
@@ -325,11 +343,14 @@ def test_board_counts_follow_every_answer_and_drop_empty_values(ctx):
 
 def test_skill_in_sql_truncates_like_the_pure_rule(ctx):
     ada = factories.player("ada")
-    for excess in (-5, -5, 3, -1, 0, -2, 5, -4, -3, -3, 1, -5):
-        add_total(ada, points=0, excess=excess)
+    rounds_played = [(1, 3, 0, 0), (0, 0, 1, 0), (1, 0, 0, 0), (0, 0, 1, 0), (0, 0, 1, 1)] * 3
+    for detection in rounds_played[:12]:
+        add_total(ada, points=0, detection=detection)
         db.session.commit()
-        assert stored_counts() == counts_from_totals()  # checks skill == shrunk(excess, rounds)
-    assert standings.standing_of(ada).skill == skill.shrunk(-19, 12) == -86
+        assert stored_counts() == counts_from_totals()  # checks skill == detection_skill(...)
+    # 5 machine texts with credit 9, 7 human texts with 2 right: 100 * (9/25 + 2/7 - 1) * 12/22
+    # = -19.35, truncated toward zero (floor would give -20).
+    assert standings.standing_of(ada).skill == skill.detection_skill(5, 9, 7, 2) == -19
 
 
 def test_an_answer_puts_right_a_username_set_behind_the_orms_back(ctx):
@@ -404,14 +425,19 @@ def test_migration_0006_fills_the_boards_from_the_rounds(make_app, tmp_path, bac
                     ),
                     {"i": i, "p": pid, "e": eid, "g": guess, "pts": points, "t": when},
                 )
-        upgrade(directory=MIGRATIONS, revision="0006_fair_accounts")
+        # 0006 fills the boards; 0011 adds the detection counts and ranks by them.
+        upgrade(directory=MIGRATIONS, revision="head")
         totals = {
             (t.period, t.scope, t.player_id): (t.points, t.rounds, t.exact, t.excess, t.skill)
             for t in db.session.scalars(select(BoardTotal))
         }
         # ada per 4 texts (boundaries 2, 10, 9, 3) guessing 2: 5, 0, 0, 0 points; all human
-        # would have scored 0, 5, 4, 0: excess 5, -5, -4, 0 = -4 per 4 rounds.
-        assert totals[("all", 0, 1)] == (15, 12, 3, -12, skill.shrunk(-12, 12))
+        # would have scored 0, 5, 4, 0: excess 5, -5, -4, 0 = -4 per 4 rounds. Detection: 3
+        # machine texts, one exact (credit 5), one human text called machine.
+        assert totals[("all", 0, 1)] == (15, 12, 3, -12, skill.detection_skill(9, 15, 3, 0))
+        ada_all = db.session.get(BoardTotal, ("all", 0, 1))
+        assert (ada_all.machine_rounds, ada_all.machine_credit) == (9, 15)
+        assert (ada_all.human_rounds, ada_all.human_right) == (3, 0)
         assert totals[("all", 1, 1)] == totals[("all", 0, 1)]
         assert totals[(skill.period_key("month", now), 0, 1)][1] == 8
         assert totals[(skill.period_key("week", now), 0, 2)] == (5, 1, 1, 0, 0)

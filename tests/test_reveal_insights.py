@@ -28,10 +28,15 @@ def test_describe_never_names_an_internal_system():
     assert "different human-written text" in baseline.headline
     assert baseline.after_tag == "Other text"
     model = insights.describe(4, 10, {"strategy": "nucleus", "p": 0.4}, None)
-    assert model.headline == "The rest was written by a language model (nucleus sampling, p = 0.4)."
-    assert model.after_tag == "Machine"
+    assert model.headline == (
+        "A language model continued the text, choosing among its likelier words."
+    )
+    assert model.after_tag == "Machine" and model.settings == "nucleus sampling, p = 0.4"
     named = insights.describe(4, 10, {"strategy": "nucleus", "p": 0}, "GPT-2 XL")
-    assert named.headline == "The rest was written by GPT-2 XL (greedy decoding)."
+    assert named.headline == (
+        "GPT-2 XL, a language model, continued the text, always choosing its most likely next word."
+    )
+    assert named.settings == "greedy decoding"
     assert insights.describe_decoding(
         {"strategy": "sampling", "temperature": 1.0, "repetition_penalty": 1.2, "top_k": 40}
     ) == ("sampling, temperature 1, top-k 40, repetition penalty 1.2")
@@ -55,21 +60,41 @@ def text(app):
         return example.id
 
 
-def test_the_spread_appears_from_five_other_answers(app, text):
+def test_the_spread_is_shown_with_its_count(app, text):
     client = app.test_client()
     token = csrf_token(client)
     page_round = play_over_http(client, token, 4, reasons="repetition")
     page = client.get(f"/play/round/{page_round}").get_data(as_text=True)
-    assert "Where other players flagged it" not in page  # 4 others only
     assert "internal-sys-7" not in page
-    assert "a language model (nucleus sampling, p = 0.4)" in page
+    assert "A language model continued the text, choosing among its likelier words." in page
+    assert "<summary>How it was generated</summary>" in page and "nucleus sampling, p = 0.4" in page
+    # Exact (5 points) beats the one who was late and the one too early: 2 of 4.
+    assert "You did better than 50% of the 4 other players on this text." in page
     with app.app_context():
         others_answer(db.session.get(Example, text), [6])
     page = client.get(f"/play/round/{page_round}").get_data(as_text=True)
     assert "Where other players flagged it" in page
-    # Exact (5 points) beats the 2 others who were late and the one too early: 3 of 5.
     assert "You did better than 60% of the 5 other players on this text." in page
     assert page.count('class="chart-bar-answer"') == 1
+
+
+def test_how_others_did_shows_from_the_first_other_reader(app):
+    with app.app_context():
+        example_id = factories.example(boundary=4, passage="lone").id
+    client = app.test_client()
+    token = csrf_token(client)
+    first = play_over_http(client, token, 5)  # one late: 4 points
+    page = client.get(f"/play/round/{first}").get_data(as_text=True)
+    assert "No other player has answered this text yet: you are the first." in page
+    assert "Where other players flagged it" not in page
+    with app.app_context():
+        others_answer(db.session.get(Example, example_id), [4])
+    page = client.get(f"/play/round/{first}").get_data(as_text=True)
+    assert (
+        "1 other player answered this text: they flagged sentence 5, and did better than you."
+        in page
+    )
+    assert "you are the first" not in page
 
 
 def test_explanations_best_first_votes_once_not_own_only_after_answering(app, text):

@@ -13,11 +13,13 @@
 from __future__ import annotations
 
 from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import selectinload
 
 from app.accounts import survey
 from app.accounts.service import name_key
 from app.errors import BadRequest, Forbidden
 from app.extensions import db
+from app.game import tally
 from app.leaderboard import standings
 from app.models import (
     BoardTotal,
@@ -115,6 +117,67 @@ def delete_account(player: Player, password: str = "", confirmed: bool = False) 
     return keep
 
 
+# What the download's fields mean; the file carries it as "about".
+ABOUT = {
+    "sentences": (
+        "Sentence numbers count from 1, as on the page. 'flagged_sentence' is the sentence you "
+        "said a machine wrote (null: you said all human); 'first_machine_sentence' is where the "
+        "machine (or another text) took over (null: all human). 'guess' and 'boundary' are the "
+        "same two places counted from 0, where n_sentences means all human."
+    ),
+    "points": (
+        "'points' is what the round earned: 0 when it did not count ('counted' false, with the "
+        "reason), in which case 'points_if_counted' is what the call would have earned."
+    ),
+    "reveals": "When each sentence was shown to you (server time, UTC), from sentence 1.",
+    "sets": (
+        "Your sets of texts and daily challenges ('day' set); each round names its set by "
+        "'set_id'. A set counts when it is finished and every one of its texts counted."
+    ),
+}
+
+
+def _play_details(round_: Round, example: Example) -> dict:
+    """What a round adds for the download: its set, reveal times and 1-based sentence numbers."""
+    details: dict = {
+        "set_id": round_.set_id,
+        "reveals": [
+            {"sentence": reveal.sentence_index + 1, "shown_at": reveal.revealed_at.isoformat()}
+            for reveal in round_.reveals
+        ],
+    }
+    if round_.answered:
+        n = example.n_sentences
+        details["flagged_sentence"] = round_.guess + 1 if round_.guess < n else None
+        details["first_machine_sentence"] = example.boundary + 1 if example.boundary < n else None
+        if not tally.counts(round_):
+            details["points_if_counted"] = round_.points
+    return details
+
+
+def _sets_of(player: Player) -> list[dict]:
+    rows = db.session.execute(
+        select(GameSet, tally.SET_COUNTED)
+        .where(GameSet.player_id == player.id)
+        .order_by(GameSet.id)
+    ).all()
+    return [
+        {
+            "set_id": game_set.id,
+            "kind": game_set.kind,
+            "day": game_set.day.isoformat() if game_set.day else None,
+            "size": game_set.size,
+            "answered": game_set.answered,
+            "points": game_set.points,
+            "exact": game_set.exact,
+            "started_at": game_set.started_at.isoformat(),
+            "finished_at": game_set.finished_at.isoformat() if game_set.finished_at else None,
+            "counted": bool(counted),
+        }
+        for game_set, counted in rows
+    ]
+
+
 def my_data(player: Player) -> dict:
     """Everything the site holds about the player, as JSON-ready values.
 
@@ -125,6 +188,7 @@ def my_data(player: Player) -> dict:
         .join(Example, Example.id == Round.example_id)
         .join(Category, Category.id == Example.category_id)
         .where(Round.player_id == player.id)
+        .options(selectinload(Round.reveals))
         .order_by(Round.order_index)
     ).all()
     from app.crowd.studies import truth_hidden  # issue 21: crowd workers in a blind study
@@ -154,7 +218,7 @@ def my_data(player: Player) -> dict:
                 "guess": round_.guess,
                 "boundary": example.boundary,
                 "n_sentences": example.n_sentences,
-                "points": round_.points,
+                "points": tally.earned(round_),
                 "counted": round_.uncounted is None,
                 "uncounted_reason": round_.uncounted,
                 "reasons": list(round_.reasons or []),
@@ -163,6 +227,7 @@ def my_data(player: Player) -> dict:
             }
         if round_.explanation:
             item["explanation_upvotes"] = round_.upvotes
+        item |= _play_details(round_, example)
         rounds.append(item)
     answers = db.session.get(PlayerSurvey, player.id)
     votes = db.session.execute(
@@ -172,7 +237,9 @@ def my_data(player: Player) -> dict:
         .order_by(ExplanationVote.voted_at)
     ).all()
     return {
+        "about": ABOUT,
         "exported_at": utcnow().isoformat(),
+        "sets": _sets_of(player),
         "account": {
             "username": player.username,
             "guest": player.is_guest,

@@ -2,7 +2,8 @@
 
 The markup uses classes only (`chart-*`), styled by site.css, so it passes a strict CSP. Every
 chart carries a <title> and <desc> for screen readers; callers also print the key figures as
-text.
+text. Charts are drawn WIDTH units wide, about a phone's width, so that their 12-unit text stays at
+least 12 px on a 390 px phone (site.css caps them a little wider on larger screens).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from html import escape
 
 from markupsafe import Markup
+
+WIDTH = 340
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,8 @@ def line_chart(
     description: str,
     y_ticks: Sequence[tuple[float, str]],
     x_label: str = "rounds played",
-    width: int = 640,
-    height: int = 220,
+    width: int = WIDTH,
+    height: int = 200,
 ) -> Markup:
     """Lines over the x positions 1..len(values), y from 0 to y_max."""
     left, right, top, bottom = 44, 12, 12, 34
@@ -94,8 +97,8 @@ def bar_chart(
     description: str,
     highlight: int | None = None,
     marked: int | None = None,
-    width: int = 640,
-    height: int = 180,
+    width: int = WIDTH,
+    height: int = 170,
 ) -> Markup:
     """Vertical bars with a label under each; bar `highlight` is drawn as the answer, bar
     `marked` carries a "you" marker."""

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import BadRequest, Conflict, Forbidden, NotFound
 from app.extensions import db
-from app.game import rounds
+from app.game import rounds, tally
 from app.game.reasons import REASONS
 from app.game.scoring import points as points_for
 from app.leaderboard import integrity
@@ -36,9 +36,8 @@ def describe_decoding(decoding: dict | None) -> str | None:
     """Decoding settings as a reader would say them, e.g. "nucleus sampling, p = 0.4"."""
     if not decoding:
         return None
-    strategy = str(decoding.get("strategy") or "").lower()
     p = decoding.get("p")
-    if strategy == "greedy" or (strategy == "nucleus" and p == 0):
+    if _greedy(decoding):
         parts = ["greedy decoding"]
     elif isinstance(p, int | float) and not isinstance(p, bool) and p < 1:
         parts = [f"nucleus sampling, p = {_number(p)}"]
@@ -58,11 +57,18 @@ def describe_decoding(decoding: dict | None) -> str | None:
 
 @dataclass(frozen=True)
 class TextKind:
-    """How the reveal names the text: a headline, and the tag of the sentences after the boundary
-    ("Machine", or "Other text" for a spliced human baseline; None when all human)."""
+    """How the reveal names the text: a headline in plain words, the tag of the sentences after
+    the boundary ("Machine", or "Other text" for a spliced human baseline; None when all human),
+    and the generation settings for the curious (shown one click away)."""
 
     headline: str
     after_tag: str | None
+    settings: str | None = None
+
+
+def _greedy(decoding: dict) -> bool:
+    strategy = str(decoding.get("strategy") or "").lower()
+    return strategy == "greedy" or (strategy == "nucleus" and decoding.get("p") == 0)
 
 
 def describe(boundary: int, n_sentences: int, decoding: dict | None, label: str | None) -> TextKind:
@@ -76,11 +82,16 @@ def describe(boundary: int, n_sentences: int, decoding: dict | None, label: str 
             "change of topic alone gives it away.",
             "Other text",
         )
-    writer = label or "a language model"
-    settings = describe_decoding(decoding)
+    writer = f"{label}, a language model," if label else "A language model"
+    how = (
+        "always choosing its most likely next word"
+        if _greedy(decoding)
+        else "choosing among its likelier words"
+    )
     return TextKind(
-        f"The rest was written by {writer}" + (f" ({settings})." if settings else "."),
+        f"{writer} continued the text, {how}.",
         "Machine",
+        describe_decoding(decoding),
     )
 
 
@@ -109,6 +120,19 @@ class Spread:
     @property
     def better_share(self) -> float:
         return self.better_than / self.others if self.others else 0.0
+
+    @property
+    def worse_than(self) -> int:
+        """How many other answers scored more than the player's."""
+        mine = points_for(self.guess, self.boundary)
+        return sum(c for g, c in enumerate(self.counts) if points_for(g, self.boundary) > mine)
+
+    @property
+    def only_flag(self) -> int | None:
+        """With exactly one other answer: the sentence number they flagged (N + 1: all human)."""
+        if self.others != 1:
+            return None
+        return next(g for g, c in enumerate(self.counts) if c) + 1
 
 
 _OTHER_GUESSES = (
@@ -181,7 +205,7 @@ _BEST_EXPLANATIONS = (
         Round.reasons,
         Round.upvotes,
         Round.guess,
-        Round.points,
+        tally.EARNED.label("points"),
         Round.id.in_(
             select(ExplanationVote.round_id).where(
                 ExplanationVote.voter_id == bindparam("player_id")
@@ -189,7 +213,7 @@ _BEST_EXPLANATIONS = (
         ).label("voted"),
     )
     .where(Round.example_id == bindparam("example_id"), Round.player_id != bindparam("player_id"))
-    .order_by(Round.upvotes.desc(), Round.points.desc(), Round.id.asc())
+    .order_by(Round.upvotes.desc(), tally.EARNED.desc(), Round.id.asc())
     .limit(bindparam("limit"))
 )
 

@@ -186,12 +186,15 @@ def _teaching(round_) -> dict:
     if round_.participant_id is not None:
         return context
     spread = insights.spread(round_)
+    # Below SPREAD_MIN_OTHERS (1 by default) no spread is shown; at 1, none means no one else.
+    context["first_reader"] = spread is None and current_app.config["SPREAD_MIN_OTHERS"] <= 1
     if spread is not None:
         n = spread.n_sentences
         labels = [str(i + 1) for i in range(n)] + ["all human"]
         context["spread"] = spread
         context["spread_chart"] = charts.bar_chart(
-            labels[1:],
+            # "human": said all human (short enough to sit under its bar on a phone)
+            [*labels[1:-1], "human"],
             spread.counts[1:],
             title="Where other players flagged this text",
             description=(

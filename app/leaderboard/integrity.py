@@ -188,6 +188,7 @@ def count(
         excess=skill_rule.excess(guess, example.boundary, example.n_sentences),
         fast=fairness.is_fast((now - started_at).total_seconds(), revealed),
         when=now,
+        detection=skill_rule.detection(guess, example.boundary, example.n_sentences),
     )
     judged = player.unlisted_at is not None or player.restored_at is not None
     if judged or stats.rounds < fairness.JUDGE_AFTER:

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, bindparam, func, select, true
+from sqlalchemy import BigInteger, Select, bindparam, case, cast, func, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
@@ -72,7 +72,7 @@ class Standing:
     points: int
     rounds: int
     exact: int
-    skill: int = 0  # hundredths of a point per round above "all human", shrunk
+    skill: int = 0  # detection skill in hundredths, shrunk (app/leaderboard/skill.py)
     # On the board (skill boards: listed with enough rounds; points boards: listed).
     on_board: bool = True
     # How much more of the measure would pass the next player above; None at the top.
@@ -94,7 +94,21 @@ class Standing:
 
 
 STAT_INCREMENTS = ("points", "rounds", "exact", "too_early", "distance_sum", "abs_distance_sum")
-BOARD_INCREMENTS = ("points", "rounds", "exact", "excess")
+DETECTION = ("machine_rounds", "machine_credit", "human_rounds", "human_right")
+BOARD_INCREMENTS = ("points", "rounds", "exact", "excess", *DETECTION)
+
+
+def _skill_sql(machine, credit, human, right):
+    """`skill.detection_skill` in SQL, in 64-bit integers (the products pass 2**31)."""
+    numerator, denominator = skill_rule.fraction(
+        cast(machine, BigInteger),
+        cast(credit, BigInteger),
+        cast(human, BigInteger),
+        right,
+        lambda count: case((count == 0, 1), else_=0),
+    )
+    # `//` is SQL integer division, which truncates toward zero on both databases.
+    return numerator // denominator
 
 
 @functools.cache
@@ -121,10 +135,8 @@ def _board_upsert(dialect: str) -> Insert:
     module = postgresql if dialect == "postgresql" else sqlite
     stmt = module.insert(table)
     rounds = table.c.rounds + stmt.excluded.rounds
-    excess = table.c.excess + stmt.excluded.excess
     set_ = {name: table.c[name] + stmt.excluded[name] for name in BOARD_INCREMENTS}
-    # `//` is SQL integer division, which truncates toward zero on both databases.
-    set_["skill"] = (skill_rule.SCALE * excess) // (rounds + skill_rule.PRIOR_ROUNDS)
+    set_["skill"] = _skill_sql(*(set_[name] for name in DETECTION))
     set_["ranked"] = table.c.listed & (rounds >= skill_rule.MIN_ROUNDS)
     return stmt.on_conflict_do_update(
         index_elements=["period", "scope", "player_id"], set_=set_
@@ -134,6 +146,7 @@ def _board_upsert(dialect: str) -> Insert:
         table.c.points,
         table.c.rounds,
         table.c.excess,
+        *(table.c[name] for name in DETECTION),
         table.c.skill,
         table.c.listed,
         table.c.ranked,
@@ -163,11 +176,13 @@ def record_answer(
     excess: int = 0,
     fast: bool = False,
     when: datetime | None = None,
+    detection: skill_rule.Detection = skill_rule.NO_DETECTION,
 ) -> PlayerStats:
     """Add one counted round to the player's statistics and to their six boards (no commit).
 
     `excess` is the round's points minus what "all human" would have scored, `fast` whether it
-    was answered faster than reading speed, `when` the answer's time (it picks the week and month).
+    was answered faster than reading speed, `when` the answer's time (it picks the week and month),
+    `detection` what the round adds to the detection counts (`skill.detection`).
     """
     when = when or utcnow()
     dialect = db.session.get_bind().dialect.name
@@ -189,7 +204,8 @@ def record_answer(
     )
 
     on_boards = bool(db.session.scalar(_on_boards_query(), {"player_id": player_id}))
-    first_skill = skill_rule.shrunk(excess, 1)
+    first_skill = skill_rule.detection_skill(*detection)
+    added = dict(zip(DETECTION, detection, strict=True))
     rows = db.session.execute(
         _board_upsert(dialect),
         [
@@ -201,6 +217,7 @@ def record_answer(
                 "rounds": 1,
                 "exact": int(verdict.exact),
                 "excess": excess,
+                **added,
                 "skill": first_skill,
                 # A new row has one round, fewer than MIN_ROUNDS: not ranked yet.
                 "listed": on_boards,
@@ -219,7 +236,9 @@ def record_answer(
                 row.period,
                 row.scope,
                 row.points - verdict.points,
-                skill_rule.shrunk(row.excess - excess, before_rounds),
+                skill_rule.detection_skill(
+                    *(getattr(row, name) - added[name] for name in DETECTION)
+                ),
             )
             count_row(
                 moves, before, row.listed, row.listed and before_rounds >= skill_rule.MIN_ROUNDS, -1

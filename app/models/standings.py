@@ -3,9 +3,10 @@
 - `PlayerTotal` and `CategoryTotal` are a player's all-time statistics (the profile's figures).
 - `BoardTotal` is a player's row on one leaderboard: a period ("all", this week "w2026-11-16", this
   month "m2026-11") and a scope (OVERALL_SCOPE or a category id). It holds the points (the "most
-  played" board) and the skill (points above what "all human" would have scored, shrunk; see
-  app/leaderboard/skill.py). A row is `listed` when its player is on the boards (a username and
-  not unlisted for an implausible record), and `ranked` when it is listed and has enough rounds
+  played" board) and the skill (detection: hit rate on machine texts plus the rate of rightly
+  calling human texts human, minus 1, shrunk; see app/leaderboard/skill.py). A row is `listed`
+  when its player is on the boards (a username and not unlisted for an implausible record), and
+  `ranked` when it is listed and has enough rounds
   for the skill board.
 - `BoardCount` holds, per board and measure, how many rows have each value, so that a rank is a
   sum over the distinct values above the player's rather than a count of every player above.
@@ -96,7 +97,13 @@ class BoardTotal(db.Model):
     exact: Mapped[int] = mapped_column(Integer, default=0)
     # Sum over the rounds of points minus the points "all human" would have scored.
     excess: Mapped[int] = mapped_column(Integer, default=0)
-    # The shrunk skill in hundredths of a point per round (app/leaderboard/skill.py).
+    # Detection counts (app/leaderboard/skill.py): machine texts, their credit in points (0-5
+    # each), human texts, and human texts rightly answered "all human".
+    machine_rounds: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    machine_credit: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    human_rounds: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    human_right: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # The shrunk detection skill in hundredths (app/leaderboard/skill.py).
     skill: Mapped[int] = mapped_column(Integer, default=0)
     listed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     ranked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -17,10 +17,16 @@ from tests import factories
 def test_skill_board_then_account_settings(app, live_server, page, browser, shots):
     with app.app_context():
         news = factories.category("news").id
-        for name, excess in (("careful_cara", 3), ("lazy_hugo", 0)):
+        # cara finds the machine one sentence late (credit 4 of 5); hugo says "all human".
+        for name, excess, detection in (
+            ("careful_cara", 3, (1, 4, 0, 0)),
+            ("lazy_hugo", 0, (1, 0, 0, 0)),
+        ):
             player = factories.player(name)
             for _ in range(12):
-                standings.record_answer(player.id, news, Verdict(4, 1, ""), excess)
+                standings.record_answer(
+                    player.id, news, Verdict(4, 1, ""), excess, detection=detection
+                )
         db.session.commit()
 
     page.goto(live_server + "/signup")
@@ -30,7 +36,7 @@ def test_skill_board_then_account_settings(app, live_server, page, browser, shot
     with app.app_context():
         reader = db.session.query(Player).filter_by(username="keen_reader").one()
         for _ in range(10):
-            standings.record_answer(reader.id, news, Verdict(5, 0, ""), 1)
+            standings.record_answer(reader.id, news, Verdict(5, 0, ""), 1, detection=(1, 3, 0, 0))
         db.session.commit()
         standings.invalidate("news")
 

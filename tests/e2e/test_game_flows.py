@@ -120,8 +120,9 @@ def test_the_reveal_teaches_and_explanations_get_votes(quiz, device, shots, brow
     page.get_by_role("button", name=re.compile("Submit: a machine wrote sentence 4")).click()
     expect(page.locator("#result h2")).to_contain_text("Exact!")
     expect(page.locator(".kind")).to_have_text(
-        "The rest was written by Tiny GPT-2 (nucleus sampling, p = 0.5)."
+        "Tiny GPT-2, a language model, continued the text, choosing among its likelier words."
     )
+    expect(page.locator("details.settings")).to_contain_text("nucleus sampling, p = 0.5")
     expect(page.locator(".spread figcaption")).to_contain_text(
         "You did better than 67% of the 6 other players on this text."
     )
