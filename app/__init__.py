@@ -16,7 +16,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.config import build_config, check_production
 from app.crowd.platforms import MTURK_SUBMIT_ORIGINS
-from app.database import ping_after_idle
+from app.database import begin_only_for_writes, ping_after_idle
 from app.errors import ServiceError
 from app.extensions import cache, csrf, db, limiter, login_manager, migrate
 from app.logs import configure_logging
@@ -78,6 +78,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     with app.app_context():
         for engine in db.engines.values():
             ping_after_idle(engine, app.config["DATABASE_PING_AFTER_IDLE_S"])
+            begin_only_for_writes(engine)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)

@@ -15,10 +15,20 @@ after an outage no request meets a connection that died in it. A connection that
 request uses it fails that request with the 503 page (`app/__init__.py`), and SQLAlchemy then
 replaces the whole pool (its default on a disconnect error), so the next request starts afresh.
 A failed statement is never retried here: it may have been a write whose outcome is unknown.
+
+`begin_only_for_writes` saves PostgreSQL two round trips per transaction that only reads: a
+plain SELECT outside a transaction runs on its own (autocommit) instead of after a BEGIN it would
+later need a COMMIT or ROLLBACK for, and the first write of a transaction BEGINs as before. Under
+READ COMMITTED, the default, every statement takes its own snapshot inside a transaction too, so
+what a request reads is the same; a request that reads after its commit (the answer's page) no
+longer leaves a transaction for the pool to roll back. SQLite's driver already begins only before
+a write. Connections given another isolation level (the research export's REPEATABLE READ) and
+SELECT ... FOR UPDATE/SHARE keep their transactions.
 """
 
 from __future__ import annotations
 
+import re
 import select
 import time
 
@@ -74,3 +84,45 @@ def ping_after_idle(engine: Engine, idle_seconds: float) -> None:
                 raise
             # The database went away: replace this connection and the others of its time.
             raise InvalidatePoolError() from error
+
+
+# A statement that only reads: a SELECT (or a parenthesised one) that locks no rows.
+_PLAIN_READ = re.compile(r"\s*\(*\s*SELECT\b", re.IGNORECASE)
+_LOCKING_READ = re.compile(r"\bFOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE|KEY\s+SHARE)\b", re.IGNORECASE)
+
+
+def is_plain_read(statement: str) -> bool:
+    """Whether `statement` only reads (a SELECT without row locks)."""
+    return bool(_PLAIN_READ.match(statement)) and not _LOCKING_READ.search(statement)
+
+
+def begin_only_for_writes(engine: Engine) -> None:
+    """On PostgreSQL (psycopg), run plain reads outside a transaction when none is open."""
+    if engine.dialect.name != "postgresql" or engine.dialect.driver != "psycopg":
+        return
+    from psycopg.pq import TransactionStatus
+
+    idle = TransactionStatus.IDLE
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _autocommit_plain_reads(conn, cursor, statement, parameters, context, executemany):
+        dbapi_connection = conn.connection.dbapi_connection
+        if dbapi_connection.info.transaction_status != idle:
+            return  # inside a transaction: the statement joins it
+        if "isolation_level" in conn.get_execution_options():
+            return  # a transaction asked for on purpose (a snapshot across statements)
+        # A server-side cursor (stream_results) lives in a transaction.
+        streamed = context is not None and context.execution_options.get("stream_results")
+        read = not executemany and not streamed and is_plain_read(statement)
+        if dbapi_connection.autocommit != read:
+            dbapi_connection.autocommit = read
+
+    @event.listens_for(engine.pool, "checkin")
+    def _transactions_again(dbapi_connection, record) -> None:
+        if (
+            dbapi_connection is not None
+            and dbapi_connection.autocommit
+            and not dbapi_connection.closed
+            and dbapi_connection.info.transaction_status == idle
+        ):
+            dbapi_connection.autocommit = False

@@ -11,11 +11,12 @@ in a temporary folder removed at the end. Each tree is measured with its own cod
 migrations, demo texts, wsgi.py and gunicorn.conf.py.
 
 Data. Each tree gets a fresh database (a SQLite file; on PostgreSQL roft_loadbench_base and
-roft_loadbench_head, dropped and recreated), prepared by a subprocess running that tree's code: the
-migrations, the demo texts --copies times (each copy with its own passages; 15 copies are 5,220
-texts), the bench players, and --seed-rounds answered rounds spread over --seed-players background
-players (heavy-tailed, at most one round per player and text, points from the scoring rule), with
-the statistics, leaderboard rows, passages read and annotation counts they imply, inserted in bulk.
+roft_loadbench_head, dropped and recreated; BENCH_PG_PREFIX=NAME makes them NAME_base and
+NAME_head), prepared by a subprocess running that tree's code: the migrations, the demo texts
+--copies times (each copy with its own passages; 15 copies are 5,220 texts), the bench players,
+and --seed-rounds answered rounds spread over --seed-players background players (heavy-tailed, at
+most one round per player and text, points from the scoring rule), with the statistics,
+leaderboard rows, passages read and annotation counts they imply, inserted in bulk.
 
 Load. Both trees are served at once by gunicorn (tests/gunicorn_server.py) with their own
 gunicorn.conf.py and the same --workers. An asynchronous client in this process (aiohttp; it
@@ -40,11 +41,13 @@ where players pause a random --think time after every page as a reader would.
 Measured per phase: completed rounds per second; the server's CPU per completed round (user and
 system time of the gunicorn master and all its workers from /proc/PID/stat, end minus start of the
 phase, divided by the rounds); requests per round; p50/p99 latency per request and per round (the
-wall time from a round's first request to its last); errors (an unexpected status or a failed
-connection; a request on a kept-alive connection the server had just closed is retried once, as a
-browser does). Rows give the mean over the pairs (per-pair values below them); the summary gives,
-per database, level and mode, current / baseline of CPU per round and of rounds per second (mean
-of the pairs' ratios, each pair's ratio too), and the paced players' p50/p99 per request.
+wall time from a round's first request to its last); sentences shown per round (sent/rnd: with
+the page's script a round takes at least that many requests plus one, the answer); errors (an
+unexpected status or a failed connection; a request on a kept-alive connection the server had
+just closed is retried once, as a browser does). Rows give the mean over the pairs (per-pair
+values below them); the summary gives, per database, level and mode, current / baseline of CPU per
+round and of rounds per second (mean of the pairs' ratios, each pair's ratio too), and the paced
+players' p50/p99 per request.
 
 Check. For each tree, with plain SQL (so it reads either tree's schema): every round a client
 finished is stored once with the points its page showed and the points the rule gives; no other
@@ -103,7 +106,9 @@ from bench.protocol import (  # noqa: E402
 # Runs this file in a tree's code to prepare its database (see `seed_tree`).
 SEED_COMMAND = "--seed-tree"
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-PG_DATABASES = {"baseline": "roft_loadbench_base", "current": "roft_loadbench_head"}
+# BENCH_PG_PREFIX names them otherwise, so that runs side by side do not drop each other's.
+_PG_PREFIX = os.environ.get("BENCH_PG_PREFIX", "roft_loadbench")
+PG_DATABASES = {"baseline": f"{_PG_PREFIX}_base", "current": f"{_PG_PREFIX}_head"}
 PASSWORD = "bench-password-1"
 BENCH_PREFIX, SEED_PREFIX = "bench", "seed"
 # Seeded rounds were answered over these many days before now.
@@ -128,6 +133,7 @@ class Tally:
 
     latencies: list[float] = field(default_factory=list)  # seconds per request
     round_times: list[float] = field(default_factory=list)  # seconds, first to last request
+    sentences: list[int] = field(default_factory=list)  # shown per completed round
     errors: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
     retries: int = 0
     elapsed: float = 0.0
@@ -300,9 +306,11 @@ async def play_rounds(
         reply = await exchange(tally, player.session, base, request)
         if request.step == "answer":
             answered = int(ROUND_URL.search(request.path).group(1))
+            shown = int(dict(request.fields)["seen"])
         if answered is not None and reply.status == 200:
             tally.round_times.append(time.perf_counter() - started)
             tally.rounds += 1
+            tally.sentences.append(shown)
             finished.append(
                 Finished(answered, player.username, int(POINTS.search(reply.text).group(1)))
             )
@@ -710,6 +718,7 @@ async def measured_phase(side: Side, players: list[Player], seconds: float, **kw
 def merge(into: Tally, tally: Tally) -> None:
     into.latencies += tally.latencies
     into.round_times += tally.round_times
+    into.sentences += tally.sentences
     for kind, count in tally.errors.items():
         into.errors[kind] += count
     into.retries += tally.retries
@@ -727,7 +736,8 @@ def fmt_errors(tallies: list[Tally]) -> str:
 
 HEADER = (
     f"{'database':<11}{'players':>7}  {'tree':<9}{'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
-    f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}  errors"
+    f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}{'sent/rnd':>9}"
+    "  errors"
 )
 
 
@@ -739,6 +749,7 @@ def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> st
     rate = statistics.mean(t.round_rate for t in tallies)
     cpu = statistics.mean(t.cpu_per_round for t in tallies)
     per_round = pooled.requests / pooled.rounds if pooled.rounds else math.nan
+    sentences = statistics.mean(pooled.sentences) if pooled.sentences else math.nan
     if mode == "paced":  # a paced round's time is mostly the reader's pauses
         round_p50 = round_p99 = f"{'-':>10}"
     else:
@@ -747,7 +758,7 @@ def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> st
     line = (
         f"{kind:<11}{level:>7}  {tree:<9}{mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
         f"{percentile(pooled.latencies, 0.5):>8.1f}ms{percentile(pooled.latencies, 0.99):>8.1f}ms"
-        f"{round_p50}{round_p99}  {fmt_errors(tallies)}"
+        f"{round_p50}{round_p99}{sentences:>9.1f}  {fmt_errors(tallies)}"
     )
     if len(tallies) > 1:
         line += (

@@ -6,10 +6,14 @@ import time
 
 import psycopg
 import pytest
+from sqlalchemy import event, select
 from sqlalchemy.engine import make_url
 
-from app.database import server_went_away
+from app.database import is_plain_read, server_went_away
 from app.extensions import db
+from app.models import Round
+from tests import factories
+from tests.conftest import csrf_token
 
 
 def pooled_connections(app) -> list:
@@ -105,3 +109,101 @@ def test_a_connection_that_dies_unseen_fails_one_request_cleanly_then_the_pool_i
     refused = client.get("/readyz")
     assert refused.status_code == 503 and refused.get_json()["database"] == "unreachable"
     assert client.get("/readyz").status_code == 200
+
+
+@pytest.fixture
+def traced(make_app, db_uri, tmp_path):
+    """An app on PostgreSQL whose connections write libpq's protocol trace to one file;
+    `messages()` gives the commands (BEGIN, COMMIT, ...) and statements sent since the last call."""
+    if not db_uri.startswith("postgresql"):
+        pytest.skip("a trace of PostgreSQL's wire protocol")
+    app = make_app()
+    trace_path = tmp_path / "libpq.trace"
+    trace = open(trace_path, "w")  # noqa: SIM115 (closed below)
+    with app.app_context():
+        db.drop_all()
+        db.create_all()
+        db.engine.dispose()
+        event.listen(db.engine, "connect", lambda dbapi, record: dbapi.pgconn.trace(trace.fileno()))
+    read_to = 0
+
+    def messages() -> list[str]:
+        nonlocal read_to
+        trace.flush()
+        lines = trace_path.read_text().splitlines()
+        sent = [line for line in lines[read_to:] if "\tF\t" in line]
+        read_to = len(lines)
+        found = []
+        for line in sent:
+            if "\tQuery\t" in line:  # a command, or a statement without parameters
+                word = line.rsplit("\t", 1)[-1].strip(' "').split()[0].upper()
+                found.append(word if word in ("BEGIN", "COMMIT", "ROLLBACK") else "statement")
+            elif line.endswith("\tSync"):  # the end of a statement with parameters
+                found.append("statement")
+        return found
+
+    yield app, messages
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+        db.drop_all()
+    trace.close()
+
+
+def test_a_request_that_only_reads_sends_no_begin_and_no_rollback(traced):
+    app, messages = traced
+    with app.app_context():
+        factories.example(boundary=3)
+    client = app.test_client()
+    token = csrf_token(client)
+    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    round_url = started.headers["Location"]
+    messages()
+    assert client.get(round_url).status_code == 200
+    shown = messages()
+    assert "statement" in shown and not {"BEGIN", "COMMIT", "ROLLBACK"} & set(shown), shown
+    # A write begins a transaction before its first write and commits it, reads before it ran
+    # on their own.
+    revealed = client.post(f"{round_url}/next", data={"csrf_token": token, "seen": "1"})
+    assert revealed.status_code == 302
+    sent = messages()
+    assert sent.count("BEGIN") == 1 and sent.count("COMMIT") == 1 and "ROLLBACK" not in sent
+    assert sent.index("BEGIN") > sent.index("statement") and sent[-1] == "COMMIT", sent
+    with app.app_context():
+        stored = db.session.scalar(select(Round))
+        assert stored.revealed == 2
+
+
+def test_a_locking_read_and_a_requested_isolation_keep_their_transaction(traced):
+    app, messages = traced
+    with app.app_context():
+        db.session.execute(select(Round.id).with_for_update())
+        db.session.rollback()
+        assert messages()[:2] == ["BEGIN", "statement"]
+        with db.engine.connect() as conn:
+            snapshot = conn.execution_options(isolation_level="REPEATABLE READ")
+            snapshot.execute(select(Round.id))
+            snapshot.execute(select(Round.id))
+            snapshot.rollback()
+        sent = messages()
+        assert sent.count("BEGIN") == 1 and sent.count("statement") == 2, sent
+
+
+@pytest.mark.parametrize(
+    ("statement", "plain"),
+    [
+        ("SELECT players.id FROM players WHERE players.id = %(id)s", True),
+        ("  select 1", True),
+        ("(SELECT 1) UNION (SELECT 2)", True),
+        ("SELECT studies.id FROM studies WHERE studies.id = 1 FOR UPDATE", False),
+        ("SELECT 1 FROM rounds FOR NO KEY UPDATE", False),
+        ("SELECT 1 FROM rounds FOR SHARE", False),
+        ("SELECT 1 FROM rounds\nFOR KEY SHARE", False),
+        ("UPDATE rounds SET revealed = 2", False),
+        ("INSERT INTO reveals (round_id) SELECT 1", False),
+        ("WITH moved AS (DELETE FROM rounds RETURNING id) SELECT id FROM moved", False),
+        ("SHOW standard_conforming_strings", False),
+    ],
+)
+def test_only_a_select_without_row_locks_counts_as_a_plain_read(statement, plain):
+    assert is_plain_read(statement) is plain

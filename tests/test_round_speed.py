@@ -46,10 +46,12 @@ def statements(app):
 class Work:
     """What one request asked of the database: its statements and its round trips.
 
-    A round trip is a statement, or the BEGIN, COMMIT or ROLLBACK of a transaction that ran a
-    statement (PostgreSQL's drivers send each as a message and wait for the answer; a COMMIT or
-    ROLLBACK of a connection with no transaction open sends nothing). The pool's ROLLBACK when a
-    connection goes back with a transaction open counts too.
+    A round trip is a statement, or the BEGIN, COMMIT or ROLLBACK of a transaction (the driver
+    sends each and waits for the answer). A transaction begins with the first statement that is
+    not a plain SELECT (reads before it run on their own: app/database.py on PostgreSQL, the
+    driver itself on SQLite); a COMMIT or ROLLBACK with no transaction open sends nothing, and the
+    pool's ROLLBACK of a connection given back inside a transaction counts.
+    `tests/test_database.py` checks this against a trace of PostgreSQL's protocol.
     """
 
     statements: list[str] = field(default_factory=list)
@@ -70,7 +72,9 @@ def work(app):
     def statement(conn, cursor, statement, params, context, executemany):
         counted.statements.append(statement)
         dbapi_connection = id(conn.connection.dbapi_connection)
-        if dbapi_connection not in open_transactions:
+        words = statement.upper()
+        plain_read = words.lstrip().startswith("SELECT") and " FOR UPDATE" not in words
+        if dbapi_connection not in open_transactions and not plain_read:
             open_transactions.add(dbapi_connection)
             counted.begins += 1
 

@@ -187,7 +187,7 @@ class Forwarder:
             except OSError:
                 return  # cut() shut the listener down
             try:
-                upstream = socket.create_connection(self.target, timeout=5)
+                upstream = socket.create_connection(self._upstream(), timeout=5)
             except OSError:
                 client.close()
                 continue
@@ -201,6 +201,10 @@ class Forwarder:
                 continue
             for source, sink in (pair, pair[::-1]):
                 threading.Thread(target=self._pump, args=(source, sink, pair), daemon=True).start()
+
+    def _upstream(self) -> tuple[str, int]:
+        """Where the next connection goes."""
+        return self.target
 
     def _pump(self, source: socket.socket, sink: socket.socket, pair) -> None:
         try:
