@@ -191,7 +191,13 @@ def chat_summary(part: Path, counts: dict) -> dict:
             stripped["closing"] += chat.get("closing") is not None
     from generation.engines import chat
 
-    reasons = (chat.REFUSAL, chat.META_COMMENT, chat.RESTARTS_PROMPT, chat.EMPTY_REPLY)
+    reasons = (
+        chat.REFUSAL,
+        chat.META_COMMENT,
+        chat.RESTARTS_PROMPT,
+        chat.STRAY_PREAMBLE,
+        chat.EMPTY_REPLY,
+    )
     dropped = counts.get("dropped_by_reason", {})
     return {
         "instruction": {**instruction_provenance(), "text": INSTRUCTION},
