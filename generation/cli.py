@@ -11,6 +11,8 @@ from pathlib import Path
 from generation import distributed
 from generation.corpus import CorpusError, Document, default_category, read_corpus
 from generation.decoding import PRESETS, DecodingPlan
+from generation.engines.base import EngineError
+from generation.engines.options import add_engine_options
 from generation.filters import ContentFilter, FilterError
 from generation.models import DTYPES, ModelError
 from generation.prompts import PROMPT_FORMATS, PlanError, make_plan, slug
@@ -35,7 +37,15 @@ class UsageError(ValueError):
     """Arguments that do not make sense together."""
 
 
-KNOWN_ERRORS = (CorpusError, PlanError, ModelError, OutputError, FilterError, UsageError)
+KNOWN_ERRORS = (
+    CorpusError,
+    PlanError,
+    ModelError,
+    OutputError,
+    FilterError,
+    UsageError,
+    EngineError,
+)
 
 
 def _fraction(text: str) -> float:
@@ -200,10 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen.add_argument(
         "--prompt-format",
-        choices=PROMPT_FORMATS,
+        choices=(*PROMPT_FORMATS, "chat"),
         default="plain",
         help="plain: the sentences only; grover: domain, date, authors and title in Grover's "
-        "<|beginX|>…<|endX|> fields before <|beginarticle|> and the body",
+        "<|beginX|>…<|endX|> fields before <|beginarticle|> and the body; chat: for "
+        "instruction-tuned models, a continuation instruction and the sentences in the model's "
+        "chat template (preambles such as 'Sure! Here is…' are stripped and counted)",
     )
     gen.add_argument(
         "--device", default="auto", help="auto (default: cuda if present), cpu, cuda, cuda:N"
@@ -227,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only shard I of K (I/K, e.g. 0/4) into OUT's shard file; torchrun sets this "
         "by itself",
     )
+
+    add_engine_options(gen)
 
     merge_p = sub.add_parser(
         "merge",
@@ -399,8 +413,7 @@ def default_system(model: str) -> str:
 
 
 def cmd_generate(args) -> int:
-    from generation import models
-    from generation.engines.hf import HFEngine
+    from generation.engines import options as engine_options
     from generation.pipeline import GenerateOptions, run_generate
 
     for name in ("--per-doc", "--batch-size", "--max-attempts", "--tokens-per-sentence"):
@@ -451,23 +464,24 @@ def cmd_generate(args) -> int:
     settings["p"] = decoding.p.describe() if not decoding.preset else None
     settings["decoding"] = decoding.describe()
     settings["shard"] = f"{shard.index}/{shard.count}" if shard else None
-    engine = HFEngine(
-        models.load(args.model, device=device, dtype=args.dtype, revision=args.revision),
-        batch_size=args.batch_size,
-    )
+    settings = engine_options.engine_settings(args, settings)
+    engine = engine_options.make_engine(args, device)
+    provenance = engine.provenance(code_version())
+    if args.prompt_format == "chat":
+        provenance = engine_options.with_chat(provenance, engine)
     extra = {"model": engine.describe()}
     warnings = engine.warnings(args.prompt_format)
     options = GenerateOptions(
         system=system,
         dataset=dataset,
         prompt_format=args.prompt_format,
-        batch_size=args.batch_size,
+        batch_size=engine_options.window_size(args),
         max_attempts=args.max_attempts,
         tokens_per_sentence=args.tokens_per_sentence,
         max_new_tokens=args.max_new_tokens,
         content_filter=content_filter,
         progress=not args.no_progress,
-        provenance=engine.provenance(code_version()),
+        provenance=provenance,
         system_label=args.system_label,
     )
     code = 1
@@ -476,7 +490,18 @@ def cmd_generate(args) -> int:
         for warning in warnings:
             writer.warn(warning)
             print(f"warning: {warning}", file=sys.stderr)
-        code = _run(writer, lambda: run_generate(plan, writer, engine, options), extra=extra)
+
+        def body() -> None:
+            try:
+                run_generate(plan, writer, engine, options)
+            finally:
+                if args.prompt_format == "chat":
+                    counts = writer.counts.to_json()
+                    extra["chat"] = engine_options.chat_summary(writer.paths["part"], counts)
+                if hasattr(engine, "request_stats"):
+                    extra["requests"] = engine.request_stats()
+
+        code = _run(writer, body, extra=extra)
     finally:
         if shard is not None and shard.distributed:
             everyone_ok = distributed.all_ok(code == 0)

@@ -18,7 +18,6 @@ the choice.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,7 +25,11 @@ import torch
 from transformers import LogitsProcessor, StoppingCriteria
 
 from generation.decoding import Decoding
-from generation.sentences import complete_sentences, split_sentences  # noqa: F401 (re-export)
+from generation.sentences import (  # noqa: F401 (complete_sentences is re-exported)
+    complete_sentences,
+    enough_sentences,
+    split_sentences,
+)
 
 
 def nucleus_mask(probs_sorted: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
@@ -202,16 +205,6 @@ def replay(
     seen = (steps.cumsum(dim=0) + base) > 0
     rows = RowSettings.of([decoding] * count, device=device)
     return decide(logits, seen, rows, u[:count]).tolist()
-
-
-_TERMINATOR = re.compile(r"""[.!?…]["'”’)\]]*\s+\S""")
-
-
-def enough_sentences(text: str, needed: int) -> bool:
-    """True once `text` holds `needed` complete sentences (and another one has begun)."""
-    if len(_TERMINATOR.findall(text)) < needed:
-        return False
-    return len(split_sentences(text)) > needed
 
 
 class EnoughSentences(StoppingCriteria):

@@ -38,3 +38,22 @@ def complete_sentences(text: str, finished: bool) -> list[str]:
     if finished and re.search(r"""[.!?…]["'”’)\]]*$""", last):
         return pieces
     return pieces[:-1]
+
+
+_TERMINATOR = re.compile(r"""[.!?…]["'”’)\]]*\s+\S""")
+
+
+def enough_sentences(text: str, needed: int) -> bool:
+    """True once `text` holds `needed` complete sentences (and another one has begun)."""
+    if len(_TERMINATOR.findall(text)) < needed:
+        return False
+    return len(split_sentences(text)) > needed
+
+
+def first_sentences(text: str, needed: int) -> str:
+    """`text` cut where a generator that stops once `needed` sentences are complete (and another
+    has begun) would have stopped: what `--engine hf` keeps, for engines that write on."""
+    for found in _TERMINATOR.finditer(text):
+        if enough_sentences(text[: found.end()], needed):
+            return text[: found.end()]
+    return text

@@ -5,7 +5,8 @@ An instruction-tuned model fed a bare prompt answers it; asked to continue it, i
 continuation in a preamble ("Sure! Here is the continuation:"), a closing remark ("Let me know if
 you want more."), a refusal or a comment about itself ("As an AI…"). `clean_reply` strips the
 preamble and the closing remark (both recorded in the example's meta), and rejects refusals,
-comments about itself and replies that start the prompt over.
+comments about itself, replies that start the prompt over, and replies with a preamble sentence
+further in ("…the dark.\nCertainly. The…").
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+
+from generation.sentences import split_sentences
 
 INSTRUCTION_NAME = "roft-continue-v1"
 INSTRUCTION = (
@@ -25,6 +28,7 @@ REFUSAL = "refusal"
 META_COMMENT = "meta_comment"
 RESTARTS_PROMPT = "restarts_prompt"
 EMPTY_REPLY = "empty_reply"
+STRAY_PREAMBLE = "stray_preamble"  # a sentence that is only "Certainly." or "Here's the …:"
 
 # Openers that announce the answer rather than continue the text. Stripped repeatedly from the
 # start ("Sure! Here's the continuation:" is two of them).
@@ -74,7 +78,7 @@ class Cleaned:
     text: str  # the reply without preamble and closing remark
     preamble: str | None = None  # what was stripped from the start
     closing: str | None = None  # what was stripped from the end
-    problem: str | None = None  # refusal, meta_comment, restarts_prompt or empty_reply
+    problem: str | None = None  # refusal, meta_comment, restarts_prompt, stray_preamble, …
 
 
 def _norm(text: str) -> str:
@@ -84,17 +88,7 @@ def _norm(text: str) -> str:
 def clean_reply(reply: str, prompt: list[str]) -> Cleaned:
     """Strip the preamble and closing remark of a chat model's reply, and say why the rest cannot
     be used as a continuation of `prompt` (its sentences), if it cannot."""
-    text = reply.lstrip()
-    stripped = []
-    for _ in range(4):
-        for opener in _OPENERS:
-            found = opener.match(text)
-            if found and found.end() > 0:
-                stripped.append(found.group(0).strip())
-                text = text[found.end() :].lstrip()
-                break
-        else:
-            break
+    text, stripped = _strip_openers(reply)
     preamble = " ".join(stripped) or None
     closing = None
     found = _CLOSERS.search(text)
@@ -112,7 +106,37 @@ def clean_reply(reply: str, prompt: list[str]) -> Cleaned:
         problem = META_COMMENT
     elif prompt and _restarts(text, prompt):
         problem = RESTARTS_PROMPT
+    elif any(_is_preamble(sentence) for sentence in split_sentences(text)):
+        problem = STRAY_PREAMBLE
     return Cleaned(text=text, preamble=preamble, closing=closing, problem=problem)
+
+
+_STRAY = re.compile(
+    r"(?:sure|certainly|of course|absolutely|okay|ok|alright)\b[^\w]*(?:$|here\b)|"
+    r"here(?:'s|’s| is| are) (?:the|a|my|your) (?:continu|rest\b|next part)",
+    re.I,
+)
+
+
+def _is_preamble(sentence: str) -> bool:
+    """A sentence that only announces (a stray "Certainly." or "Sure, here is …")."""
+    return not _strip_openers(sentence + "\n")[0] or bool(_STRAY.match(sentence.strip()))
+
+
+def _strip_openers(text: str) -> tuple[str, list[str]]:
+    """`text` without the openers it starts with, and the openers."""
+    text = text.lstrip()
+    stripped = []
+    for _ in range(4):
+        for opener in _OPENERS:
+            found = opener.match(text)
+            if found and found.end() > 0:
+                stripped.append(found.group(0).strip())
+                text = text[found.end() :].lstrip()
+                break
+        else:
+            break
+    return text, stripped
 
 
 def _restarts(text: str, prompt: list[str]) -> bool:
