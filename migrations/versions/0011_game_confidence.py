@@ -6,7 +6,7 @@ skill recomputed as the shrunk detection rate, and the skill counts of `board_co
 The downgrade ranks by the shrunk excess again.
 
 Revision ID: 0011_game_confidence
-Revises: 0009_indexed_pick
+Revises: 0010_crowd_ledger
 Create Date: 2026-11-25
 
 """
@@ -19,7 +19,7 @@ from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '0011_game_confidence'
-down_revision = '0009_indexed_pick'
+down_revision = '0010_crowd_ledger'
 branch_labels = None
 depends_on = None
 
