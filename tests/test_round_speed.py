@@ -51,7 +51,8 @@ class Work:
     not a plain SELECT (reads before it run on their own: app/database.py on PostgreSQL, the
     driver itself on SQLite); a COMMIT or ROLLBACK with no transaction open sends nothing, and the
     pool's ROLLBACK of a connection given back inside a transaction counts.
-    `tests/test_database.py` checks this against a trace of PostgreSQL's protocol.
+    `tests/test_database.py` checks when BEGIN, COMMIT and ROLLBACK are sent on a trace of
+    PostgreSQL's protocol.
     """
 
     statements: list[str] = field(default_factory=list)
@@ -299,13 +300,49 @@ def budgets() -> dict[tuple[str, str, bool], tuple[int, int]]:
     return found
 
 
+class WireTrace:
+    """libpq's trace of the messages every new connection of the app's engine sends (PostgreSQL).
+
+    `round_trips()` counts, since its last call, the messages the driver waits on: a simple query
+    (BEGIN, COMMIT, ROLLBACK, a statement without parameters) or a Sync ending a statement. A Sync
+    after a lone Parse is psycopg preparing a statement on its fifth use on a connection, once:
+    not counted.
+    """
+
+    def __init__(self, app, path):
+        self.path = path
+        self.file = open(path, "w")  # noqa: SIM115 (closed in close())
+        self.read_to = 0
+        with app.app_context():
+            db.engine.dispose()  # connections made from now on are traced
+            event.listen(db.engine, "connect", self._trace)
+
+    def _trace(self, dbapi_connection, record) -> None:
+        dbapi_connection.pgconn.trace(self.file.fileno())
+
+    def round_trips(self) -> int:
+        self.file.flush()
+        lines = self.path.read_text().splitlines()
+        sent = [line.split("\t")[3] for line in lines[self.read_to :] if "\tF\t" in line]
+        self.read_to = len(lines)
+        waited, since = 0, []
+        for message in sent:
+            if message == "Query" or (message == "Sync" and since != ["Parse"]):
+                waited += 1
+            since = [] if message in ("Query", "Sync") else [*since, message]
+        return waited
+
+    def close(self) -> None:
+        self.file.close()
+
+
 def scripted(*choices: Choice) -> Decide:
     """A player who makes these choices, in order."""
     queue = list(choices)
     return lambda view: queue.pop(0)
 
 
-def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_uri):
+def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_uri, tmp_path):
     """A set of two texts played with the page's script (the requests `bench/web_load.py`
     sends), each request's statements and round trips within docs/BENCHMARKS.md's budget."""
     app = make_app(SET_SIZE=2)
@@ -319,6 +356,7 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_
         for example in db.session.scalars(select(Example)).all():
             others_answer(example, [2, 3, None], "It changes topic")
         factories.player("reader", "reader-password")
+    wire = WireTrace(app, tmp_path / "libpq.trace") if db_uri.startswith("postgresql") else None
     client = app.test_client()
     token = csrf_token(client)
     login = {"csrf_token": token, "username": "reader", "password": "reader-password"}
@@ -341,9 +379,14 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_
         kwargs: dict = {"headers": request.headers}
         if request.method == "POST":
             kwargs.update(data=MultiDict(request.fields), content_type=request.content_type)
+        if wire:
+            wire.round_trips()  # from here on
         with work(app) as counted:
             response = client.open(request.path, method=request.method, **kwargs)
         assert response.status_code == request.expect, (request, response.status_code)
+        if wire:
+            # On PostgreSQL the count is the driver's: the messages it sent and waited for.
+            assert wire.round_trips() == counted.round_trips, (key, counted)
         by_request.setdefault(key, []).append(counted)
         try:
             request = player.send(
@@ -356,6 +399,8 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_
             )
         except StopIteration:
             break
+    if wire:
+        wire.close()
     stated = budgets()
     assert len(stated) == 7 and set(stated) <= set(by_request), (stated, by_request.keys())
     for key, (statements, round_trips) in stated.items():

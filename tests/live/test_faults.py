@@ -88,6 +88,20 @@ class Load:
         return [error for player in self.players for error in player.errors]
 
 
+@contextlib.contextmanager
+def cpu_hog(seconds: float):
+    """Keep every core busy (one spinning process each) for at most `seconds`, as on a shared
+    CI machine; the processes are stopped on the way out."""
+    spin = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
 def _busy_worker(server) -> int | None:
     """A worker holding a client connection right now: most likely in the middle of a request."""
     return next((pid for pid, ports in server.connections().items() if ports), None)
@@ -99,7 +113,8 @@ def test_sigkill_worker_mid_load_loses_no_data_and_players_continue(app, gunicor
     page = victim.reveal(page)
     assert page.revealed == 2
 
-    with Load(gunicorn.url, LOAD_PLAYERS) as load:
+    # Beside a process spinning on every core, as on a shared CI machine.
+    with cpu_hog(3 * DEADLINE), Load(gunicorn.url, LOAD_PLAYERS) as load:
         load.wait_for_rounds(ROUNDS_BETWEEN)
 
         # 1. The victim's "next sentence" request is in flight (its last byte held back) on a
@@ -238,20 +253,6 @@ class Forwarder:
     def close(self) -> None:
         if self._open:
             self.cut()
-
-
-@contextlib.contextmanager
-def cpu_hog(seconds: float):
-    """Keep every core busy (one spinning process each) for at most `seconds`, as on a shared
-    CI machine; the processes are stopped on the way out."""
-    spin = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
-    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
-    try:
-        yield
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
 
 
 def test_database_cut_off_gives_503_and_the_same_server_recovers(app, demo_db, serve):
