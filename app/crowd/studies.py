@@ -214,7 +214,8 @@ def _attention_checks(
     allow) so that workers do not all meet the check at the same sentence of the same text.
 
     Spare checks (all-human instructed texts) replace an inside check a worker answered before
-    its sentence was shown: one per inside check a worker may void, as texts allow.
+    its sentence was shown: enough that a worker finds one on a passage they have not read, as
+    texts allow.
     """
     human_needed, inside_needed = schedule.check_mix(
         config.rounds, config.attention_check_rate, config.all_human_checks
@@ -251,10 +252,13 @@ def _attention_checks(
             sources = _check_sources(pool, inside_needed, all_human=False)
         except BadRequest:
             sources = []  # no spare then: a worker who voids checks goes to review
-        # Other texts than the inside checks', where there are enough.
+        # Other texts than the inside checks', where there are enough, and as many as a worker
+        # could need after reading a passage in every other round: no worker reads a passage
+        # twice, so a worker must find the spares they need among passages they have not read.
         used = {e.id for e in chosen}
         sources = [e for e in sources if e.id not in used] + [e for e in sources if e.id in used]
-        for i, source in enumerate(sources[:inside_needed]):
+        wanted = inside_needed + config.total_rounds
+        for i, source in enumerate(sources[:wanted]):
             sentences = [CHECK_INSTRUCTION, *source.sentences[1:]]
             spare.append(
                 _make_check(

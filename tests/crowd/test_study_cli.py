@@ -132,9 +132,11 @@ def test_edit_changes_wording_but_not_what_workers_play(runner, ctx, tmp_path):
     db.session.refresh(study)
     assert studies.config_of(study).rounds == 9
     assert len(study.pool["inside_checks"]) == 9  # 3 per worker now
-    assert len(study.pool["spare_checks"]) == 3  # one per inside check a worker may void
-    # The old checks are gone: 9 inside checks and 3 spares.
-    assert db.session.scalar(select(func.count()).where(Example.kind == "attention_check")) == 12
+    # Spares: one per round and per inside check (3 + 9), so that a worker who read a passage
+    # in every other round still finds one unread; the pool has 16 texts.
+    assert len(study.pool["spare_checks"]) == 12
+    # The old checks are gone: 9 inside checks and 12 spares.
+    assert db.session.scalar(select(func.count()).where(Example.kind == "attention_check")) == 21
     join(study, worker="w1")
     locked = STUDY_TOML.replace("rounds = 6", "rounds = 12")
     path.write_text(locked, encoding="utf-8")
