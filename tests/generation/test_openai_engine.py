@@ -257,3 +257,25 @@ def test_retry_helpers():
     assert safe_url("https://user:secret@api.example.com:8443/v1/?key=abc") == (
         "https://api.example.com:8443/v1"
     )
+
+
+def test_replicas_and_shards_merge_to_the_single_server_records(
+    corpus_file, tmp_path, tiny_model_dir, server, key
+):
+    """Data parallelism: two servers, either both behind one run or one shard of the plan each
+    (then merged), give the records of one server."""
+    server["control"](reset=True)
+    single = tmp_path / "single.jsonl"
+    assert main(args(corpus_file, single, *api(server))) == 0
+    with serve(tiny_model_dir, SERVED, KEY_ENV, KEY) as second:
+        both = tmp_path / "both.jsonl"
+        two_urls = [*api(server, "--concurrency", "4"), "--base-url", second["base"]]
+        assert main(args(corpus_file, both, *two_urls)) == 0
+        assert second["stats"]()["requests"] > 0
+        sharded = tmp_path / "sharded.jsonl"
+        for index, replica in enumerate((server, second)):
+            shard = [*api(replica), "--shard", f"{index}/2"]
+            assert main(args(corpus_file, sharded, *shard)) == 0
+    assert main(["merge", "--out", str(sharded), "--shards"]) == 0
+    assert read(both) == read(single)
+    assert sharded.read_bytes() == single.read_bytes()
