@@ -130,6 +130,7 @@ ABOUT = {
         "reason), in which case 'points_if_counted' is what the call would have earned."
     ),
     "reveals": "When each sentence was shown to you (server time, UTC), from sentence 1.",
+    "confidence": "How sure you said you were of the guess, in percent (null: you did not say).",
     "sets": (
         "Your sets of texts and daily challenges ('day' set); each round names its set by "
         "'set_id'. A set counts when it is finished and every one of its texts counted."
@@ -150,6 +151,7 @@ def _play_details(round_: Round, example: Example) -> dict:
         n = example.n_sentences
         details["flagged_sentence"] = round_.guess + 1 if round_.guess < n else None
         details["first_machine_sentence"] = example.boundary + 1 if example.boundary < n else None
+        details["confidence"] = round_.confidence
         if not tally.counts(round_):
             details["points_if_counted"] = round_.points
     return details

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from markupsafe import Markup
-from sqlalchemy import func, or_, select
+from sqlalchemy import case, func, or_, select
 
 from app.extensions import db
 from app.game import charts, progression, tally
@@ -120,6 +120,40 @@ def recent_rounds(
         )
         for round_, example, category in rows
     ]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The player's counted rounds at one confidence level, and how many were exactly right."""
+
+    confidence: int
+    rounds: int
+    exact: int
+
+    @property
+    def exact_share(self) -> float:
+        return self.exact / self.rounds
+
+
+def calibration(player: Player) -> list[Calibration]:
+    """How often the player was exactly right at each confidence they gave (counted rounds)."""
+    rows = db.session.execute(
+        select(
+            Round.confidence,
+            func.count(Round.id),
+            func.sum(case((Round.guess == Example.boundary, 1), else_=0)),
+        )
+        .join(Example, Example.id == Round.example_id)
+        .where(
+            Round.player_id == player.id,
+            Round.guess.is_not(None),
+            Round.confidence.is_not(None),
+            tally.COUNTED,
+        )
+        .group_by(Round.confidence)
+        .order_by(Round.confidence)
+    ).all()
+    return [Calibration(level, count, int(exact or 0)) for level, count, exact in rows]
 
 
 def answered_rounds(player: Player) -> int:

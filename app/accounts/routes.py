@@ -255,6 +255,7 @@ def _render_profile(player: Player, own: bool):
         ),
         upvotes=upvotes,
         streak=daily.streak(player),
+        calibration=profiles.calibration(player),
     )
 
 

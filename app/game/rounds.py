@@ -54,6 +54,8 @@ NORMAL = "normal"
 CHECK = "attention_check"
 PRACTICE = "practice"
 _START_ATTEMPTS = 5
+# How sure a player may say they are of a guess, in percent (optional).
+CONFIDENCE_LEVELS = (50, 70, 90)
 # Ids are 32-bit integers in PostgreSQL: a larger one exists nowhere and cannot be looked up.
 MAX_ID = 2**31 - 1
 
@@ -115,7 +117,15 @@ _REVEAL = (
     .values(revealed=_rounds.revealed + 1)
 )
 _ADD_REVEAL = insert(Reveal.__table__)
-_ANSWER_FIELDS = ("guess", "points", "reasons", "explanation", "answered_at", "uncounted")
+_ANSWER_FIELDS = (
+    "guess",
+    "points",
+    "reasons",
+    "explanation",
+    "answered_at",
+    "uncounted",
+    "confidence",
+)
 _STORE_ANSWER = (
     update(Round.__table__)
     .where(
@@ -433,9 +443,17 @@ class Answer:
     seen: int
     reasons: list[str]
     explanation: str
+    # How sure the player said they were, in percent; None when they did not say.
+    confidence: int | None = None
 
 
-def parse_answer(choice: str, seen: str | int, reasons: list[str], explanation: str) -> Answer:
+def parse_answer(
+    choice: str,
+    seen: str | int,
+    reasons: list[str],
+    explanation: str,
+    confidence: str | None = None,
+) -> Answer:
     """Validate raw form values; raise BadRequest with a message a player can act on."""
     if choice not in ("machine", "human"):
         raise BadRequest("Say either “a machine wrote this sentence” or “all human”.")
@@ -457,7 +475,13 @@ def parse_answer(choice: str, seen: str | int, reasons: list[str], explanation: 
         )
     if choice == "machine" and not clean and not text:
         raise BadRequest("Choose at least one reason or write a short explanation.")
-    return Answer(choice=choice, seen=seen_n, reasons=clean, explanation=text)
+    sure = None
+    if confidence:
+        levels = {str(level): level for level in CONFIDENCE_LEVELS}
+        if confidence not in levels:
+            raise BadRequest("Say how sure you are as 50%, 70% or 90%, or leave it out.")
+        sure = levels[confidence]
+    return Answer(choice=choice, seen=seen_n, reasons=clean, explanation=text, confidence=sure)
 
 
 class AlreadyAnswered(Conflict):
@@ -499,6 +523,7 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
         "explanation": answer.explanation,
         "answered_at": now,
         "uncounted": uncounted,
+        "confidence": answer.confidence,
     }
     stored = db.session.execute(
         _STORE_ANSWER,

@@ -219,6 +219,7 @@ def _render_round(round_, status: int = 200, error: str | None = None, flag: boo
         "remaining": example.n_sentences - round_.revealed,
         "reasons": REASONS,
         "max_explanation": MAX_EXPLANATION_CHARS,
+        "confidence_levels": rounds.CONFIDENCE_LEVELS,
         "flag": flag,
         "error": error,
         "form": request.form if error else {},
@@ -292,6 +293,7 @@ def answer(round_id: int):
             request.form.get("seen"),
             request.form.getlist("reasons"),
             request.form.get("explanation", ""),
+            request.form.get("confidence"),
         )
         # A study may ask for ratings of the flagged sentence before the truth is shown.
         ratings = (

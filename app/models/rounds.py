@@ -65,6 +65,8 @@ class Round(db.Model):
     revealed: Mapped[int] = mapped_column(Integer, default=1)
     guess: Mapped[int | None] = mapped_column(Integer, nullable=True)
     points: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # How sure the player said they were of the guess, in percent (50, 70 or 90); None: not said.
+    confidence: Mapped[int | None] = mapped_column(Integer, nullable=True)
     reasons: Mapped[list] = mapped_column(JSON, default=list)
     explanation: Mapped[str] = mapped_column(Text, default="")
     # Up-votes other players gave the explanation (kept with every vote in its transaction).

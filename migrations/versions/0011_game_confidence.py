@@ -1,4 +1,7 @@
-"""Skill that means detection: detection counts on the board rows, skill recomputed from them.
+"""Skill that means detection, and the confidence of a guess.
+
+`rounds.confidence` holds how sure the player said they were (50, 70 or 90 percent; null when
+they did not say).
 
 `board_totals` gains machine_rounds, machine_credit, human_rounds and human_right (see
 app/leaderboard/skill.py); every existing row is filled from its player's counted rounds and its
@@ -58,6 +61,9 @@ def _rebuild_skill_counts(bind):
 
 
 def upgrade():
+    with op.batch_alter_table('rounds', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('confidence', sa.Integer(), nullable=True))
+
     with op.batch_alter_table('board_totals', schema=None) as batch_op:
         for name in COLUMNS:
             batch_op.add_column(sa.Column(name, sa.Integer(), server_default='0', nullable=False))
@@ -106,3 +112,5 @@ def downgrade():
     with op.batch_alter_table('board_totals', schema=None) as batch_op:
         for name in reversed(COLUMNS):
             batch_op.drop_column(name)
+    with op.batch_alter_table('rounds', schema=None) as batch_op:
+        batch_op.drop_column('confidence')
