@@ -23,6 +23,7 @@ The pure functions take plain rows; `study_flags` loads a study's rows and runs 
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import defaultdict
@@ -51,11 +52,9 @@ MIN_DISTINCT = 6
 MIN_CHARS = 40
 SIMILAR_RATIO = 0.85
 SHINGLE = 5
-# Pairs sharing less than this share of 5-character pieces are not compared character by
-# character: they cannot reach SIMILAR_RATIO.
-CANDIDATE_JACCARD = 0.3
-# Pieces found in more distinct explanations than this (" the ", "sente") do not propose pairs.
-COMMON_PIECE = 200
+# Only pairs sharing at least this share of their 5-character pieces (Jaccard index) are compared
+# character by character; a changed word or two in a pasted text keeps well above it.
+CANDIDATE_JACCARD = 0.35
 # Brysbaert (2019): adults read English silently at about 238 words a minute; skimming reaches
 # 400-700. Reading faster than this is not reading.
 MAX_WORDS_PER_MINUTE = 600.0
@@ -170,6 +169,34 @@ class CopiedPair:
     ratio: float
 
 
+def _candidates(grams: Sequence[frozenset[str]], threshold: float) -> set[tuple[int, int]]:
+    """The pairs of sets whose Jaccard index reaches `threshold`, found by prefix filtering:
+    with every set's pieces in one order (rarest first), two such sets share a piece among the
+    first len - ceil(threshold * len) + 1 of either, so only those pieces are indexed."""
+    frequency: dict[str, int] = defaultdict(int)
+    for pieces in grams:
+        for gram in pieces:
+            frequency[gram] += 1
+    index: dict[str, list[int]] = defaultdict(list)
+    proposed: set[tuple[int, int]] = set()
+    for j, pieces in enumerate(grams):
+        ordered = sorted(pieces, key=lambda gram: (frequency[gram], gram))
+        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
+        for gram in prefix:
+            for i in index[gram]:
+                proposed.add((i, j))
+            index[gram].append(j)
+    found = set()
+    for i, j in proposed:
+        size_i, size_j = len(grams[i]), len(grams[j])
+        if min(size_i, size_j) < threshold * max(size_i, size_j):
+            continue  # too different in length to reach the threshold
+        common = len(grams[i] & grams[j])
+        if common >= threshold * (size_i + size_j - common):
+            found.add((i, j))
+    return found
+
+
 def copied_pairs(rows: Iterable[ExplanationRow]) -> list[CopiedPair]:
     """Informative explanations of *different* workers at SIMILAR_RATIO or above."""
     groups: dict[str, list[ExplanationRow]] = defaultdict(list)
@@ -179,23 +206,9 @@ def copied_pairs(rows: Iterable[ExplanationRow]) -> list[CopiedPair]:
             groups[norm].append(row)
     texts = list(groups)
     grams = [shingles(t) for t in texts]
-    # Candidate pairs of distinct texts: those sharing a 5-character piece that few texts have
-    # (near-copies share many such pieces), then their full share of pieces.
-    index: dict[str, list[int]] = defaultdict(list)
-    for i, pieces in enumerate(grams):
-        for gram in pieces:
-            index[gram].append(i)
-    candidates = {
-        pair
-        for members in index.values()
-        if len(members) <= COMMON_PIECE
-        for pair in combinations(members, 2)
-    }
+    candidates = _candidates(grams, CANDIDATE_JACCARD)
     alike = [(i, i, 1.0) for i in range(len(texts))]
     for i, j in candidates:
-        common = len(grams[i] & grams[j])
-        if common / (len(grams[i]) + len(grams[j]) - common) < CANDIDATE_JACCARD:
-            continue
         ratio = similarity(texts[i], texts[j])
         if ratio >= SIMILAR_RATIO:
             alike.append((i, j, ratio))

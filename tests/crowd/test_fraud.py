@@ -8,6 +8,8 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from app.crowd import fraud, studies
@@ -355,3 +357,21 @@ def test_device_rule_within_and_across_studies():
     assert set(flags) == {1, 2, 5}
     assert flags[1].other_workers == ("b",) and flags[1].rounds == (11,)
     assert flags[5].other_workers == ("e (study s2)",)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.frozensets(st.sampled_from("abcdefghijkl"), min_size=1, max_size=10),
+        max_size=12,
+    ),
+    st.sampled_from([0.2, 0.35, 0.5, 0.8, 1.0]),
+)
+def test_prefix_filter_finds_exactly_the_pairs_over_the_threshold(sets, threshold):
+    brute = {
+        (i, j)
+        for i in range(len(sets))
+        for j in range(i + 1, len(sets))
+        if len(sets[i] & sets[j]) >= threshold * len(sets[i] | sets[j])
+    }
+    assert fraud._candidates(sets, threshold) == brute
