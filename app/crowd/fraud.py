@@ -433,6 +433,11 @@ def study_flags(study: Study) -> list[WorkerFlags]:
     )
 
 
+def flags_by_participant(study: Study) -> dict[int, WorkerFlags]:
+    """`study_flags` keyed by participant id, for pages that show one worker at a time."""
+    return {worker.participant_id: worker for worker in study_flags(study)}
+
+
 def flag_lines(flagged: Sequence[WorkerFlags]) -> list[str]:
     """The flags as text, for `flask study flags`."""
     if not flagged:

@@ -152,6 +152,11 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Participant)) == 8
         flagged = {w.worker_id: w for w in fraud.study_flags(studies.get_study("pilot"))}
+        by_id = fraud.flags_by_participant(studies.get_study("pilot"))
+        assert {w.worker_id for w in by_id.values()} == set(flagged)
+        assert all(
+            db.session.get(Participant, k).worker_id == w.worker_id for k, w in by_id.items()
+        )
         texts = dict(db.session.execute(select(Round.id, Round.explanation)).all())
         assert db.session.scalar(select(func.count()).select_from(StudyDecision)) == 0
     assert set(flagged) == {"dup-one", "dup-two", "ring-one", "ring-two", "clicker"}
