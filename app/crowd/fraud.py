@@ -11,10 +11,10 @@ Three signals, each with its evidence (which worker ids, which rounds, which tex
   SIMILAR_RATIO). Only informative explanations count (at least MIN_WORDS words, MIN_DISTINCT
   distinct words and MIN_CHARS characters), so that short common answers ("repetition", "it
   repeats itself") written by many honest readers are never flagged.
-- **Faster than reading.** A round answered sooner after its first sentence appeared than the
-  revealed words take to read at MAX_WORDS_PER_MINUTE. A worker is flagged when at least
-  MIN_FAST_ROUNDS rounds and at least half of their answered rounds are that fast; one quick round
-  (a text already half-read) is not enough.
+- **Faster than reading.** A round answered sooner after one of its sentences appeared than that
+  sentence and the ones after it take to read at MAX_WORDS_PER_MINUTE (see `shortfall`). A
+  worker is flagged when at least MIN_FAST_ROUNDS rounds and at least half of their answered
+  rounds are that fast; one quick round is not enough.
 
 Paste events and typing speed are not recorded by the game, so they are not among the signals.
 
@@ -36,7 +36,7 @@ from itertools import combinations
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Example, Participant, Round, Study, TruthView
+from app.models import Example, Participant, Reveal, Round, Study, TruthView
 
 SHARED_DEVICE = "shared_browser"
 COPIED_EXPLANATION = "copied_explanation"
@@ -72,13 +72,29 @@ class ExplanationRow:
 
 @dataclass(frozen=True)
 class TimingRow:
+    """One answered round: when each revealed sentence appeared and its words, and the answer."""
+
     participant_id: int
     worker_id: str
     round_id: int
     order_index: int
-    first_shown_at: datetime
+    shown: tuple[tuple[datetime, int], ...]  # (appeared at, words), in reading order
     answered_at: datetime
-    words: int  # words in the sentences revealed before the answer
+
+    @property
+    def words(self) -> int:
+        return sum(words for _, words in self.shown)
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """The part of a round read too fast: from sentence `first` (1-based) to the answer."""
+
+    row: TimingRow
+    first: int
+    words: int
+    seconds: float
+    floor: float
 
 
 @dataclass(frozen=True)
@@ -259,15 +275,29 @@ def reading_floor(words: int, words_per_minute: float = MAX_WORDS_PER_MINUTE) ->
     return 60.0 * words / words_per_minute
 
 
-def fast_rounds(rows: Iterable[TimingRow]) -> list[tuple[TimingRow, float, float]]:
-    """The rounds answered faster than their revealed words can be read: (row, seconds, floor)."""
-    found = []
-    for row in rows:
-        seconds = (row.answered_at - row.first_shown_at).total_seconds()
-        floor = reading_floor(row.words)
-        if seconds < floor:
-            found.append((row, seconds, floor))
-    return found
+def shortfall(row: TimingRow) -> Shortfall | None:
+    """Where the round was answered faster than reading, or None.
+
+    A sentence can only be read after it appears, so every stretch from a sentence's appearance
+    to the answer must last at least as long as reading that sentence and all those after it.
+    The stretch furthest below that is returned: from the first sentence, the whole round is too
+    quick; from a later one, the worker waited and then clicked through without reading.
+    """
+    worst = None
+    words_after = 0
+    for index in range(len(row.shown) - 1, -1, -1):
+        appeared, words = row.shown[index]
+        words_after += words
+        seconds = (row.answered_at - appeared).total_seconds()
+        floor = reading_floor(words_after)
+        if seconds < floor and (worst is None or floor - seconds > worst.floor - worst.seconds):
+            worst = Shortfall(row, index + 1, words_after, seconds, floor)
+    return worst
+
+
+def fast_rounds(rows: Iterable[TimingRow]) -> list[Shortfall]:
+    """The rounds answered faster than their revealed words can be read."""
+    return [found for row in rows if (found := shortfall(row)) is not None]
 
 
 def speed_flags(rows: Iterable[TimingRow]) -> dict[int, Flag]:
@@ -286,11 +316,12 @@ def speed_flags(rows: Iterable[TimingRow]) -> dict[int, Flag]:
             f"{len(fast)} of {len(own)} rounds answered faster than reading at "
             f"{MAX_WORDS_PER_MINUTE:g} words a minute",
             (),
-            tuple(row.round_id for row, _, _ in fast),
+            tuple(f.row.round_id for f in fast),
             tuple(
-                f"round {row.round_id}: {row.words} words in {seconds:.1f} s "
-                f"(reading takes at least {floor:.1f} s)"
-                for row, seconds, floor in fast
+                f"round {f.row.round_id}: {f.words} words"
+                + (f" (sentence {f.first} on)" if f.first > 1 else "")
+                + f" in {f.seconds:.1f} s (reading takes at least {f.floor:.1f} s)"
+                for f in fast
             ),
         )
     return flags
@@ -359,13 +390,12 @@ def _explanations(study: Study) -> list[ExplanationRow]:
 
 
 def _timings(study: Study) -> list[TimingRow]:
-    rows = db.session.execute(
+    rounds = db.session.execute(
         select(
             Round.participant_id,
             Participant.worker_id,
             Round.id,
             Round.order_index,
-            Round.started_at,
             Round.answered_at,
             Round.revealed,
             Example.sentences,
@@ -377,19 +407,22 @@ def _timings(study: Study) -> list[TimingRow]:
             Round.answered_at.is_not(None),
             Round.kind != "practice",
         )
-    )
-    return [
-        TimingRow(
-            pid,
-            worker,
-            round_id,
-            order,
-            started,
-            answered,
-            sum(len(s.split()) for s in sentences[:revealed]),
-        )
-        for pid, worker, round_id, order, started, answered, revealed, sentences in rows
-    ]
+    ).all()
+    reveals: dict[int, dict[int, datetime]] = defaultdict(dict)
+    for round_id, index, revealed_at in db.session.execute(
+        select(Reveal.round_id, Reveal.sentence_index, Reveal.revealed_at)
+        .join(Round, Round.id == Reveal.round_id)
+        .join(Participant, Participant.id == Round.participant_id)
+        .where(Participant.study_id == study.id, Round.answered_at.is_not(None))
+    ):
+        reveals[round_id][index] = revealed_at
+    rows = []
+    for pid, worker, round_id, order, answered, revealed, sentences in rounds:
+        times = reveals[round_id]
+        shown = tuple((times[i], len(sentences[i].split())) for i in range(revealed) if i in times)
+        if shown:
+            rows.append(TimingRow(pid, worker, round_id, order, shown, answered))
+    return rows
 
 
 def _devices(study: Study) -> list[DeviceRow]:

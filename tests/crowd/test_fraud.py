@@ -50,12 +50,19 @@ def link(worker: str, session: str) -> str:
 
 
 def play_all(
-    app, client, clock: Clock, seconds_per_sentence: float, texts: list[str], slug="pilot", most=99
+    app,
+    client,
+    clock: Clock,
+    seconds_per_sentence: float,
+    texts: list[str],
+    slug="pilot",
+    most=99,
+    first_wait: float | None = None,
 ) -> list[int]:
     """Play the study's rounds in this browser (at most `most`), reading each sentence for
-    `seconds_per_sentence`: flag an attention check's instruction sentence, and flag the third
-    sentence of other texts with the next explanation of `texts` (cycled). Returns the answered
-    round ids."""
+    `seconds_per_sentence` (the first for `first_wait`, if given): flag an attention check's
+    instruction sentence, and flag the third sentence of other texts with the next explanation
+    of `texts` (cycled). Returns the answered round ids."""
     token = csrf_token(client)
     played: list[int] = []
     while len(played) < most:
@@ -67,7 +74,7 @@ def play_all(
             check = db.session.get(Round, round_id).kind == rounds.CHECK
         seen = 1
         while True:
-            clock.advance(seconds_per_sentence)
+            clock.advance(first_wait if seen == 1 and first_wait else seconds_per_sentence)
             page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
             latest = re.findall(r'<li class="sentence[^"]*"[^>]*>([^<]*)</li>', page)[-1]
             if check and "say that a machine wrote this sentence" in latest:
@@ -144,13 +151,18 @@ def scripted_study(app, clock) -> dict[str, list[int]]:
     clicker = app.test_client()
     join_http(clicker, link("clicker", "s-clicker"))
     played["clicker"] = play_all(app, clicker, clock, 0.2, ["bad"])
+    # Waits half a minute on each text's first sentence, then clicks through the rest: the whole
+    # round takes long enough to read, the sentences after the first do not.
+    waiter = app.test_client()
+    join_http(waiter, link("waiter", "s-waiter"))
+    played["waiter"] = play_all(app, waiter, clock, 0.1, ["odd"], first_wait=30.0)
     return played
 
 
 def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock):
     played = scripted_study(app, clock)
     with app.app_context():
-        assert db.session.scalar(select(func.count()).select_from(Participant)) == 8
+        assert db.session.scalar(select(func.count()).select_from(Participant)) == 9
         flagged = {w.worker_id: w for w in fraud.study_flags(studies.get_study("pilot"))}
         by_id = fraud.flags_by_participant(studies.get_study("pilot"))
         assert {w.worker_id for w in by_id.values()} == set(flagged)
@@ -159,7 +171,7 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
         )
         texts = dict(db.session.execute(select(Round.id, Round.explanation)).all())
         assert db.session.scalar(select(func.count()).select_from(StudyDecision)) == 0
-    assert set(flagged) == {"dup-one", "dup-two", "ring-one", "ring-two", "clicker"}
+    assert set(flagged) == {"dup-one", "dup-two", "ring-one", "ring-two", "clicker", "waiter"}
 
     def only(worker: str) -> fraud.Flag:
         (flag,) = flagged[worker].flags
@@ -190,6 +202,10 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
     assert set(flag.rounds) == set(played["clicker"])
     assert flag.summary.startswith("6 of 6 rounds")
     assert all("s (reading takes at least" in t for t in flag.texts)
+    flag = only("waiter")
+    assert flag.signal == fraud.FASTER_THAN_READING
+    assert set(flag.rounds) == set(played["waiter"])
+    assert all("(sentence 2 on)" in t for t in flag.texts)
 
 
 def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
@@ -211,7 +227,7 @@ def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
     assert page.status_code == 200
     body = page.get_data(as_text=True)
     section = body[body.index('id="fraud-signals"') :]
-    for worker in ("dup-one", "dup-two", "ring-one", "ring-two", "clicker"):
+    for worker in ("dup-one", "dup-two", "ring-one", "ring-two", "clicker", "waiter"):
         assert f"<strong>{worker}</strong>" in section
     for worker in HONEST:
         assert f"<strong>{worker}</strong>" not in section
@@ -220,7 +236,7 @@ def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
 
     result = runner.invoke(args=["study", "flags", "pilot"])
     assert result.exit_code == 0, result.output
-    assert "5 worker(s) flagged" in result.output
+    assert "6 worker(s) flagged" in result.output
     assert "same browser as another participant id" in result.output
     assert "honest-a" not in result.output
     as_json = runner.invoke(args=["study", "flags", "pilot", "--json"])
@@ -231,6 +247,7 @@ def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
         "dup-two",
         "ring-one",
         "ring-two",
+        "waiter",
     ]
     missing = runner.invoke(args=["study", "flags", "nope"])
     assert missing.exit_code != 0 and "no study called 'nope'" in missing.output
@@ -325,11 +342,40 @@ def test_identical_explanations_in_a_crowd_flag_every_copier_with_evidence():
     )
 
 
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
 def timing(pid: int, round_id: int, seconds: float, words: int = 30) -> fraud.TimingRow:
-    start = datetime(2026, 1, 1, tzinfo=UTC)
+    """A round whose `words` were all shown at once and answered `seconds` later."""
     return fraud.TimingRow(
-        pid, f"w{pid}", round_id, round_id, start, start + timedelta(seconds=seconds), words
+        pid, f"w{pid}", round_id, round_id, ((START, words),), START + timedelta(seconds=seconds)
     )
+
+
+def stepped(gaps: list[float], words: int = 10, then: float = 0.0) -> fraud.TimingRow:
+    """A round whose sentences of `words` words appeared `gaps` seconds apart, answered `then`
+    seconds after the last."""
+    moments, now = [], START
+    for gap in gaps:
+        now += timedelta(seconds=gap)
+        moments.append((now, words))
+    return fraud.TimingRow(1, "w1", 7, 7, tuple(moments), now + timedelta(seconds=then))
+
+
+def test_every_sentence_needs_its_reading_time_after_it_appears():
+    # 10 words take 1 s at 600 words a minute.
+    careful = stepped([0, 1.2, 1.1, 1.0, 1.5], then=1.0)
+    assert fraud.shortfall(careful) is None
+    # A slow start hides nothing: waiting a minute on the first sentence, then clicking through
+    # four more in a second, is not reading them.
+    waited = stepped([0, 60, 0.2, 0.2, 0.2], then=0.4)
+    found = fraud.shortfall(waited)
+    assert found is not None and found.first == 2 and found.words == 40
+    assert found.seconds == pytest.approx(1.0) and found.floor == pytest.approx(4.0)
+    # Reading ahead is impossible, but reading slowly and then answering at once is fine: the
+    # last sentence had its second before the answer.
+    assert fraud.shortfall(stepped([0, 3, 3, 3], then=1.0)) is None
+    assert fraud.shortfall(stepped([0, 3, 3, 3], then=0.5)).first == 4
 
 
 def test_reading_floor_and_speed_rule():
