@@ -333,29 +333,30 @@ def speed_flags(rows: Iterable[TimingRow]) -> dict[int, Flag]:
 def device_flags(rows: Iterable[DeviceRow], study: str) -> dict[int, Flag]:
     """Participants of `study` whose browser also answered under another worker id: in this
     study (another participant id) or in another study (a different worker id there)."""
-    by_device: dict[str, list[DeviceRow]] = defaultdict(list)
+    # Per browser, its participants: (worker id, study) and the rounds answered in it.
+    by_device: dict[str, dict[int, tuple[str, str]]] = defaultdict(dict)
+    answered_in: dict[tuple[str, int], set[int]] = defaultdict(set)
     for row in rows:
-        by_device[row.device].append(row)
+        by_device[row.device][row.participant_id] = (row.worker_id, row.study)
+        if row.round_id is not None:
+            answered_in[(row.device, row.participant_id)].add(row.round_id)
     others: dict[int, set[str]] = defaultdict(set)
     rounds: dict[int, set[int]] = defaultdict(set)
-    workers: dict[int, str] = {}
-    for device_rows in by_device.values():
-        here = [r for r in device_rows if r.study == study]
-        for mine in here:
-            for theirs in device_rows:
-                if theirs.participant_id == mine.participant_id:
+    for device, members in by_device.items():
+        for mine, (my_worker, my_study) in members.items():
+            if my_study != study:
+                continue
+            for theirs, (their_worker, their_study) in members.items():
+                if theirs == mine:
                     continue
-                if theirs.study != study and theirs.worker_id == mine.worker_id:
+                if their_study != study and their_worker == my_worker:
                     continue  # the same worker in another study: allowed
-                label = (
-                    theirs.worker_id
-                    if theirs.study == study
-                    else f"{theirs.worker_id} (study {theirs.study})"
+                others[mine].add(
+                    their_worker
+                    if their_study == study
+                    else f"{their_worker} (study {their_study})"
                 )
-                others[mine.participant_id].add(label)
-                workers[mine.participant_id] = mine.worker_id
-                if mine.round_id is not None:
-                    rounds[mine.participant_id].add(mine.round_id)
+                rounds[mine] |= answered_in[(device, mine)]
     return {
         participant_id: Flag(
             SHARED_DEVICE,
