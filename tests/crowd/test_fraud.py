@@ -118,13 +118,13 @@ HONEST = {
 }
 RING = [
     "The third sentence contradicts the first one: the recipe says bake, then it is fried.",
-    "This line invents a second main character that never appears in the rest of the text.",
+    "This line invents a <b>second</b> main character that never appears in the text again.",
     "Numbers do not add up, the total given is smaller than the parts listed right before.",
 ]
 # The second ring member pastes the first one's explanations with small edits.
 RING_PASTED = [
     "the third sentence contradicts the first one - the recipe says bake, then its fried",
-    "This line invents a second main character that never appears in the rest of the text!!",
+    "This line invents a second main character that never appears in the text again!!",
     "Numbers don't add up; the total given is smaller than the parts listed right before",
 ]
 
@@ -233,6 +233,8 @@ def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
         assert f"<strong>{worker}</strong>" not in section
     assert 'data-signal="shared_browser"' in section
     assert "never a reason to reject" in section
+    # A worker's text is shown as text, never as markup.
+    assert "&lt;b&gt;second&lt;/b&gt;" in section and "<b>second" not in section
 
     result = runner.invoke(args=["study", "flags", "pilot"])
     assert result.exit_code == 0, result.output
