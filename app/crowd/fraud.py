@@ -7,10 +7,11 @@ Three signals, each with its evidence (which worker ids, which rounds, which tex
   whose rounds were answered in one browser are probably one person with two accounts. The same
   browser under another worker id in *another* study is reported too.
 - **Copied explanations.** Explanations of different workers that are identical or nearly so
-  once case, punctuation and spacing are set aside (difflib's similarity ratio at least
-  SIMILAR_RATIO). Only informative explanations count (at least MIN_WORDS words, MIN_DISTINCT
-  distinct words and MIN_CHARS characters), so that short common answers ("repetition", "it
-  repeats itself") written by many honest readers are never flagged.
+  once case, punctuation and spacing are set aside (difflib's similarity ratio): one at
+  STRONG_RATIO, or MIN_ALIKE different ones at SIMILAR_RATIO (`copying_pairs`). Only
+  informative explanations count (at least MIN_WORDS words, MIN_DISTINCT distinct words and
+  MIN_CHARS characters), so that short common answers ("repetition", "it repeats itself")
+  written by many honest readers are never flagged.
 - **Faster than reading.** A round answered sooner after one of its sentences appeared than that
   sentence and the ones after it take to read at MAX_WORDS_PER_MINUTE (see `shortfall`). A
   worker is flagged when at least MIN_FAST_ROUNDS rounds and at least half of their answered
@@ -51,6 +52,8 @@ MIN_WORDS = 8
 MIN_DISTINCT = 6
 MIN_CHARS = 40
 SIMILAR_RATIO = 0.85
+STRONG_RATIO = 0.95
+MIN_ALIKE = 2
 SHINGLE = 5
 # Only pairs sharing at least this share of their 5-character pieces (Jaccard index) are compared
 # character by character; a changed word or two in a pasted text keeps well above it.
@@ -240,10 +243,32 @@ def copied_pairs(rows: Iterable[ExplanationRow]) -> list[CopiedPair]:
     return found
 
 
+def copying_pairs(pairs: Iterable[CopiedPair]) -> list[CopiedPair]:
+    """The alike pairs of the workers who copied one another: those two workers share one
+    explanation at STRONG_RATIO or above (the same text, or one with a word changed), or at least
+    MIN_ALIKE different explanations of each at SIMILAR_RATIO or above. Two honest readers can
+    put a common complaint in nearly the same words once; not again and again."""
+    by_workers: dict[tuple[int, int], list[CopiedPair]] = defaultdict(list)
+    for pair in pairs:
+        key = tuple(sorted((pair.first.participant_id, pair.second.participant_id)))
+        by_workers[key].append(pair)
+    kept = []
+    for found in by_workers.values():
+        strong = any(p.ratio >= STRONG_RATIO for p in found)
+        texts = [
+            {normalise(r.text) for p in found for r in (p.first, p.second) if r.participant_id == w}
+            for w in {found[0].first.participant_id, found[0].second.participant_id}
+        ]
+        if strong or min(len(t) for t in texts) >= MIN_ALIKE:
+            kept.extend(found)
+    kept.sort(key=lambda p: (p.first.round_id, p.second.round_id))
+    return kept
+
+
 def explanation_flags(rows: Iterable[ExplanationRow]) -> dict[int, Flag]:
     """Per participant, the copied-explanation flag with the matching workers, rounds and texts."""
     matches: dict[int, list[tuple[ExplanationRow, ExplanationRow, float]]] = defaultdict(list)
-    for pair in copied_pairs(rows):
+    for pair in copying_pairs(copied_pairs(rows)):
         matches[pair.first.participant_id].append((pair.first, pair.second, pair.ratio))
         matches[pair.second.participant_id].append((pair.second, pair.first, pair.ratio))
     flags = {}

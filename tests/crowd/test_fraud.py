@@ -327,6 +327,46 @@ def test_short_or_uninformative_explanations_are_never_flagged(common):
     assert fraud.explanation_flags([row(i, common) for i in range(1, 30)]) == {}
 
 
+FORMULAIC = [
+    (
+        "The sentence repeats the same phrase that was used in the previous sentence.",
+        "This sentence repeats the same words that were used in the previous sentence.",
+    ),
+    (
+        "It does not make sense in the context of the rest of the text.",
+        "It doesn't make any sense in context with the rest of the text.",
+    ),
+    (
+        "The story suddenly changes topic and talks about something unrelated.",
+        "The story suddenly changes the topic and talks about something completely unrelated.",
+    ),
+    (
+        "This sentence contradicts what was said in the previous sentence.",
+        "This sentence contradicts what was said in the sentence before.",
+    ),
+]
+
+
+def test_two_readers_putting_a_common_complaint_alike_once_are_not_flagged():
+    for mine, theirs in FORMULAIC:
+        pairs = fraud.copied_pairs([row(1, mine), row(2, theirs)])
+        assert len(pairs) == 1 and pairs[0].ratio < fraud.STRONG_RATIO  # alike, but not copied
+        others = [row(1, "Grammar falls apart here and no verb agrees with its subject at all.")]
+        assert fraud.explanation_flags([row(1, mine), row(2, theirs), *others]) == {}
+
+
+def test_the_same_two_workers_alike_again_and_again_are_flagged():
+    (a1, b1), (a2, b2) = FORMULAIC[0], FORMULAIC[3]
+    rows = [row(1, a1, 11), row(1, a2, 12), row(2, b1, 21), row(2, b2, 22)]
+    flags = fraud.explanation_flags(rows)
+    assert set(flags) == {1, 2}
+    assert flags[1].rounds == (11, 12) and flags[2].rounds == (21, 22)
+    assert flags[1].other_workers == ("w2",)
+    # One text written twice by a worker, alike one of the other's: one coincidence, not two.
+    rows = [row(1, a1, 11), row(1, a1, 12), row(2, b1, 21)]
+    assert fraud.explanation_flags(rows) == {}
+
+
 def test_different_explanations_and_a_workers_own_repeats_are_not_flagged():
     other = "Grammar falls apart here and the verbs stop agreeing with any of their subjects."
     assert fraud.copied_pairs([row(1, LONG), row(2, other)]) == []
