@@ -7,14 +7,15 @@ Three signals, each with its evidence (which worker ids, which rounds, which tex
   whose rounds were answered in one browser are probably one person with two accounts. The same
   browser under another worker id in *another* study is reported too.
 - **Copied explanations.** Explanations of different workers that are identical or nearly so
-  once case, punctuation and spacing are set aside (difflib's similarity ratio at least
-  SIMILAR_RATIO). Only informative explanations count (at least MIN_WORDS words, MIN_DISTINCT
-  distinct words and MIN_CHARS characters), so that short common answers ("repetition", "it
-  repeats itself") written by many honest readers are never flagged.
-- **Faster than reading.** A round answered sooner after its first sentence appeared than the
-  revealed words take to read at MAX_WORDS_PER_MINUTE. A worker is flagged when at least
-  MIN_FAST_ROUNDS rounds and at least half of their answered rounds are that fast; one quick round
-  (a text already half-read) is not enough.
+  once case, punctuation and spacing are set aside (difflib's similarity ratio): one at
+  STRONG_RATIO, or MIN_ALIKE different ones at SIMILAR_RATIO (`copying_pairs`). Only
+  informative explanations count (at least MIN_WORDS words, MIN_DISTINCT distinct words and
+  MIN_CHARS characters), so that short common answers ("repetition", "it repeats itself")
+  written by many honest readers are never flagged.
+- **Faster than reading.** A round answered sooner after one of its sentences appeared than that
+  sentence and the ones after it take to read at MAX_WORDS_PER_MINUTE (see `shortfall`). A
+  worker is flagged when at least MIN_FAST_ROUNDS rounds and at least half of their answered
+  rounds are that fast; one quick round is not enough.
 
 Paste events and typing speed are not recorded by the game, so they are not among the signals.
 
@@ -23,6 +24,7 @@ The pure functions take plain rows; `study_flags` loads a study's rows and runs 
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import defaultdict
@@ -35,7 +37,7 @@ from itertools import combinations
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Example, Participant, Round, Study, TruthView
+from app.models import Example, Participant, Reveal, Round, Study, TruthView
 
 SHARED_DEVICE = "shared_browser"
 COPIED_EXPLANATION = "copied_explanation"
@@ -50,12 +52,12 @@ MIN_WORDS = 8
 MIN_DISTINCT = 6
 MIN_CHARS = 40
 SIMILAR_RATIO = 0.85
+STRONG_RATIO = 0.95
+MIN_ALIKE = 2
 SHINGLE = 5
-# Pairs sharing less than this share of 5-character pieces are not compared character by
-# character: they cannot reach SIMILAR_RATIO.
-CANDIDATE_JACCARD = 0.3
-# Pieces found in more distinct explanations than this (" the ", "sente") do not propose pairs.
-COMMON_PIECE = 200
+# Only pairs sharing at least this share of their 5-character pieces (Jaccard index) are compared
+# character by character; a changed word or two in a pasted text keeps well above it.
+CANDIDATE_JACCARD = 0.35
 # Brysbaert (2019): adults read English silently at about 238 words a minute; skimming reaches
 # 400-700. Reading faster than this is not reading.
 MAX_WORDS_PER_MINUTE = 600.0
@@ -73,13 +75,29 @@ class ExplanationRow:
 
 @dataclass(frozen=True)
 class TimingRow:
+    """One answered round: when each revealed sentence appeared and its words, and the answer."""
+
     participant_id: int
     worker_id: str
     round_id: int
     order_index: int
-    first_shown_at: datetime
+    shown: tuple[tuple[datetime, int], ...]  # (appeared at, words), in reading order
     answered_at: datetime
-    words: int  # words in the sentences revealed before the answer
+
+    @property
+    def words(self) -> int:
+        return sum(words for _, words in self.shown)
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """The part of a round read too fast: from sentence `first` (1-based) to the answer."""
+
+    row: TimingRow
+    first: int
+    words: int
+    seconds: float
+    floor: float
 
 
 @dataclass(frozen=True)
@@ -170,6 +188,34 @@ class CopiedPair:
     ratio: float
 
 
+def _candidates(grams: Sequence[frozenset[str]], threshold: float) -> set[tuple[int, int]]:
+    """The pairs of sets whose Jaccard index reaches `threshold`, found by prefix filtering:
+    with every set's pieces in one order (rarest first), two such sets share a piece among the
+    first len - ceil(threshold * len) + 1 of either, so only those pieces are indexed."""
+    frequency: dict[str, int] = defaultdict(int)
+    for pieces in grams:
+        for gram in pieces:
+            frequency[gram] += 1
+    index: dict[str, list[int]] = defaultdict(list)
+    proposed: set[tuple[int, int]] = set()
+    for j, pieces in enumerate(grams):
+        ordered = sorted(pieces, key=lambda gram: (frequency[gram], gram))
+        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
+        for gram in prefix:
+            for i in index[gram]:
+                proposed.add((i, j))
+            index[gram].append(j)
+    found = set()
+    for i, j in proposed:
+        size_i, size_j = len(grams[i]), len(grams[j])
+        if min(size_i, size_j) < threshold * max(size_i, size_j):
+            continue  # too different in length to reach the threshold
+        common = len(grams[i] & grams[j])
+        if common >= threshold * (size_i + size_j - common):
+            found.add((i, j))
+    return found
+
+
 def copied_pairs(rows: Iterable[ExplanationRow]) -> list[CopiedPair]:
     """Informative explanations of *different* workers at SIMILAR_RATIO or above."""
     groups: dict[str, list[ExplanationRow]] = defaultdict(list)
@@ -179,23 +225,9 @@ def copied_pairs(rows: Iterable[ExplanationRow]) -> list[CopiedPair]:
             groups[norm].append(row)
     texts = list(groups)
     grams = [shingles(t) for t in texts]
-    # Candidate pairs of distinct texts: those sharing a 5-character piece that few texts have
-    # (near-copies share many such pieces), then their full share of pieces.
-    index: dict[str, list[int]] = defaultdict(list)
-    for i, pieces in enumerate(grams):
-        for gram in pieces:
-            index[gram].append(i)
-    candidates = {
-        pair
-        for members in index.values()
-        if len(members) <= COMMON_PIECE
-        for pair in combinations(members, 2)
-    }
+    candidates = _candidates(grams, CANDIDATE_JACCARD)
     alike = [(i, i, 1.0) for i in range(len(texts))]
     for i, j in candidates:
-        common = len(grams[i] & grams[j])
-        if common / (len(grams[i]) + len(grams[j]) - common) < CANDIDATE_JACCARD:
-            continue
         ratio = similarity(texts[i], texts[j])
         if ratio >= SIMILAR_RATIO:
             alike.append((i, j, ratio))
@@ -211,10 +243,32 @@ def copied_pairs(rows: Iterable[ExplanationRow]) -> list[CopiedPair]:
     return found
 
 
+def copying_pairs(pairs: Iterable[CopiedPair]) -> list[CopiedPair]:
+    """The alike pairs of the workers who copied one another: those two workers share one
+    explanation at STRONG_RATIO or above (the same text, or one with a word changed), or at least
+    MIN_ALIKE different explanations of each at SIMILAR_RATIO or above. Two honest readers can
+    put a common complaint in nearly the same words once; not again and again."""
+    by_workers: dict[tuple[int, int], list[CopiedPair]] = defaultdict(list)
+    for pair in pairs:
+        key = tuple(sorted((pair.first.participant_id, pair.second.participant_id)))
+        by_workers[key].append(pair)
+    kept = []
+    for found in by_workers.values():
+        strong = any(p.ratio >= STRONG_RATIO for p in found)
+        texts = [
+            {normalise(r.text) for p in found for r in (p.first, p.second) if r.participant_id == w}
+            for w in {found[0].first.participant_id, found[0].second.participant_id}
+        ]
+        if strong or min(len(t) for t in texts) >= MIN_ALIKE:
+            kept.extend(found)
+    kept.sort(key=lambda p: (p.first.round_id, p.second.round_id))
+    return kept
+
+
 def explanation_flags(rows: Iterable[ExplanationRow]) -> dict[int, Flag]:
     """Per participant, the copied-explanation flag with the matching workers, rounds and texts."""
     matches: dict[int, list[tuple[ExplanationRow, ExplanationRow, float]]] = defaultdict(list)
-    for pair in copied_pairs(rows):
+    for pair in copying_pairs(copied_pairs(rows)):
         matches[pair.first.participant_id].append((pair.first, pair.second, pair.ratio))
         matches[pair.second.participant_id].append((pair.second, pair.first, pair.ratio))
     flags = {}
@@ -246,15 +300,29 @@ def reading_floor(words: int, words_per_minute: float = MAX_WORDS_PER_MINUTE) ->
     return 60.0 * words / words_per_minute
 
 
-def fast_rounds(rows: Iterable[TimingRow]) -> list[tuple[TimingRow, float, float]]:
-    """The rounds answered faster than their revealed words can be read: (row, seconds, floor)."""
-    found = []
-    for row in rows:
-        seconds = (row.answered_at - row.first_shown_at).total_seconds()
-        floor = reading_floor(row.words)
-        if seconds < floor:
-            found.append((row, seconds, floor))
-    return found
+def shortfall(row: TimingRow) -> Shortfall | None:
+    """Where the round was answered faster than reading, or None.
+
+    A sentence can only be read after it appears, so every stretch from a sentence's appearance
+    to the answer must last at least as long as reading that sentence and all those after it.
+    The stretch furthest below that is returned: from the first sentence, the whole round is too
+    quick; from a later one, the worker waited and then clicked through without reading.
+    """
+    worst = None
+    words_after = 0
+    for index in range(len(row.shown) - 1, -1, -1):
+        appeared, words = row.shown[index]
+        words_after += words
+        seconds = (row.answered_at - appeared).total_seconds()
+        floor = reading_floor(words_after)
+        if seconds < floor and (worst is None or floor - seconds > worst.floor - worst.seconds):
+            worst = Shortfall(row, index + 1, words_after, seconds, floor)
+    return worst
+
+
+def fast_rounds(rows: Iterable[TimingRow]) -> list[Shortfall]:
+    """The rounds answered faster than their revealed words can be read."""
+    return [found for row in rows if (found := shortfall(row)) is not None]
 
 
 def speed_flags(rows: Iterable[TimingRow]) -> dict[int, Flag]:
@@ -273,11 +341,12 @@ def speed_flags(rows: Iterable[TimingRow]) -> dict[int, Flag]:
             f"{len(fast)} of {len(own)} rounds answered faster than reading at "
             f"{MAX_WORDS_PER_MINUTE:g} words a minute",
             (),
-            tuple(row.round_id for row, _, _ in fast),
+            tuple(f.row.round_id for f in fast),
             tuple(
-                f"round {row.round_id}: {row.words} words in {seconds:.1f} s "
-                f"(reading takes at least {floor:.1f} s)"
-                for row, seconds, floor in fast
+                f"round {f.row.round_id}: {f.words} words"
+                + (f" (sentence {f.first} on)" if f.first > 1 else "")
+                + f" in {f.seconds:.1f} s (reading takes at least {f.floor:.1f} s)"
+                for f in fast
             ),
         )
     return flags
@@ -289,29 +358,30 @@ def speed_flags(rows: Iterable[TimingRow]) -> dict[int, Flag]:
 def device_flags(rows: Iterable[DeviceRow], study: str) -> dict[int, Flag]:
     """Participants of `study` whose browser also answered under another worker id: in this
     study (another participant id) or in another study (a different worker id there)."""
-    by_device: dict[str, list[DeviceRow]] = defaultdict(list)
+    # Per browser, its participants: (worker id, study) and the rounds answered in it.
+    by_device: dict[str, dict[int, tuple[str, str]]] = defaultdict(dict)
+    answered_in: dict[tuple[str, int], set[int]] = defaultdict(set)
     for row in rows:
-        by_device[row.device].append(row)
+        by_device[row.device][row.participant_id] = (row.worker_id, row.study)
+        if row.round_id is not None:
+            answered_in[(row.device, row.participant_id)].add(row.round_id)
     others: dict[int, set[str]] = defaultdict(set)
     rounds: dict[int, set[int]] = defaultdict(set)
-    workers: dict[int, str] = {}
-    for device_rows in by_device.values():
-        here = [r for r in device_rows if r.study == study]
-        for mine in here:
-            for theirs in device_rows:
-                if theirs.participant_id == mine.participant_id:
+    for device, members in by_device.items():
+        for mine, (my_worker, my_study) in members.items():
+            if my_study != study:
+                continue
+            for theirs, (their_worker, their_study) in members.items():
+                if theirs == mine:
                     continue
-                if theirs.study != study and theirs.worker_id == mine.worker_id:
+                if their_study != study and their_worker == my_worker:
                     continue  # the same worker in another study: allowed
-                label = (
-                    theirs.worker_id
-                    if theirs.study == study
-                    else f"{theirs.worker_id} (study {theirs.study})"
+                others[mine].add(
+                    their_worker
+                    if their_study == study
+                    else f"{their_worker} (study {their_study})"
                 )
-                others[mine.participant_id].add(label)
-                workers[mine.participant_id] = mine.worker_id
-                if mine.round_id is not None:
-                    rounds[mine.participant_id].add(mine.round_id)
+                rounds[mine] |= answered_in[(device, mine)]
     return {
         participant_id: Flag(
             SHARED_DEVICE,
@@ -346,13 +416,12 @@ def _explanations(study: Study) -> list[ExplanationRow]:
 
 
 def _timings(study: Study) -> list[TimingRow]:
-    rows = db.session.execute(
+    rounds = db.session.execute(
         select(
             Round.participant_id,
             Participant.worker_id,
             Round.id,
             Round.order_index,
-            Round.started_at,
             Round.answered_at,
             Round.revealed,
             Example.sentences,
@@ -364,19 +433,22 @@ def _timings(study: Study) -> list[TimingRow]:
             Round.answered_at.is_not(None),
             Round.kind != "practice",
         )
-    )
-    return [
-        TimingRow(
-            pid,
-            worker,
-            round_id,
-            order,
-            started,
-            answered,
-            sum(len(s.split()) for s in sentences[:revealed]),
-        )
-        for pid, worker, round_id, order, started, answered, revealed, sentences in rows
-    ]
+    ).all()
+    reveals: dict[int, dict[int, datetime]] = defaultdict(dict)
+    for round_id, index, revealed_at in db.session.execute(
+        select(Reveal.round_id, Reveal.sentence_index, Reveal.revealed_at)
+        .join(Round, Round.id == Reveal.round_id)
+        .join(Participant, Participant.id == Round.participant_id)
+        .where(Participant.study_id == study.id, Round.answered_at.is_not(None))
+    ):
+        reveals[round_id][index] = revealed_at
+    rows = []
+    for pid, worker, round_id, order, answered, revealed, sentences in rounds:
+        times = reveals[round_id]
+        shown = tuple((times[i], len(sentences[i].split())) for i in range(revealed) if i in times)
+        if shown:
+            rows.append(TimingRow(pid, worker, round_id, order, shown, answered))
+    return rows
 
 
 def _devices(study: Study) -> list[DeviceRow]:
@@ -418,6 +490,11 @@ def study_flags(study: Study) -> list[WorkerFlags]:
         explanation_flags(_explanations(study)),
         speed_flags(_timings(study)),
     )
+
+
+def flags_by_participant(study: Study) -> dict[int, WorkerFlags]:
+    """`study_flags` keyed by participant id, for pages that show one worker at a time."""
+    return {worker.participant_id: worker for worker in study_flags(study)}
 
 
 def flag_lines(flagged: Sequence[WorkerFlags]) -> list[str]:

@@ -8,6 +8,8 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from app.crowd import fraud, studies
@@ -48,12 +50,19 @@ def link(worker: str, session: str) -> str:
 
 
 def play_all(
-    app, client, clock: Clock, seconds_per_sentence: float, texts: list[str], slug="pilot", most=99
+    app,
+    client,
+    clock: Clock,
+    seconds_per_sentence: float,
+    texts: list[str],
+    slug="pilot",
+    most=99,
+    first_wait: float | None = None,
 ) -> list[int]:
     """Play the study's rounds in this browser (at most `most`), reading each sentence for
-    `seconds_per_sentence`: flag an attention check's instruction sentence, and flag the third
-    sentence of other texts with the next explanation of `texts` (cycled). Returns the answered
-    round ids."""
+    `seconds_per_sentence` (the first for `first_wait`, if given): flag an attention check's
+    instruction sentence, and flag the third sentence of other texts with the next explanation
+    of `texts` (cycled). Returns the answered round ids."""
     token = csrf_token(client)
     played: list[int] = []
     while len(played) < most:
@@ -65,7 +74,7 @@ def play_all(
             check = db.session.get(Round, round_id).kind == rounds.CHECK
         seen = 1
         while True:
-            clock.advance(seconds_per_sentence)
+            clock.advance(first_wait if seen == 1 and first_wait else seconds_per_sentence)
             page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
             latest = re.findall(r'<li class="sentence[^"]*"[^>]*>([^<]*)</li>', page)[-1]
             if check and "say that a machine wrote this sentence" in latest:
@@ -109,13 +118,13 @@ HONEST = {
 }
 RING = [
     "The third sentence contradicts the first one: the recipe says bake, then it is fried.",
-    "This line invents a second main character that never appears in the rest of the text.",
+    "This line invents a <b>second</b> main character that never appears in the text again.",
     "Numbers do not add up, the total given is smaller than the parts listed right before.",
 ]
 # The second ring member pastes the first one's explanations with small edits.
 RING_PASTED = [
     "the third sentence contradicts the first one - the recipe says bake, then its fried",
-    "This line invents a second main character that never appears in the rest of the text!!",
+    "This line invents a second main character that never appears in the text again!!",
     "Numbers don't add up; the total given is smaller than the parts listed right before",
 ]
 
@@ -142,17 +151,27 @@ def scripted_study(app, clock) -> dict[str, list[int]]:
     clicker = app.test_client()
     join_http(clicker, link("clicker", "s-clicker"))
     played["clicker"] = play_all(app, clicker, clock, 0.2, ["bad"])
+    # Waits half a minute on each text's first sentence, then clicks through the rest: the whole
+    # round takes long enough to read, the sentences after the first do not.
+    waiter = app.test_client()
+    join_http(waiter, link("waiter", "s-waiter"))
+    played["waiter"] = play_all(app, waiter, clock, 0.1, ["odd"], first_wait=30.0)
     return played
 
 
 def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock):
     played = scripted_study(app, clock)
     with app.app_context():
-        assert db.session.scalar(select(func.count()).select_from(Participant)) == 8
+        assert db.session.scalar(select(func.count()).select_from(Participant)) == 9
         flagged = {w.worker_id: w for w in fraud.study_flags(studies.get_study("pilot"))}
+        by_id = fraud.flags_by_participant(studies.get_study("pilot"))
+        assert {w.worker_id for w in by_id.values()} == set(flagged)
+        assert all(
+            db.session.get(Participant, k).worker_id == w.worker_id for k, w in by_id.items()
+        )
         texts = dict(db.session.execute(select(Round.id, Round.explanation)).all())
         assert db.session.scalar(select(func.count()).select_from(StudyDecision)) == 0
-    assert set(flagged) == {"dup-one", "dup-two", "ring-one", "ring-two", "clicker"}
+    assert set(flagged) == {"dup-one", "dup-two", "ring-one", "ring-two", "clicker", "waiter"}
 
     def only(worker: str) -> fraud.Flag:
         (flag,) = flagged[worker].flags
@@ -183,6 +202,10 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
     assert set(flag.rounds) == set(played["clicker"])
     assert flag.summary.startswith("6 of 6 rounds")
     assert all("s (reading takes at least" in t for t in flag.texts)
+    flag = only("waiter")
+    assert flag.signal == fraud.FASTER_THAN_READING
+    assert set(flag.rounds) == set(played["waiter"])
+    assert all("(sentence 2 on)" in t for t in flag.texts)
 
 
 def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
@@ -204,16 +227,18 @@ def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
     assert page.status_code == 200
     body = page.get_data(as_text=True)
     section = body[body.index('id="fraud-signals"') :]
-    for worker in ("dup-one", "dup-two", "ring-one", "ring-two", "clicker"):
+    for worker in ("dup-one", "dup-two", "ring-one", "ring-two", "clicker", "waiter"):
         assert f"<strong>{worker}</strong>" in section
     for worker in HONEST:
         assert f"<strong>{worker}</strong>" not in section
     assert 'data-signal="shared_browser"' in section
     assert "never a reason to reject" in section
+    # A worker's text is shown as text, never as markup.
+    assert "&lt;b&gt;second&lt;/b&gt;" in section and "<b>second" not in section
 
     result = runner.invoke(args=["study", "flags", "pilot"])
     assert result.exit_code == 0, result.output
-    assert "5 worker(s) flagged" in result.output
+    assert "6 worker(s) flagged" in result.output
     assert "same browser as another participant id" in result.output
     assert "honest-a" not in result.output
     as_json = runner.invoke(args=["study", "flags", "pilot", "--json"])
@@ -224,6 +249,7 @@ def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
         "dup-two",
         "ring-one",
         "ring-two",
+        "waiter",
     ]
     missing = runner.invoke(args=["study", "flags", "nope"])
     assert missing.exit_code != 0 and "no study called 'nope'" in missing.output
@@ -301,6 +327,46 @@ def test_short_or_uninformative_explanations_are_never_flagged(common):
     assert fraud.explanation_flags([row(i, common) for i in range(1, 30)]) == {}
 
 
+FORMULAIC = [
+    (
+        "The sentence repeats the same phrase that was used in the previous sentence.",
+        "This sentence repeats the same words that were used in the previous sentence.",
+    ),
+    (
+        "It does not make sense in the context of the rest of the text.",
+        "It doesn't make any sense in context with the rest of the text.",
+    ),
+    (
+        "The story suddenly changes topic and talks about something unrelated.",
+        "The story suddenly changes the topic and talks about something completely unrelated.",
+    ),
+    (
+        "This sentence contradicts what was said in the previous sentence.",
+        "This sentence contradicts what was said in the sentence before.",
+    ),
+]
+
+
+def test_two_readers_putting_a_common_complaint_alike_once_are_not_flagged():
+    for mine, theirs in FORMULAIC:
+        pairs = fraud.copied_pairs([row(1, mine), row(2, theirs)])
+        assert len(pairs) == 1 and pairs[0].ratio < fraud.STRONG_RATIO  # alike, but not copied
+        others = [row(1, "Grammar falls apart here and no verb agrees with its subject at all.")]
+        assert fraud.explanation_flags([row(1, mine), row(2, theirs), *others]) == {}
+
+
+def test_the_same_two_workers_alike_again_and_again_are_flagged():
+    (a1, b1), (a2, b2) = FORMULAIC[0], FORMULAIC[3]
+    rows = [row(1, a1, 11), row(1, a2, 12), row(2, b1, 21), row(2, b2, 22)]
+    flags = fraud.explanation_flags(rows)
+    assert set(flags) == {1, 2}
+    assert flags[1].rounds == (11, 12) and flags[2].rounds == (21, 22)
+    assert flags[1].other_workers == ("w2",)
+    # One text written twice by a worker, alike one of the other's: one coincidence, not two.
+    rows = [row(1, a1, 11), row(1, a1, 12), row(2, b1, 21)]
+    assert fraud.explanation_flags(rows) == {}
+
+
 def test_different_explanations_and_a_workers_own_repeats_are_not_flagged():
     other = "Grammar falls apart here and the verbs stop agreeing with any of their subjects."
     assert fraud.copied_pairs([row(1, LONG), row(2, other)]) == []
@@ -318,11 +384,40 @@ def test_identical_explanations_in_a_crowd_flag_every_copier_with_evidence():
     )
 
 
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
 def timing(pid: int, round_id: int, seconds: float, words: int = 30) -> fraud.TimingRow:
-    start = datetime(2026, 1, 1, tzinfo=UTC)
+    """A round whose `words` were all shown at once and answered `seconds` later."""
     return fraud.TimingRow(
-        pid, f"w{pid}", round_id, round_id, start, start + timedelta(seconds=seconds), words
+        pid, f"w{pid}", round_id, round_id, ((START, words),), START + timedelta(seconds=seconds)
     )
+
+
+def stepped(gaps: list[float], words: int = 10, then: float = 0.0) -> fraud.TimingRow:
+    """A round whose sentences of `words` words appeared `gaps` seconds apart, answered `then`
+    seconds after the last."""
+    moments, now = [], START
+    for gap in gaps:
+        now += timedelta(seconds=gap)
+        moments.append((now, words))
+    return fraud.TimingRow(1, "w1", 7, 7, tuple(moments), now + timedelta(seconds=then))
+
+
+def test_every_sentence_needs_its_reading_time_after_it_appears():
+    # 10 words take 1 s at 600 words a minute.
+    careful = stepped([0, 1.2, 1.1, 1.0, 1.5], then=1.0)
+    assert fraud.shortfall(careful) is None
+    # A slow start hides nothing: waiting a minute on the first sentence, then clicking through
+    # four more in a second, is not reading them.
+    waited = stepped([0, 60, 0.2, 0.2, 0.2], then=0.4)
+    found = fraud.shortfall(waited)
+    assert found is not None and found.first == 2 and found.words == 40
+    assert found.seconds == pytest.approx(1.0) and found.floor == pytest.approx(4.0)
+    # Reading ahead is impossible, but reading slowly and then answering at once is fine: the
+    # last sentence had its second before the answer.
+    assert fraud.shortfall(stepped([0, 3, 3, 3], then=1.0)) is None
+    assert fraud.shortfall(stepped([0, 3, 3, 3], then=0.5)).first == 4
 
 
 def test_reading_floor_and_speed_rule():
@@ -355,3 +450,21 @@ def test_device_rule_within_and_across_studies():
     assert set(flags) == {1, 2, 5}
     assert flags[1].other_workers == ("b",) and flags[1].rounds == (11,)
     assert flags[5].other_workers == ("e (study s2)",)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.frozensets(st.sampled_from("abcdefghijkl"), min_size=1, max_size=10),
+        max_size=12,
+    ),
+    st.sampled_from([0.2, 0.35, 0.5, 0.8, 1.0]),
+)
+def test_prefix_filter_finds_exactly_the_pairs_over_the_threshold(sets, threshold):
+    brute = {
+        (i, j)
+        for i in range(len(sets))
+        for j in range(i + 1, len(sets))
+        if len(sets[i] & sets[j]) >= threshold * len(sets[i] | sets[j])
+    }
+    assert fraud._candidates(sets, threshold) == brute
