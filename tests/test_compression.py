@@ -98,3 +98,11 @@ def test_the_csrf_token_in_compressed_pages_changes_every_second(client, monkeyp
     signatures = [token.rsplit(".", 1)[1] for token in tokens]
     assert len(set(tokens)) == 3 and len(set(signatures)) == 3
     assert all(len(signature) >= 27 for signature in signatures)
+
+
+def test_compress_0_in_the_environment_turns_compression_off(make_app, monkeypatch):
+    monkeypatch.setenv("COMPRESS", "0")
+    app = make_app()
+    page = app.test_client().get("/help", headers={"Accept-Encoding": "br, gzip"})
+    assert page.status_code == 200 and "Content-Encoding" not in page.headers
+    assert b"<html" in page.data and len(page.data) > 500
