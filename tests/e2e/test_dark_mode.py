@@ -138,3 +138,31 @@ def test_light_is_kept_when_the_system_is_light(night, browser):
     assert background_luminance(page) > 0.9
     no_aa_violations(page, "home in light")
     context.close()
+
+
+def test_first_visit_and_other_pages_in_dark_mode(night, app, dark, shots):
+    """The guided first round (its yellow guide), the account pages, the help pages and the
+    researchers' dashboard: dark and AA too."""
+    page = dark
+    page.goto(night + "/")
+    page.get_by_label("I agree that my answers may be used").check()
+    page.get_by_role("button", name="Play", exact=True).click()
+    expect(page.locator(".guide")).to_contain_text("always written by a person")
+    check(page, shots, "tutorial")
+    for path in ("/help", "/about", "/daily", "/signup", "/no-such-page"):
+        page.goto(night + path)
+        check(page, shots, path.strip("/"))
+    with app.app_context():
+        accounts.sign_up("night_lab", PASSWORD, consent=False, researcher=True)
+    page.goto(night + "/login")
+    page.get_by_label("Username").fill("night_lab")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    for path in ("/account", "/research/", "/research/explanations"):
+        page.goto(night + path)
+        check(page, shots, path.strip("/").replace("/", "-"))
+    # The focus ring stands out on the dark page and its cards (3:1).
+    page.goto(night + "/")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    assert contrast(page, ":focus", "outlineColor") >= 3
