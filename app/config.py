@@ -127,6 +127,8 @@ def build_config(instance_path: Path) -> dict:
         # Requests for any other Host get a 400 (links and redirects use the Host header).
         "TRUSTED_HOSTS": _trusted_hosts(production),
         "PROXY_FIX": os.environ.get("PROXY_FIX", "0") == "1",
+        # COMPRESS=0: the site sends pages, CSS and JS uncompressed (a proxy compresses instead).
+        "COMPRESS_REGISTER": os.environ.get("COMPRESS", "1") == "1",
         # JSON log lines on stderr; LOG_REQUESTS=0 drops the per-request access line.
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO").upper(),
         "LOG_REQUESTS": os.environ.get("LOG_REQUESTS", "1") == "1",
