@@ -17,3 +17,12 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-i
 errorlog = "-"
 # Behind a reverse proxy, set FORWARDED_ALLOW_IPS to the proxy's address.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+def on_starting(server):
+    """Warn at start-up when several workers would keep rate limits and caches apart (no Redis)."""
+    from app.config import shared_state_warning
+
+    message = shared_state_warning(server.cfg.workers, os.environ.get("REDIS_URL"))
+    if message:
+        server.log.warning(message)

@@ -88,6 +88,22 @@ def check_production(config: dict) -> None:
         )
 
 
+def shared_state_warning(workers: int, redis_url: str | None) -> str | None:
+    """Why `workers` processes without Redis would not share what they must; None when fine.
+
+    Rate-limit counts live in each worker's memory without REDIS_URL, so every limit loosens by
+    the number of workers; the leaderboard cache lives in files on one host, so a second app
+    server would show a stale board. (Production refuses to start without Redis anyway.)
+    """
+    if redis_url or workers <= 1:
+        return None
+    return (
+        f"{workers} workers without REDIS_URL: each worker counts rate limits alone, so every "
+        f"limit allows {workers} times as much, and the leaderboard cache is files on this host "
+        "only (a second app server would show stale boards). Set REDIS_URL; see docs/scaling.md."
+    )
+
+
 def build_config(instance_path: Path) -> dict:
     """The settings every environment shares, resolved from the environment."""
     redis_url = os.environ.get("REDIS_URL") or None

@@ -12,8 +12,11 @@ from __future__ import annotations
 import fcntl
 import http.client
 import itertools
+import os
 import random
 import re
+import shutil
+import subprocess
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -25,17 +28,18 @@ import pytest
 import redis
 from sqlalchemy import select, update
 
+from app import PROJECT_ROOT
 from app.extensions import db
 from app.models import DailyChallenge, Example, GameSet, PlayerTotal, Round
 from app.models import Player as PlayerRow
-from tests.gunicorn_server import free_port
+from tests.gunicorn_server import free_port, wait_until
 from tests.live.invariants import check_database, check_seen_rounds, count_players
 from tests.live.player import Player, RoundPage
 
 # A Redis database of its own (see tests/live/conftest.py for the others), flushed around each test.
 REDIS_DB = 11
 PLAYERS = 6
-ROUNDS_EACH = 3
+ROUNDS_EACH = 2
 REASONS = ["grammar", "repetition", "irrelevant", "generic", "common_sense"]
 BAD_LOGIN = {"username": "nobody-here", "password": "not-the-password"}
 BOARD_ROW_RE = re.compile(
@@ -87,6 +91,8 @@ def two_servers(serve, shared_redis):
         first = serve(workers=workers, env=settings)
         second = serve(workers=workers, env=settings)
         assert first.port != second.port
+        for server in (first, second):
+            assert "without REDIS_URL" not in server.log_tail(200)
         return first, second
 
     return start
@@ -338,3 +344,65 @@ def test_the_daily_challenge_drawn_on_both_servers_at_once_is_one(app, demo_db, 
         db.session.remove()
         assert db.session.scalars(select(DailyChallenge.example_ids)).all() == [texts]
         db.session.remove()
+
+
+def _nginx_config(tmp_path: Path, port: int, backends: dict[str, int]) -> Path:
+    """deploy/nginx.conf with the compose service addresses, port and paths made local."""
+    conf = (PROJECT_ROOT / "deploy" / "nginx.conf").read_text()
+    for name, backend_port in backends.items():
+        assert f"server {name} " in conf, name
+        conf = conf.replace(f"server {name} ", f"server 127.0.0.1:{backend_port} ")
+    assert "listen 8000;" in conf and "access_log /dev/stdout roft;" in conf
+    conf = conf.replace("listen 8000;", f"listen 127.0.0.1:{port};")
+    conf = conf.replace("access_log /dev/stdout roft;", f"access_log {tmp_path}/access.log roft;")
+    temp = "".join(
+        f"\n    {kind}_temp_path {tmp_path}/{kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    conf = conf.replace("http {", "http {" + temp, 1)
+    path = tmp_path / "nginx.conf"
+    path.write_text(conf)
+    return path
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+def test_the_shipped_nginx_config_spreads_a_players_requests_over_both_servers(
+    app, two_servers, tmp_path
+):
+    first, second = two_servers(PROXY_FIX="1")
+    port = free_port()
+    conf = _nginx_config(tmp_path, port, {"web1:8000": first.port, "web2:8000": second.port})
+    main = f"daemon off; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;"
+    if os.geteuid() == 0:
+        main += " user root;"  # the workers must reach the temporary paths under tmp_path
+    command = ["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", main]
+    checked = subprocess.run([*command, "-t"], capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 0, checked.stderr
+    nginx = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proxy_url = f"http://127.0.0.1:{port}"
+
+        def up():
+            try:
+                return Player(proxy_url, timeout=2).get("/healthz").status == 200
+            except Exception:
+                return False
+
+        wait_until(up, 20, f"nginx did not start: {(tmp_path / 'error.log').read_text()}")
+        player = Player(proxy_url)
+        form = {"username": "grace", "password": "correct-horse", "consent": "yes"}
+        assert player.post("/signup", form).first_status == 302
+        played = [player.play_round(reveal_to=k, choice="machine") for k in (2, 4, 3)]
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=20)
+
+    stored = check_database(app)
+    check_seen_rounds(stored, played)
+    # nginx went round robin: both servers served this player's rounds, signed in on both.
+    for server in (first, second):
+        paths = [s.target for s in server.served() if s.target.startswith("/play/round/")]
+        assert paths, f"{server.url} served no round request"
+        assert {s.status for s in server.served()} <= {200, 302, 303}
+    upstreams = set(re.findall(r"upstream=(\S+)", (tmp_path / "access.log").read_text()))
+    assert upstreams == {f"127.0.0.1:{first.port}", f"127.0.0.1:{second.port}"}
