@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 
@@ -37,19 +39,33 @@ def _int_env(name: str, default: int) -> int:
 
 
 def load_secret_key(instance_path: Path) -> str:
-    """Return SECRET_KEY from the environment, or one kept in `instance/secret_key`."""
+    """Return SECRET_KEY from the environment, or one kept in `instance/secret_key`.
+
+    The workers of a fresh host start together and may all find no key file: each writes a key
+    to a file of its own and links it into place, which only the first manages, so all of them
+    read the same whole key. (Several hosts each make their own: set SECRET_KEY there.)
+    """
     key = os.environ.get("SECRET_KEY")
     if key:
         return key
     path = instance_path / "secret_key"
-    if path.exists():
-        return path.read_text().strip()
-    instance_path.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_hex(32)
-    # Create the file readable by its owner only.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(key)
+    if not path.exists():
+        instance_path.mkdir(parents=True, exist_ok=True)
+        # mkstemp creates the file readable by its owner only.
+        fd, temporary = tempfile.mkstemp(dir=instance_path, prefix=".secret_key.")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(32))
+            # Fails if another worker's key is in place already: that one is used.
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+    key = path.read_text().strip()
+    if not key:
+        raise ConfigurationError(
+            f"{path} is empty: delete it (a new key is made at the next start) or set SECRET_KEY."
+        )
     return key
 
 

@@ -5,11 +5,19 @@ The live proof is tests/live/test_two_servers.py; these are the configuration ru
 
 from __future__ import annotations
 
+import multiprocessing
+import stat
 from pathlib import Path
 
 import pytest
 
-from app.config import ConfigurationError, build_config, check_production, shared_state_warning
+from app.config import (
+    ConfigurationError,
+    build_config,
+    check_production,
+    load_secret_key,
+    shared_state_warning,
+)
 
 
 def test_several_workers_without_redis_are_warned_about():
@@ -53,3 +61,45 @@ def test_production_refuses_to_start_without_redis(monkeypatch, tmp_path: Path):
         check_production(build_config(tmp_path))
     monkeypatch.setenv("REDIS_URL", "redis://cache.internal:6379/0")
     check_production(build_config(tmp_path))
+
+
+def _key_of_worker(instance: str, start, results) -> None:
+    start.wait()
+    try:
+        results.put(load_secret_key(Path(instance)))
+    except Exception as error:  # reported to the test, which fails on it
+        results.put(f"error: {error!r}")
+
+
+def test_workers_starting_together_on_a_fresh_host_agree_on_one_whole_key(monkeypatch, tmp_path):
+    """gunicorn's workers each build the app at once; before, one of them now and then failed to
+    boot (FileExistsError) or could read a key file not yet written."""
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    fork = multiprocessing.get_context("fork")
+    workers = 12
+    for attempt in range(20):
+        instance = tmp_path / f"instance-{attempt}"
+        start, results = fork.Barrier(workers), fork.Queue()
+        processes = [
+            fork.Process(target=_key_of_worker, args=(str(instance), start, results))
+            for _ in range(workers)
+        ]
+        for process in processes:
+            process.start()
+        keys = [results.get(timeout=60) for _ in processes]
+        for process in processes:
+            process.join(timeout=60)
+        assert len(set(keys)) == 1, (attempt, set(keys))
+        assert len(keys[0]) == 64 and int(keys[0], 16) >= 0
+        assert (instance / "secret_key").read_text() == keys[0]
+        assert stat.S_IMODE((instance / "secret_key").stat().st_mode) == 0o600
+        assert [p.name for p in instance.iterdir()] == ["secret_key"]  # no temporary file left
+
+
+def test_the_environment_key_wins_and_an_empty_key_file_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv("SECRET_KEY", "from-the-environment")
+    assert load_secret_key(tmp_path) == "from-the-environment"
+    monkeypatch.delenv("SECRET_KEY")
+    (tmp_path / "secret_key").write_text("\n")
+    with pytest.raises(ConfigurationError, match="secret_key is empty"):
+        load_secret_key(tmp_path)
