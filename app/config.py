@@ -120,6 +120,10 @@ def shared_state_warning(workers: int, redis_url: str | None) -> str | None:
     )
 
 
+# Seconds to wait for Redis (connecting, and each command) before treating it as unreachable.
+REDIS_TIMEOUTS = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
+
+
 def build_config(instance_path: Path) -> dict:
     """The settings every environment shares, resolved from the environment."""
     redis_url = os.environ.get("REDIS_URL") or None
@@ -133,10 +137,16 @@ def build_config(instance_path: Path) -> dict:
         "REDIS_URL": redis_url,
         "RATELIMIT_STORAGE_URI": redis_url or "memory://",
         "RATELIMIT_HEADERS_ENABLED": True,
+        # While Redis cannot be reached, each worker counts limits in its own memory instead of
+        # refusing the request; an unreachable Redis is given up on after a second.
+        "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
+        "RATELIMIT_STORAGE_OPTIONS": REDIS_TIMEOUTS if redis_url else {},
         # Without Redis, a file cache in instance/ is shared by all gunicorn workers on the host,
-        # so invalidating the leaderboard after an answer reaches every worker.
-        "CACHE_TYPE": "RedisCache" if redis_url else "FileSystemCache",
+        # so invalidating the leaderboard after an answer reaches every worker. With Redis, every
+        # app server shares it, and an outage makes a miss, not an error (app/shared_cache.py).
+        "CACHE_TYPE": "app.shared_cache.TolerantRedisCache" if redis_url else "FileSystemCache",
         "CACHE_REDIS_URL": redis_url,
+        "CACHE_OPTIONS": dict(REDIS_TIMEOUTS) if redis_url else None,
         "CACHE_DIR": os.environ.get("CACHE_DIR") or str(instance_path / "cache"),
         "CACHE_DEFAULT_TIMEOUT": 300,
         "SESSION_COOKIE_HTTPONLY": True,

@@ -6,6 +6,7 @@ The live proof is tests/live/test_two_servers.py; these are the configuration ru
 from __future__ import annotations
 
 import multiprocessing
+import socket
 import stat
 from pathlib import Path
 
@@ -18,6 +19,10 @@ from app.config import (
     load_secret_key,
     shared_state_warning,
 )
+from app.extensions import db, limiter
+from tests import factories
+from tests.conftest import csrf_token
+from tests.game_helpers import play_over_http
 
 
 def test_several_workers_without_redis_are_warned_about():
@@ -40,7 +45,7 @@ def test_with_redis_url_limits_and_cache_go_to_redis(monkeypatch, tmp_path: Path
     monkeypatch.setenv("REDIS_URL", "redis://cache.internal:6379/3")
     config = build_config(tmp_path)
     assert config["RATELIMIT_STORAGE_URI"] == "redis://cache.internal:6379/3"
-    assert config["CACHE_TYPE"] == "RedisCache"
+    assert config["CACHE_TYPE"] == "app.shared_cache.TolerantRedisCache"
     assert config["CACHE_REDIS_URL"] == "redis://cache.internal:6379/3"
 
 
@@ -103,3 +108,46 @@ def test_the_environment_key_wins_and_an_empty_key_file_is_refused(monkeypatch, 
     (tmp_path / "secret_key").write_text("\n")
     with pytest.raises(ConfigurationError, match="secret_key is empty"):
         load_secret_key(tmp_path)
+
+
+@pytest.fixture
+def redis_down_app(make_app, db_uri, monkeypatch, tmp_path):
+    """The app as production configures it for a REDIS_URL at which nothing answers."""
+    with socket.socket() as probe:  # a port that was free a moment ago: connections are refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{port}/0")
+    config = build_config(tmp_path)
+    shared = {name: config[name] for name in config if name.startswith(("RATELIMIT_", "CACHE_"))}
+    application = make_app(**shared, LOGIN_RATE_LIMIT="3 per minute")
+    with application.app_context():
+        if db_uri.startswith("postgresql"):
+            db.drop_all()
+        db.create_all()
+        for i in range(3):
+            factories.example(boundary=3, passage=f"p{i}")
+    yield application
+    with application.app_context():
+        db.session.remove()
+        if db_uri.startswith("postgresql"):
+            db.drop_all()
+    # The limiter is one object for every app of this test run: let the next ones start afresh.
+    limiter._storage_dead = False
+
+
+def test_the_site_keeps_serving_while_redis_is_unreachable(redis_down_app):
+    """Rate limits and the board cache live in Redis; losing it must not fail the game."""
+    client = redis_down_app.test_client()
+    token = csrf_token(client, "/")
+    # A new guest plays and answers a round (the answer invalidates cached boards).
+    round_id = play_over_http(client, token, flag_at=2)
+    assert client.get(f"/play/round/{round_id}").status_code == 200
+    # The board is drawn from the database.
+    assert client.get("/leaderboard").status_code == 200
+    assert client.get("/leaderboard?by=points").status_code == 200
+    # Login limits still hold, counted in this worker's memory meanwhile.
+    other = redis_down_app.test_client()
+    login_token = csrf_token(other, "/login")
+    form = {"csrf_token": login_token, "username": "nobody", "password": "wrong-password"}
+    statuses = [other.post("/login", data=form).status_code for _ in range(5)]
+    assert statuses == [401, 401, 401, 429, 429]
