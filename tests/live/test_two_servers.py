@@ -337,6 +337,13 @@ def test_the_daily_challenge_drawn_on_both_servers_at_once_is_one(app, demo_db, 
         db.session.remove()
     assert first_texts == {texts[0]}
     assert len(sets) == len(players)
+    # What the players read: the same first sentence, whichever server drew the page.
+    shown = {
+        re.search(r'<li class="sentence latest"[^>]*>(.*?)</li>', p.response.text, re.S).group(1)
+        for p in pages
+    }
+    assert len(shown) == 1 and shown != {""}, shown
+    assert {urlsplit(p.response.url).port for p in pages} == {first.port, second.port}
     # Both servers show the day's page with the same texts to come.
     for server in (first, second):
         assert Player(server.url).get("/daily").status == 200
