@@ -20,9 +20,13 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 
 def on_starting(server):
-    """Warn at start-up when several workers would keep rate limits and caches apart (no Redis)."""
-    from app.config import shared_state_warning
+    """Warn at start-up about state that several workers or hosts would not share."""
+    from app.config import per_host_key_warning, shared_state_warning
 
-    message = shared_state_warning(server.cfg.workers, os.environ.get("REDIS_URL"))
-    if message:
-        server.log.warning(message)
+    production = os.environ.get("ROFT_ENV", os.environ.get("FLASK_ENV", "")) == "production"
+    for message in (
+        shared_state_warning(server.cfg.workers, os.environ.get("REDIS_URL")),
+        per_host_key_warning(production, os.environ.get("SECRET_KEY")),
+    ):
+        if message:
+            server.log.warning(message)

@@ -120,6 +120,16 @@ def shared_state_warning(workers: int, redis_url: str | None) -> str | None:
     )
 
 
+def per_host_key_warning(production: bool, secret_key: str | None) -> str | None:
+    """In production without SECRET_KEY, each host signs sessions with its own generated key."""
+    if not production or secret_key:
+        return None
+    return (
+        "SECRET_KEY is not set: this host signs sessions with its own key (instance/secret_key), "
+        "so another app server would not accept them. Set the same SECRET_KEY on every host."
+    )
+
+
 # Seconds to wait for Redis (connecting, and each command) before treating it as unreachable.
 REDIS_TIMEOUTS = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
 

@@ -17,6 +17,7 @@ from app.config import (
     build_config,
     check_production,
     load_secret_key,
+    per_host_key_warning,
     shared_state_warning,
 )
 from app.extensions import db, limiter
@@ -38,6 +39,14 @@ def test_several_workers_without_redis_are_warned_about():
 )
 def test_one_worker_or_redis_needs_no_warning(workers, redis_url):
     assert shared_state_warning(workers, redis_url) is None
+
+
+def test_production_without_a_shared_secret_key_is_warned_about():
+    message = per_host_key_warning(True, None)
+    assert message is not None and "Set the same SECRET_KEY on every host" in message
+    assert per_host_key_warning(True, "") is not None
+    assert per_host_key_warning(True, "a-key") is None
+    assert per_host_key_warning(False, None) is None
 
 
 def test_with_redis_url_limits_and_cache_go_to_redis(monkeypatch, tmp_path: Path):
