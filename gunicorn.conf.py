@@ -17,3 +17,16 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-i
 errorlog = "-"
 # Behind a reverse proxy, set FORWARDED_ALLOW_IPS to the proxy's address.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+def on_starting(server):
+    """Warn at start-up about state that several workers or hosts would not share."""
+    from app.config import per_host_key_warning, shared_state_warning
+
+    production = os.environ.get("ROFT_ENV", os.environ.get("FLASK_ENV", "")) == "production"
+    for message in (
+        shared_state_warning(server.cfg.workers, os.environ.get("REDIS_URL")),
+        per_host_key_warning(production, os.environ.get("SECRET_KEY")),
+    ):
+        if message:
+            server.log.warning(message)

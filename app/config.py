@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 
@@ -37,19 +39,33 @@ def _int_env(name: str, default: int) -> int:
 
 
 def load_secret_key(instance_path: Path) -> str:
-    """Return SECRET_KEY from the environment, or one kept in `instance/secret_key`."""
+    """Return SECRET_KEY from the environment, or one kept in `instance/secret_key`.
+
+    The workers of a fresh host start together and may all find no key file: each writes a key
+    to a file of its own and links it into place, which only the first manages, so all of them
+    read the same whole key. (Several hosts each make their own: set SECRET_KEY there.)
+    """
     key = os.environ.get("SECRET_KEY")
     if key:
         return key
     path = instance_path / "secret_key"
-    if path.exists():
-        return path.read_text().strip()
-    instance_path.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_hex(32)
-    # Create the file readable by its owner only.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(key)
+    if not path.exists():
+        instance_path.mkdir(parents=True, exist_ok=True)
+        # mkstemp creates the file readable by its owner only.
+        fd, temporary = tempfile.mkstemp(dir=instance_path, prefix=".secret_key.")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(32))
+            # Fails if another worker's key is in place already: that one is used.
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+    key = path.read_text().strip()
+    if not key:
+        raise ConfigurationError(
+            f"{path} is empty: delete it (a new key is made at the next start) or set SECRET_KEY."
+        )
     return key
 
 
@@ -88,6 +104,36 @@ def check_production(config: dict) -> None:
         )
 
 
+def shared_state_warning(workers: int, redis_url: str | None) -> str | None:
+    """Why `workers` processes without Redis would not share what they must; None when fine.
+
+    Rate-limit counts live in each worker's memory without REDIS_URL, so every limit loosens by
+    the number of workers; the leaderboard cache lives in files on one host, so a second app
+    server would show a stale board. (Production refuses to start without Redis anyway.)
+    """
+    if redis_url or workers <= 1:
+        return None
+    return (
+        f"{workers} workers without REDIS_URL: each worker counts rate limits alone, so every "
+        f"limit allows {workers} times as much, and the leaderboard cache is files on this host "
+        "only (a second app server would show stale boards). Set REDIS_URL; see docs/scaling.md."
+    )
+
+
+def per_host_key_warning(production: bool, secret_key: str | None) -> str | None:
+    """In production without SECRET_KEY, each host signs sessions with its own generated key."""
+    if not production or secret_key:
+        return None
+    return (
+        "SECRET_KEY is not set: this host signs sessions with its own key (instance/secret_key), "
+        "so another app server would not accept them. Set the same SECRET_KEY on every host."
+    )
+
+
+# Seconds to wait for Redis (connecting, and each command) before treating it as unreachable.
+REDIS_TIMEOUTS = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
+
+
 def build_config(instance_path: Path) -> dict:
     """The settings every environment shares, resolved from the environment."""
     redis_url = os.environ.get("REDIS_URL") or None
@@ -101,10 +147,16 @@ def build_config(instance_path: Path) -> dict:
         "REDIS_URL": redis_url,
         "RATELIMIT_STORAGE_URI": redis_url or "memory://",
         "RATELIMIT_HEADERS_ENABLED": True,
+        # While Redis cannot be reached, each worker counts limits in its own memory instead of
+        # refusing the request; an unreachable Redis is given up on after a second.
+        "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
+        "RATELIMIT_STORAGE_OPTIONS": REDIS_TIMEOUTS if redis_url else {},
         # Without Redis, a file cache in instance/ is shared by all gunicorn workers on the host,
-        # so invalidating the leaderboard after an answer reaches every worker.
-        "CACHE_TYPE": "RedisCache" if redis_url else "FileSystemCache",
+        # so invalidating the leaderboard after an answer reaches every worker. With Redis, every
+        # app server shares it, and an outage makes a miss, not an error (app/shared_cache.py).
+        "CACHE_TYPE": "app.shared_cache.TolerantRedisCache" if redis_url else "FileSystemCache",
         "CACHE_REDIS_URL": redis_url,
+        "CACHE_OPTIONS": dict(REDIS_TIMEOUTS) if redis_url else None,
         "CACHE_DIR": os.environ.get("CACHE_DIR") or str(instance_path / "cache"),
         "CACHE_DEFAULT_TIMEOUT": 300,
         "SESSION_COOKIE_HTTPONLY": True,

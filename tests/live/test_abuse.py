@@ -96,6 +96,8 @@ def test_without_redis_each_worker_counts_logins_alone(serve):
     This is why production sets REDIS_URL.
     """
     server = serve(workers=3, env={"LOGIN_RATE_LIMIT": "3 per minute"})
+    # gunicorn.conf.py says so at start-up.
+    assert "3 workers without REDIS_URL" in server.log_tail(200)
     bot = Player(server.url)
     bot.get("/login")
     per_worker = {}

@@ -1,112 +1,415 @@
-"""Two app servers (separate gunicorn masters on different ports) behind a round-robin balancer,
-sharing one database and one Redis, as in docker-compose.scale.yml and docs/scaling.md.
+"""Two app servers (two gunicorn processes on different ports) on one PostgreSQL and one Redis.
 
-Every new connection goes to the other server, and the test player opens one per request, so
-each round is played across both: no round may be lost or stored twice, a player's session and
-CSRF token hold on either, the rate limits count on both together, and both show the same board.
+This is the setup of `docker-compose.yml` and docs/scaling.md, minus Docker: the servers share
+nothing but the database, Redis and SECRET_KEY. A small round-robin proxy (standard library, in
+this file) stands in for nginx, so consecutive requests of one player, redirects included, land
+on different servers. The tests check what must not depend on which server answers: every round
+is stored once, sessions, rate limits, the daily challenge and the leaderboards.
 """
 
 from __future__ import annotations
 
+import fcntl
+import http.client
 import itertools
+import os
 import random
 import re
+import shutil
+import subprocess
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+import redis
+from sqlalchemy import select, update
 
+from app import PROJECT_ROOT
+from app.extensions import db
+from app.models import DailyChallenge, Example, GameSet, PlayerTotal, Round
+from app.models import Player as PlayerRow
+from tests.gunicorn_server import free_port, wait_until
 from tests.live.invariants import check_database, check_seen_rounds, count_players
-from tests.live.player import PlayedRound, Player
-from tests.live.test_abuse import BAD_LOGIN, TOO_MANY
-from tests.live.test_faults import Forwarder
-from tests.live.test_load_consistency import plan
+from tests.live.player import Player, RoundPage
 
+# A Redis database of its own (see tests/live/conftest.py for the others), flushed around each test.
+REDIS_DB = 11
 PLAYERS = 6
-ROUNDS_EACH = 3
+ROUNDS_EACH = 2
+REASONS = ["grammar", "repetition", "irrelevant", "generic", "common_sense"]
+BAD_LOGIN = {"username": "nobody-here", "password": "not-the-password"}
+BOARD_ROW_RE = re.compile(
+    r"<tr(?: class=\"me\")?>\s*<td>(\d+)</td><td>(?:<a [^>]*>)?([^<]+)(?:</a>)?</td>\s*"
+    r"<td>(\d+)</td><td>(\d+)</td>"
+)
+# Headers that belong to one connection, not to the request (RFC 9110, 7.6.1).
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+}
 
 
-class RoundRobin(Forwarder):
-    """A TCP balancer: each new connection goes to the next of `targets` in turn."""
-
-    def __init__(self, targets: list[tuple[str, int]]):
-        self._turns = itertools.cycle(targets)
-        self._turn_lock = threading.Lock()
-        super().__init__(targets[0])
-
-    def _upstream(self) -> tuple[str, int]:
-        with self._turn_lock:
-            return next(self._turns)
-
-
-def address(server) -> tuple[str, int]:
-    return ("127.0.0.1", server.port)
+@pytest.fixture(autouse=True)
+def _postgresql_only(demo_db):
+    if not demo_db.startswith("postgresql"):
+        pytest.skip("two app servers share a database server: run with TEST_DATABASE_URL")
 
 
 @pytest.fixture
-def two_servers(serve, redis_url):
-    env = {"REDIS_URL": redis_url, "LOGIN_RATE_LIMIT": "5 per minute"}
-    first, second = serve(workers=2, env=env), serve(workers=2, env=env)
-    balancer = RoundRobin([address(first), address(second)])
-    try:
-        yield first, second, f"http://127.0.0.1:{balancer.port}"
-    finally:
-        balancer.close()
+def shared_redis():
+    """A flushed Redis database that both servers use (rate limits and the board cache)."""
+    url = f"redis://127.0.0.1:6379/{REDIS_DB}"
+    lock_path = Path(tempfile.gettempdir()) / f"roft-live-redis-{REDIS_DB}.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        client = redis.Redis.from_url(url)
+        try:
+            client.ping()
+        except redis.exceptions.ConnectionError:
+            pytest.fail(f"Redis is not reachable at {url}: run `make services`.")
+        client.flushdb()
+        yield url
+        client.flushdb()
+        client.close()
 
 
-def board_rows(player: Player) -> list[str]:
-    page = player.get("/leaderboard")
-    assert page.status == 200
-    return re.findall(r"<tr>.*?</tr>", page.text, re.S)
+@pytest.fixture
+def two_servers(serve, shared_redis):
+    """`two_servers(workers, **env)`: servers A and B on one database and one Redis."""
+
+    def start(workers: int = 1, **env: str):
+        settings = {"REDIS_URL": shared_redis, "SECRET_KEY": "one-key-for-both-servers", **env}
+        first = serve(workers=workers, env=settings)
+        second = serve(workers=workers, env=settings)
+        assert first.port != second.port
+        for server in (first, second):
+            assert "without REDIS_URL" not in server.log_tail(200)
+        return first, second
+
+    return start
 
 
-def test_rounds_played_across_two_servers_are_stored_once_and_boards_agree(app, two_servers):
-    first, second, url = two_servers
-    start_together = threading.Barrier(PLAYERS)
+class _ProxyHandler(BaseHTTPRequestHandler):
+    """Forward each request to the next backend in turn, as a reverse proxy would."""
 
-    def play(index: int) -> tuple[Player, list[PlayedRound]]:
-        rng = random.Random(index)
-        player = Player(url)
-        player.get("/")
-        start_together.wait(timeout=30)
-        return player, [player.play_round(**plan(rng)) for _ in range(ROUNDS_EACH)]
+    protocol_version = "HTTP/1.0"
 
-    with ThreadPoolExecutor(PLAYERS) as pool:
-        played_by = list(pool.map(play, range(PLAYERS)))
+    def _forward(self) -> None:
+        server: RoundRobinProxy = self.server.owner
+        backend = server.next_backend()
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        # As nginx's $proxy_add_x_forwarded_for: the client's address appended.
+        client = self.client_address[0]
+        before = self.headers.get("X-Forwarded-For")
+        headers["X-Forwarded-For"] = f"{before}, {client}" if before else client
+        headers["X-Forwarded-Proto"] = "http"
+        parts = urlsplit(backend)
+        upstream = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        try:
+            upstream.request(self.command, self.path, body=body, headers=headers)
+            reply = upstream.getresponse()
+            data = reply.read()
+        finally:
+            upstream.close()
+        self.send_response_only(reply.status, reply.reason)
+        for name, value in reply.getheaders():
+            if name.lower() not in HOP_BY_HOP | {"content-length"}:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        server.record(backend, self.command, self.path)
 
-    played = [r for _, rounds in played_by for r in rounds]
+    do_GET = do_POST = do_HEAD = _forward
+
+    def log_message(self, format, *args) -> None:
+        pass
+
+
+class RoundRobinProxy:
+    """`with RoundRobinProxy([url_a, url_b]) as proxy:` serves on `proxy.url`."""
+
+    def __init__(self, backends: list[str]) -> None:
+        self._backends = itertools.cycle(backends)
+        self._lock = threading.Lock()
+        self.routed: list[tuple[str, str, str]] = []  # (backend, method, path)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _ProxyHandler)
+        self._httpd.daemon_threads = True
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def next_backend(self) -> str:
+        with self._lock:
+            return next(self._backends)
+
+    def record(self, backend: str, method: str, path: str) -> None:
+        with self._lock:
+            self.routed.append((backend, method, path))
+
+    def __enter__(self) -> RoundRobinProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=10)
+
+
+def board(url: str, player: Player | None = None) -> list[tuple[int, str, int, int]]:
+    """(rank, name, points, rounds) of each row of the all-time points board served at `url`."""
+    reader = player or Player(url)
+    reader.base_url = url
+    page = reader.get("/leaderboard?by=points")
+    assert page.status == 200, page.text[:300]
+    return [(int(r), name, int(p), int(n)) for r, name, p, n in BOARD_ROW_RE.findall(page.text)]
+
+
+def plan(rng: random.Random) -> dict:
+    reveal_to = rng.randint(1, 10)
+    return {
+        "reveal_to": reveal_to,
+        "choice": "human" if reveal_to == 10 and rng.random() < 0.5 else "machine",
+        "reasons": rng.sample(REASONS, rng.randint(1, 2)),
+        "explanation": rng.choice(["", "Feels off.", "  The tone changes.  "]),
+    }
+
+
+def test_rounds_through_a_proxy_to_two_servers_are_stored_once_and_boards_agree(app, two_servers):
+    first, second = two_servers(workers=2, PROXY_FIX="1")
+    # Both servers draw the (still empty) board now, so each has had the chance to memoise it.
+    assert board(first.url) == board(second.url) == []
+
+    with RoundRobinProxy([first.url, second.url]) as proxy:
+        start_together = threading.Barrier(PLAYERS)
+
+        def play(index: int):
+            rng = random.Random(index)
+            player = Player(proxy.url)
+            form = {"username": f"player{index}", "password": "correct-horse", "consent": "yes"}
+            assert player.post("/signup", form).first_status == 302
+            start_together.wait(timeout=30)
+            return [player.play_round(**plan(rng)) for _ in range(ROUNDS_EACH)]
+
+        with ThreadPoolExecutor(PLAYERS) as pool:
+            per_player = list(pool.map(play, range(PLAYERS)))
+        routed = list(proxy.routed)
+
+    # The proxy sent half of the requests to each server, and both answered their share.
+    by_backend = {url: sum(b == url for b, _, _ in routed) for url in (first.url, second.url)}
+    assert abs(by_backend[first.url] - by_backend[second.url]) <= 1, by_backend
+    assert {s.status for s in first.served()} <= {200, 302, 303}
+    assert {s.status for s in second.served()} <= {200, 302, 303}
+
+    # Every round a client finished is stored once, as the page showed it (points included), and
+    # the totals add up; each client stayed one player though its requests hopped servers.
+    played = [r for rounds in per_player for r in rounds]
+    assert len(played) == PLAYERS * ROUNDS_EACH
     stored = check_database(app)
     check_seen_rounds(stored, played)
-    assert all(r.guess is not None for r in stored.values())
-    # One guest per browser, whichever server made it or served its rounds: the session cookie
-    # and its CSRF token are good on both.
-    owners = [{stored[r.round_id].player_id for r in rounds} for _, rounds in played_by]
+    owners = [{stored[r.round_id].player_id for r in rounds} for rounds in per_player]
     assert all(len(owner) == 1 for owner in owners)
-    assert len(set.union(*owners)) == PLAYERS == count_players(app)
-    # Both servers served reveals and answers.
-    for server in (first, second):
-        actions = [s for s in server.served() if s.method == "POST" and "/play/round/" in s.target]
-        assert any(s.target.endswith("/answer") for s in actions), server.url
-        assert any(s.target.endswith("/next") for s in actions), server.url
-        assert all(s.status < 500 for s in server.served()), server.log_tail()
+    assert count_players(app) == PLAYERS
+    assert all(r.guess is not None for r in stored.values())
 
-    # Both servers show the same board (the test's rounds are too fast to be listed, so this
-    # only shows that neither server has a board of its own).
-    rows = [board_rows(Player(server.url)) for server in (first, second)]
-    assert rows[0] == rows[1]
+    # Both servers show the same board, the one the database holds (no stale memoised copy).
+    with app.app_context():
+        db.session.remove()
+        totals = {
+            row.username: (total.points, total.rounds)
+            for total, row in db.session.execute(
+                select(PlayerTotal, PlayerRow).join(
+                    PlayerRow, PlayerRow.id == PlayerTotal.player_id
+                )
+            )
+        }
+        db.session.remove()
+    shown_a, shown_b = board(first.url), board(second.url)
+    assert shown_a == shown_b
+    assert {name: (points, rounds) for _, name, points, rounds in shown_a} == totals
+    assert [points for _, _, points, _ in shown_a] == sorted(totals[n][0] for n in totals)[::-1]
+    # Ranks: 1 for the top, ties share one, otherwise the position on the board.
+    for position, (rank, _, points, _) in enumerate(shown_a):
+        previous = shown_a[position - 1] if position else None
+        expected = previous[0] if previous and previous[2] == points else position + 1
+        assert rank == expected, shown_a
+
+    # A round answered on one server moves the board the other one shows.
+    player = Player(first.url)
+    player.get("/login")
+    signed_in = player.post("/login", {"username": "player0", "password": "correct-horse"})
+    assert signed_in.first_status == 302
+    before = {name: points for _, name, points, _ in board(second.url)}
+    extra = player.play_round(reveal_to=3, choice="machine")
+    after = {name: points for _, name, points, _ in board(second.url)}
+    assert after["player0"] == before["player0"] + extra.points
+    assert board(first.url) == board(second.url)
 
 
-def test_rate_limits_count_on_both_servers_together(two_servers):
-    first, second, _ = two_servers
+def test_sessions_and_rate_limits_are_shared_by_both_servers(app, two_servers):
+    first, second = two_servers(LOGIN_RATE_LIMIT="5 per minute")
+
+    # Signed up on A, signed in on B: the session cookie is signed with the key both hold.
+    ada = Player(first.url)
+    form = {"username": "ada", "password": "correct-horse", "consent": "yes"}
+    assert ada.post("/signup", form).first_status == 302
+    ada.base_url = second.url
+    profile = ada.get("/profile", follow=False)
+    assert profile.status == 200 and "ada" in profile.text
+    # A form whose token was issued by A is accepted by B.
+    ada.base_url = first.url
+    ada.get("/")
+    ada.base_url = second.url
+    page = ada.start()
+    assert page.revealed == 1
+    ada.base_url = first.url
+    assert ada.reveal(page).revealed == 2
+    # Signing out on B ends the session for A too (the cookie is the session).
+    ada.base_url = second.url
+    ada.post("/logout")
+    ada.base_url = first.url
+    assert ada.get("/profile", follow=False).status in (302, 303)
+
+    # Failed logins, alternating between the servers: five get the normal answer, then both
+    # refuse, since they count in the same Redis; the right password too, on either server.
     bot = Player(first.url)
     bot.get("/login")
     statuses = []
-    for attempt, server in zip(range(9), itertools.cycle((first, second)), strict=False):
-        bot.base_url = server.url  # the same browser, sent to either server in turn
+    for attempt in range(8):
+        bot.base_url = (first.url, second.url)[attempt % 2]
         statuses.append(bot.post(f"/login?attempt={attempt}", BAD_LOGIN).status)
-    # Five wrong passwords in a minute, counted across both servers; then both refuse.
-    assert statuses == [401] * 5 + [429] * 4
+    assert statuses == [401] * 5 + [429] * 3
     for server in (first, second):
+        refused = [s for s in server.served() if s.target.startswith("/login?attempt=")]
+        assert 429 in {s.status for s in refused}, server.url
         bot.base_url = server.url
-        refused = bot.post("/login", BAD_LOGIN)
-        assert refused.status == 429 and TOO_MANY in refused.text
+        right = bot.post("/login", {"username": "ada", "password": "correct-horse"})
+        assert right.status == 429
+
+
+def test_the_daily_challenge_drawn_on_both_servers_at_once_is_one(app, demo_db, two_servers):
+    # Hold back a quarter of the demo texts for the daily challenge, as `flask load-demo` does.
+    with app.app_context():
+        ids = db.session.scalars(select(Example.id).order_by(Example.id)).all()
+        held = ids[::4]
+        db.session.execute(update(Example).where(Example.id.in_(held)).values(kind="daily"))
+        db.session.commit()
+        db.session.remove()
+    first, second = two_servers()
+    players = [Player((first.url, second.url)[i % 2]) for i in range(6)]
+    for player in players:
+        player.get("/")  # a CSRF token; today's texts are drawn by the first /daily request
+
+    together = threading.Barrier(len(players))
+
+    def start(player: Player) -> RoundPage:
+        together.wait(timeout=30)
+        return RoundPage.parse(player.post("/daily/start", {"consent": "yes"}))
+
+    with ThreadPoolExecutor(len(players)) as pool:
+        pages = list(pool.map(start, players))
+
+    with app.app_context():
+        db.session.remove()
+        challenges = db.session.scalars(select(DailyChallenge)).all()
+        assert len(challenges) == 1
+        texts = challenges[0].example_ids
+        assert set(texts) <= set(held)
+        first_texts = {
+            db.session.get(Round, page.round_id).example_id for page in pages
+        }  # every player, on either server, starts on the day's first text
+        sets = db.session.scalars(select(GameSet).where(GameSet.kind == "daily")).all()
+        db.session.remove()
+    assert first_texts == {texts[0]}
+    assert len(sets) == len(players)
+    # What the players read: the same first sentence, whichever server drew the page.
+    shown = {
+        re.search(r'<li class="sentence latest"[^>]*>(.*?)</li>', p.response.text, re.S).group(1)
+        for p in pages
+    }
+    assert len(shown) == 1 and shown != {""}, shown
+    assert {urlsplit(p.response.url).port for p in pages} == {first.port, second.port}
+    # Both servers show the day's page with the same texts to come.
+    for server in (first, second):
+        assert Player(server.url).get("/daily").status == 200
+    with app.app_context():
+        db.session.remove()
+        assert db.session.scalars(select(DailyChallenge.example_ids)).all() == [texts]
+        db.session.remove()
+
+
+def _nginx_config(tmp_path: Path, port: int, backends: dict[str, int]) -> Path:
+    """deploy/nginx.conf with the compose service addresses, port and paths made local."""
+    conf = (PROJECT_ROOT / "deploy" / "nginx.conf").read_text()
+    for name, backend_port in backends.items():
+        assert f"server {name} " in conf, name
+        conf = conf.replace(f"server {name} ", f"server 127.0.0.1:{backend_port} ")
+    assert "listen 8000;" in conf and "access_log /dev/stdout roft;" in conf
+    conf = conf.replace("listen 8000;", f"listen 127.0.0.1:{port};")
+    conf = conf.replace("access_log /dev/stdout roft;", f"access_log {tmp_path}/access.log roft;")
+    temp = "".join(
+        f"\n    {kind}_temp_path {tmp_path}/{kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    conf = conf.replace("http {", "http {" + temp, 1)
+    path = tmp_path / "nginx.conf"
+    path.write_text(conf)
+    return path
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+def test_the_shipped_nginx_config_spreads_a_players_requests_over_both_servers(
+    app, two_servers, tmp_path
+):
+    first, second = two_servers(PROXY_FIX="1")
+    port = free_port()
+    conf = _nginx_config(tmp_path, port, {"web1:8000": first.port, "web2:8000": second.port})
+    main = f"daemon off; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;"
+    if os.geteuid() == 0:
+        main += " user root;"  # the workers must reach the temporary paths under tmp_path
+    command = ["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", main]
+    checked = subprocess.run([*command, "-t"], capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 0, checked.stderr
+    nginx = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proxy_url = f"http://127.0.0.1:{port}"
+
+        def up():
+            try:
+                return Player(proxy_url, timeout=2).get("/healthz").status == 200
+            except Exception:
+                return False
+
+        wait_until(up, 20, f"nginx did not start: {(tmp_path / 'error.log').read_text()}")
+        player = Player(proxy_url)
+        form = {"username": "grace", "password": "correct-horse", "consent": "yes"}
+        assert player.post("/signup", form).first_status == 302
+        played = [player.play_round(reveal_to=k, choice="machine") for k in (2, 4, 3)]
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=20)
+
+    stored = check_database(app)
+    check_seen_rounds(stored, played)
+    # nginx went round robin: both servers served this player's rounds, signed in on both.
+    for server in (first, second):
+        paths = [s.target for s in server.served() if s.target.startswith("/play/round/")]
+        assert paths, f"{server.url} served no round request"
+        assert {s.status for s in server.served()} <= {200, 302, 303}
+    upstreams = set(re.findall(r"upstream=(\S+)", (tmp_path / "access.log").read_text()))
+    assert upstreams == {f"127.0.0.1:{first.port}", f"127.0.0.1:{second.port}"}
