@@ -367,7 +367,7 @@ def mixed_model(
     """Fixed effects x with crossed random intercepts for annotator and text (statsmodels MixedLM,
     variance components on a single group, maximum likelihood). Returns Wald intervals of every
     fixed effect and a likelihood-ratio test that the effects `test` are all zero; None when the
-    data is too large (`MIXED_MAX_ROWS`) or a fit fails."""
+    data is too large (`MIXED_MAX_ROWS`) or a fit fails or does not converge."""
     if len(frame) > MIXED_MAX_ROWS or len(frame) <= x.shape[1] + 2:
         return None
     from statsmodels.regression.mixed_linear_model import MixedLM
@@ -385,15 +385,25 @@ def mixed_model(
     keep = [i for i in range(x.shape[1]) if i not in test]
 
     def fit(columns):
+        key = _fit_key(data, x[:, columns])
+        if key in _FITS:
+            return _FITS[key]
         formula = "y ~ 0 + " + " + ".join(f"x{i}" for i in columns)
         model = MixedLM.from_formula(formula, data, groups="group", vc_formula=vc)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return model.fit(reml=False)
+            # Nelder-Mead first: the default gradient start stalls on these likelihoods.
+            result = model.fit(reml=False, method=["nm", "powell", "lbfgs"])
+        if len(_FITS) > 64:
+            _FITS.clear()
+        _FITS[key] = result
+        return result
 
     try:
         full, null = fit(list(range(x.shape[1]))), fit(keep)
     except (np.linalg.LinAlgError, ValueError):
+        return None
+    if not (full.converged and null.converged):
         return None
     lr = max(2 * (full.llf - null.llf), 0.0)
     z = stats.norm.ppf(0.5 + LEVEL / 2)
@@ -419,6 +429,19 @@ def mixed_model(
             for i in range(x.shape[1])
         ],
     }
+
+
+_FITS: dict[str, object] = {}  # the same null model serves every factor of one report
+
+
+def _fit_key(data: pd.DataFrame, x: np.ndarray) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(np.ascontiguousarray(x).tobytes())
+    digest.update(data["y"].to_numpy().tobytes())
+    for column in ("annotator", "text"):
+        digest.update(pd.util.hash_pandas_object(data[column], index=False).to_numpy().tobytes())
+    return digest.hexdigest()
 
 
 # -- a permutation test over texts ------------------------------------------------------------
