@@ -23,7 +23,8 @@ def shown(factor: dict) -> list[tuple[str, dict]]:
 
 def _title(name: str, entry: dict) -> str:
     test = entry["test"]
-    title = f"by {entry.get('label', name)}"
+    label = entry.get("label", "decoding p (bins)" if name == "p" else name)
+    title = f"by {label}"
     if test.get("p_value") is not None:
         title += f"\np = {fmt_p(test['p_value'])} (Holm {fmt_p(test.get('p_holm'))})"
     if entry.get("aliases"):
@@ -72,11 +73,12 @@ def figure(out: Path, factor: dict) -> str:
             ax.set_xticks(x, labels, fontsize=8)
             ax.set_xlim(-0.6, len(table) - 0.4)
         ax.set_title(_title(name, entry), fontsize=9.5)
-        ax.set_xlabel(entry.get("label", name) + " (n = annotations)", fontsize=9)
     axes[0].set_ylabel("mean points (texts with a machine part)")
     axes[0].set_ylim(0, 5)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
+    handles.append(plt.Line2D([], [], lw=0))
+    labels.append("n = annotations per bar; p: permutation over texts")
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return save(fig, out / "points_by_factor.png")
 

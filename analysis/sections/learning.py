@@ -35,7 +35,8 @@ def figure(out: Path, order_t, session_t, trends: dict, chance: float) -> str:
                 table[column], table["mean_points"], marker=".", color=PLAYERS, label="mean points"
             )
         ax.axhline(chance, color=RANDOM, ls="--", lw=1.2, label=f"random guessing ({chance:.2f})")
-        ax.set_xlabel(label + (" (last point pools the rest)" if key == "long_term" else ""))
+        pooled = len(table) and key == "long_term" and table[column].max() >= 50
+        ax.set_xlabel(label + (" (50 pools the later rounds)" if pooled else ""))
         trend = trends.get(key)
         n = int(table["rows"].sum()) if len(table) else 0
         title = f"{label.capitalize()} (n = {n:,} annotations)"

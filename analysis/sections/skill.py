@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
+import numpy as np
 import pandas as pd
 
 from analysis import boundary, irt, learning
@@ -36,11 +38,12 @@ def figure(out: Path, means, fit: irt.IrtFit | None, min_rounds: int, chance: fl
         axes[1].set_xlabel("skill (logit; 0 = average annotator)")
         axes[1].set_ylabel("annotators")
         axes[1].set_title(f"Skill, Rasch model ({len(a):,} annotators)")
+        bins = np.histogram_bin_edges(t["difficulty"], bins=30)
         for flag, color, label in ((False, PLAYERS, "machine part"), (True, HUMAN, "all human")):
             part = t.loc[t["all_human"] == flag, "difficulty"]
             if len(part):
                 axes[2].hist(
-                    part, bins=30, alpha=0.7, color=color, label=f"{label} ({len(part):,})"
+                    part, bins=bins, alpha=0.7, color=color, label=f"{label} ({len(part):,})"
                 )
         axes[2].axvline(0, color="black", lw=0.8)
         axes[2].set_xlabel("difficulty (logit; 0 = average text)")
@@ -49,6 +52,7 @@ def figure(out: Path, means, fit: irt.IrtFit | None, min_rounds: int, chance: fl
         axes[2].legend(frameon=False)
     for ax in axes:
         ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     return save(fig, out / "skill_range.png")
 
 
