@@ -62,6 +62,12 @@ def fmt_p(value) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
+def fmt_pe(value) -> str:
+    """What follows "p" in a sentence: '= 0.232' or '< 0.001'."""
+    text = fmt_p(value)
+    return text if text.startswith("<") else f"= {text}"
+
+
 def md_table(frame: pd.DataFrame, digits: int = 3) -> str:
     if frame.empty:
         return "_(no rows)_\n"

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import factors
-from analysis.render import HUMAN, PLAYERS, RANDOM, errorbars, fmt, fmt_p, md_table, save
+from analysis.render import HUMAN, PLAYERS, RANDOM, errorbars, fmt, fmt_p, fmt_pe, md_table, save
 from analysis.sections import Context, Section
 
 
@@ -26,7 +26,7 @@ def _title(name: str, entry: dict) -> str:
     label = entry.get("label", "decoding p (bins)" if name == "p" else name)
     title = f"by {label}"
     if test.get("p_value") is not None:
-        title += f"\np = {fmt_p(test['p_value'])} (Holm {fmt_p(test.get('p_holm'))})"
+        title += f"\np {fmt_pe(test['p_value'])} (Holm {fmt_p(test.get('p_holm'))})"
     if entry.get("aliases"):
         title += "\nconfounded: one contrast"
     return title
@@ -34,7 +34,7 @@ def _title(name: str, entry: dict) -> str:
 
 def figure(out: Path, factor: dict) -> str:
     panels = shown(factor)
-    widths = [max(len(entry["table"]), 2) for _, entry in panels]
+    widths = [max(len(entry["table"]), 2.5) for _, entry in panels]
     fig, axes = plt.subplots(
         1,
         len(panels),
@@ -70,7 +70,10 @@ def figure(out: Path, factor: dict) -> str:
                 zorder=3,
             )
             labels = [f"{v}\nn={n:,}" for v, n in zip(table[column], table["rows"], strict=True)]
-            ax.set_xticks(x, labels, fontsize=8)
+            long = max(len(str(v)) for v in table[column]) > 8
+            ax.set_xticks(
+                x, labels, fontsize=8, rotation=30 if long else 0, ha="right" if long else "center"
+            )
             ax.set_xlim(-0.6, len(table) - 0.4)
         ax.set_title(_title(name, entry), fontsize=9.5)
     axes[0].set_ylabel("mean points (texts with a machine part)")
@@ -107,21 +110,21 @@ def _line(name: str, entry: dict) -> list[str]:
         return [f"**{label}**: not tested ({test.get('method', 'one level')}).", ""]
     line = (
         f"**{label}**: permutation test over {test['texts']} texts "
-        f"({test['permutations']} permutations) p = {fmt_p(test['p_value'])}, Holm-adjusted over "
+        f"({test['permutations']} permutations) p {fmt_pe(test['p_value'])}, Holm-adjusted over "
         f"the factors {fmt_p(test.get('p_holm'))}"
     )
     if test.get("mixed_p_value") is not None:
         mixed = test["mixed"]
         line += (
             f"; mixed model (crossed random intercepts for annotator and text) likelihood-ratio "
-            f"χ² = {fmt(mixed['statistic'], 2)} (df {mixed['df']}), p = {fmt_p(mixed['p_value'])}"
+            f"χ² = {fmt(mixed['statistic'], 2)} (df {mixed['df']}), p {fmt_pe(mixed['p_value'])}"
         )
     trend = entry.get("trend")
     if trend and trend.get("slope") is not None:
         line += (
             f". Slope per unit of {name}: {fmt(trend['slope'])} [{fmt(trend['ci_low'])}, "
-            f"{fmt(trend['ci_high'])}] ({trend['slope_from']}), permutation p = "
-            f"{fmt_p(trend['p_value'])}"
+            f"{fmt(trend['ci_high'])}] ({trend['slope_from']}), permutation p "
+            f"{fmt_pe(trend['p_value'])}"
         )
     lines = [line + ".", ""]
     for note in test.get("notes", []):

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 
 from analysis import boundary, learning
-from analysis.render import PLAYERS, RANDOM, fmt, fmt_p, save
+from analysis.render import PLAYERS, RANDOM, fmt, fmt_pe, save
 from analysis.sections import Context, Section
 
 
@@ -46,7 +46,7 @@ def figure(out: Path, order_t, session_t, trends: dict, chance: float) -> str:
             title += (
                 f"\nslope {trend['slope']:+.3f} [{trend['ci_low']:+.3f}, {trend['ci_high']:+.3f}]"
                 f" per {'log round' if key == 'long_term' else 'position'}, "
-                f"p = {fmt_p(trend['p_value'])}"
+                f"p {fmt_pe(trend['p_value'])}"
             )
         ax.set_title(title, fontsize=9.5)
         ax.set_ylim(0, 5)
@@ -61,7 +61,7 @@ def _slope(t) -> str:
         return "–"
     return (
         f"{fmt(t['slope'])} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}] ({t['slope_from']}); "
-        f"{t['method']} p = {fmt_p(t['p_value'])}"
+        f"{t['method']} p {fmt_pe(t['p_value'])}"
     )
 
 
@@ -88,8 +88,8 @@ def run(ctx: Context) -> Section:
             "",
             f"Descriptive: of {trend['annotators']} annotators with at least "
             f"{trend['min_rounds']} rounds, the mean per-annotator Spearman rho (points vs order) "
-            f"is {fmt(trend['mean_rho'])} (median {fmt(trend['median_rho'])}; Wilcoxon p = "
-            f"{fmt_p(trend['wilcoxon_p_value'])}).",
+            f"is {fmt(trend['mean_rho'])} (median {fmt(trend['median_rho'])}; Wilcoxon p "
+            f"{fmt_pe(trend['wilcoxon_p_value'])}).",
             "",
         ]
     lines += [trends["sessions_note"]]
