@@ -93,6 +93,9 @@ def test_confounded_factors_are_one_contrast_with_a_warning(by_factor, report):
     p = {n: by_factor[n]["test"]["p_value"] for n in tested}
     smallest = min(p, key=p.get)
     assert by_factor[smallest]["test"]["p_holm"] == pytest.approx(min(1, 3 * p[smallest]))
+    from analysis.sections import factors as section
+
+    assert [name for name, _ in section.shown(by_factor)] == ["system", "p", "boundary"]  # panels
     text = (report[1] / "report.md").read_text()
     assert text.count("**system & category (one split)**") == 1
     assert "**category**" not in text and "cannot be attributed" in text
@@ -178,6 +181,24 @@ def test_sessions_come_from_crowd_studies():
     assert s["session"].unique().tolist() == ["w / pilot"] and s["position"].tolist() == [
         *range(1, 7)
     ]
+
+
+def test_a_crowd_study_export_has_sessions_and_its_learning_is_reported(tmp_path):
+    raw = pd.read_csv(CONFOUNDED)
+    raw["example_id"] = "ex" + raw["prompt"].astype(str)
+    raw["study"] = "pilot"
+    raw["participant_kind"] = "crowd"
+    raw["order_index"] = raw.groupby("annotator").cumcount() + 1
+    raw.to_csv(tmp_path / "rounds.csv", index=False)
+    rows = load(tmp_path / "rounds.csv")
+    assert (rows["source"] == "dump").all()
+    trends = learning.clustered_trends(rows)
+    assert trends["order"]["source"] == "round number" and trends["sessions"] == 25
+    within = trends["within_session"]
+    assert within["method"] == "permutation of each annotator's rounds" and within["p_value"] > 0
+    table = learning.by_session_position(rows, session_length=10)
+    assert table["position"].tolist() == list(range(1, 11))
+    assert table["rows"].sum() == len(rows)
 
 
 @pytest.mark.parametrize(
