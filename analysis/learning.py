@@ -160,7 +160,8 @@ def within_annotator_permutation(
     rng = np.random.default_rng(seed)
     exceed = 0
     for _ in range(n_perm):
-        shuffled = xs[np.lexsort((rng.random(len(xs)), codes))]
+        # codes + U[0, 1) keeps each annotator's block and shuffles within it (one float sort)
+        shuffled = xs[np.argsort(codes + rng.random(len(xs)))]
         exceed += abs(float(shuffled @ y)) >= observed - 1e-12 * max(observed, 1)
     return {
         "method": "permutation of each annotator's rounds",
