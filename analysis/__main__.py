@@ -71,7 +71,8 @@ def parser() -> argparse.ArgumentParser:
         "--session-length",
         type=int,
         default=defaults.session_length,
-        help="rounds per session for within-session learning (default %(default)s)",
+        help="within-session learning pools positions beyond this (default %(default)s); "
+        "sessions come from the data (a crowd study's rounds), never from cutting rows",
     )
     report.add_argument(
         "--bootstrap",

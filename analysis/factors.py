@@ -3,9 +3,21 @@
 On texts with a machine part (all-human texts are reported apart, in the boundary section). For
 each level: rows, annotators, texts, mean points and exact rate with 95% intervals from a
 bootstrap over annotators, and what random guessing and always answering "all human" would score
-on the same texts. Whether levels differ is tested with least squares and two-way clustered
-standard errors (annotator and text; analysis.inference), not with tests that take rows as
-independent: an annotator's rows share their skill and a text's rows share its difficulty.
+on the same texts.
+
+Whether levels differ (analysis.inference), never with tests that take rows as independent (an
+annotator's rows share their skill and a text's rows share its difficulty):
+
+- the p-value is a permutation test over texts (every factor here is a property of the text), on
+  points centred by annotator; Holm-adjusted over the factors tested;
+- up to `inference.MIXED_MAX_ROWS` rows, a linear mixed model with crossed random intercepts for
+  annotator and text gives a likelihood-ratio p-value beside it and the effect of each level
+  against the reference with a 95% interval (beyond that size, the two-way clustered fit does);
+- the two-way clustered Wald test is kept in summary.json as a diagnostic, with its warnings.
+
+Factors that split the texts the same way (each system wrote only one category) are one contrast:
+they are merged into one entry labelled "system & category (one split)" and the report warns that
+their effects cannot be told apart.
 """
 
 from __future__ import annotations
@@ -74,18 +86,126 @@ def table(frame: pd.DataFrame, column: str, n_boot: int = 1000, seed: int = 0) -
     return out.rename_axis(column).reset_index()
 
 
+def _levels_with_few_texts(frame: pd.DataFrame, column: str, least: int = 5) -> list[str]:
+    texts = frame.drop_duplicates("example").groupby(column, observed=True).size()
+    return [str(level) for level, count in texts.items() if count < least]
+
+
+def factor_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
+    """Permutation, mixed-model and clustered tests of one text-level factor, with effects."""
+    data = frame.dropna(subset=[column])
+    permutation = inference.permutation_test(data, column, seed=seed)
+    clustered = inference.factor_test(data, column)
+    mixed = None
+    if data[column].nunique() >= 2:
+        x, levels = inference.dummies(data[column])
+        names = ["(reference) " + levels[0], *levels[1:]]
+        mixed = inference.mixed_model(data, x, names, list(range(1, len(levels))))
+    few_texts = _levels_with_few_texts(data, column)
+    notes = []
+    if few_texts:
+        notes.append(
+            f"level(s) {', '.join(few_texts)} have fewer than 5 texts each: their effects are "
+            "poorly determined"
+        )
+    if mixed is not None:
+        effects, source = mixed["effects"], "mixed model"
+    else:
+        effects = clustered.get("effects", [])
+        source = f"OLS, {clustered.get('covariance', 'two-way')} clustered covariance"
+    return {
+        "p_value": permutation["p_value"],
+        "method": permutation.get("method", "none (one level)"),
+        "permutations": permutation["permutations"],
+        "texts": permutation["texts"],
+        "levels": int(data[column].nunique()),
+        "mixed_p_value": mixed["p_value"] if mixed else None,
+        "mixed": {k: v for k, v in mixed.items() if k != "effects"} if mixed else None,
+        "effects": effects,
+        "effects_from": source,
+        "clustered": {k: v for k, v in clustered.items() if k != "effects"},
+        "notes": notes,
+    }
+
+
+def trend_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
+    """The slope of points on a numeric text-level column: a permutation p-value over texts, the
+    mixed model's slope and interval (small data) or the clustered one."""
+    data = frame.dropna(subset=[column])
+    if len(data) < 3 or data[column].nunique() < 2:
+        return {"slope": None, "p_value": None, "n": len(data)}
+    permutation = inference.permutation_test(data, column, numeric=True, seed=seed)
+    x = np.column_stack([np.ones(len(data)), data[column].to_numpy(dtype=float)])
+    mixed = inference.mixed_model(data, x, ["intercept", column], [1])
+    clustered = inference.trend_test(data, column, log=False)
+    if mixed is not None:
+        effect = mixed["effects"][1]
+        source = "mixed model (crossed random intercepts)"
+    else:
+        effect = {k: clustered[k] for k in ("slope", "ci_low", "ci_high")}
+        effect["estimate"] = effect.pop("slope")
+        source = f"OLS, {clustered.get('covariance', 'two-way')} clustered covariance"
+    return {
+        "slope": effect["estimate"],
+        "ci_low": effect["ci_low"],
+        "ci_high": effect["ci_high"],
+        "slope_from": source,
+        "p_value": permutation["p_value"],
+        "method": permutation["method"],
+        "mixed_p_value": mixed["p_value"] if mixed else None,
+        "n": len(data),
+        "clustered": clustered,
+    }
+
+
 def by_factor(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict[str, dict]:
-    """Tables and clustered tests for system, category, p bin and boundary (machine texts)."""
+    """Tables and tests for system, category, p bin and boundary (machine texts).
+
+    Factors that split the texts the same way are merged: the entry of the first one is labelled
+    "a & b (one split)", carries `aliases` and a warning, and the others point to it with
+    `aliased_with` (their table is kept, their test is not repeated). P-values are
+    Holm-adjusted over the factors actually tested."""
     machine = frame[frame["boundary"] < frame["n_sentences"]]
     machine = machine.assign(p_bin=p_bin(machine["p"]))
+    columns = [column for _, column in FACTORS]
+    texts = machine.drop_duplicates("example")
+    groups = inference.aliasing(texts, columns) if len(texts) else {}
+    alias_of = {c: g[0] for g in groups.values() for c in g[1:]}
+    names = dict((column, name) for name, column in FACTORS)
     out: dict[str, dict] = {}
     for name, column in FACTORS:
-        out[name] = {
-            "column": column,
-            "table": table(machine, column, n_boot, seed),
-            "test": inference.factor_test(machine.assign(**{column: machine[column]}), column),
-        }
-    known_p = machine.dropna(subset=["p"])
-    out["p"]["trend"] = inference.trend_test(known_p, "p", log=False)
-    out["boundary"]["trend"] = inference.trend_test(machine, "boundary", log=False)
+        entry: dict = {"column": column, "table": table(machine, column, n_boot, seed)}
+        if column in alias_of:
+            entry["aliased_with"] = names[alias_of[column]]
+            entry["test"] = {"p_value": None, "aliased_with": names[alias_of[column]]}
+            out[name] = entry
+            continue
+        entry["test"] = factor_result(machine, column, seed)
+        if column in groups:
+            group = [names[c] for c in groups[column]]
+            entry["aliases"] = group
+            entry["label"] = " & ".join(group) + " (one split)"
+            entry["test"]["notes"].insert(
+                0,
+                f"{' and '.join(group)} split the texts the same way (each level of one is exactly "
+                "one level of the other): this is one contrast, and its effect cannot be "
+                f"attributed to {' or '.join(group)}",
+            )
+        out[name] = entry
+    tested = [n for n, e in out.items() if "aliased_with" not in e]
+    for outer in tested:
+        for inner in tested:
+            column_in, column_out = out[inner]["column"], out[outer]["column"]
+            if inner != outer and len(texts) and inference.nested(texts, column_in, column_out):
+                out[outer]["test"]["notes"].append(
+                    f"every {inner} lies within one {outer}: differences between {outer} levels "
+                    f"are also differences between {inner} levels"
+                )
+    adjusted = inference.holm({n: out[n]["test"]["p_value"] for n in tested})
+    for n in tested:
+        out[n]["test"]["p_holm"] = adjusted[n]
+    for name, column in (("p", "p"), ("boundary", "boundary")):
+        if "aliased_with" not in out[name]:
+            known = machine.dropna(subset=[column])
+            out[name]["trend"] = trend_result(known, column, seed)
     return out

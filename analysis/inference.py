@@ -6,21 +6,40 @@ rows as independent makes intervals too narrow. Two tools, both fast at 10^6 row
 - `level_means`: the mean of a value per level of a factor with a 95% percentile bootstrap
   interval that resamples annotators (every estimate the report plots or tabulates).
 - `clustered_ols`: least squares with two-way cluster-robust standard errors (Cameron, Gelbach and
-  Miller): clustered by annotator and by text at once, V = V_annotator + V_text − V_both. It tests
-  factor effects (a Wald test that every level equals the reference) and trends over time (the
-  slope of points on log round number).
+  Miller): clustered by annotator and by text at once, V = V_annotator + V_text − V_both. That
+  difference need not be positive semi-definite; when it is not, clipping its negative eigenvalues
+  can leave a direction with almost no variance, which then makes any contrast along it look
+  certain. We never clip: a covariance that is not PSD is replaced by the conservative
+  V_annotator + V_text (always PSD), and the fit says so. Tests use the t / F distribution with
+  G − 1 degrees of freedom (G = the smaller number of clusters) and are flagged below 42 clusters;
+  a Wald test of more contrasts than G − 1 is not identified and returns no p-value.
+- `mixed_model`: crossed random intercepts for annotator and text (statsmodels MixedLM with
+  variance components on one group), fitted by maximum likelihood; a likelihood-ratio test of a
+  set of fixed effects, and Wald intervals for each. Exact but slow, so only up to
+  `MIXED_MAX_ROWS` rows.
+- `permutation_test`: a text-level factor (system, category, p, boundary) tested by permuting its
+  values across texts, on points centred by annotator. Valid at any size without a model.
+- `holm`: Holm's step-down adjustment of several p-values.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 LEVEL = 0.95
-FEW_CLUSTERS = 20  # below this many annotators or texts, clustered errors are unreliable
+FEW_CLUSTERS = 42  # below this many annotators or texts, cluster-robust tests over-reject
+FEW_CLUSTERS_REASON = (
+    "fewer than 42 clusters in the smaller dimension: cluster-robust tests over-reject with few "
+    "clusters, so treat this p-value as a rough guide (the mixed model and the permutation test "
+    "are the ones to read)"
+)
+MIXED_MAX_ROWS = 400  # MixedLM on one group with crossed effects is dense: minutes beyond this
+PERMUTATIONS = 2000
 
 
 _WEIGHTS: dict[tuple[int, int, int], list[np.ndarray]] = {}
@@ -130,12 +149,23 @@ class ClusteredFit:
     se: np.ndarray
     n: int
     clusters: dict[str, int]
-    cov: np.ndarray  # the two-way clustered covariance (made positive semi-definite)
+    cov: np.ndarray  # the two-way clustered covariance (PSD; see `covariance`)
+    covariance: str = "two-way"  # or "conservative: V_annotator + V_text (two-way was not PSD)"
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def df(self) -> int:
+        """Degrees of freedom of the t and F references: the smaller cluster count minus one."""
+        return max(min(self.clusters.values()) - 1, 1)
+
+    @property
+    def few(self) -> bool:
+        return min(self.clusters.values()) < FEW_CLUSTERS
 
     def table(self) -> pd.DataFrame:
-        z = stats.norm.ppf(0.5 + LEVEL / 2)
+        z = stats.t.ppf(0.5 + LEVEL / 2, self.df)
         with np.errstate(all="ignore"):
-            p = 2 * stats.norm.sf(np.abs(self.coef / self.se))
+            p = 2 * stats.t.sf(np.abs(self.coef / self.se), self.df)
         return pd.DataFrame(
             {
                 "term": self.names,
@@ -189,10 +219,9 @@ def clustered_ols(
     if n <= k:
         return None
     xtx = x.T @ x
-    try:
-        bread = np.linalg.inv(xtx)
-    except np.linalg.LinAlgError:
+    if np.linalg.matrix_rank(xtx) < k:
         return None
+    bread = np.linalg.inv(xtx)
     coef = bread @ (x.T @ y)
     x_u = x * (y - x @ coef)[:, None]
     a = pd.factorize(np.asarray(annotators))[0]
@@ -202,51 +231,103 @@ def clustered_ols(
     meat_t, g_t = _meat(x_u, t, n, k)
     meat_b, _ = _meat(x_u, both, n, k)
     cov = bread @ (meat_a + meat_t - meat_b) @ bread
-    # The difference of positive semi-definite parts can lose that property: clip negative
-    # eigenvalues to zero (Cameron, Gelbach and Miller's fix), and where a variance is still not
-    # positive, use the larger one-way variance.
-    values, vectors = np.linalg.eigh((cov + cov.T) / 2)
-    cov = (vectors * np.clip(values, 0, None)) @ vectors.T
-    variance = np.diag(cov)
-    one_way = np.maximum(np.diag(bread @ meat_a @ bread), np.diag(bread @ meat_t @ bread))
-    se = np.sqrt(np.where(variance > 0, variance, one_way))
-    return ClusteredFit(names, coef, se, n, {"annotators": g_a, "texts": g_t}, cov)
+    cov = (cov + cov.T) / 2
+    kind, notes = "two-way", []
+    values = np.linalg.eigvalsh(cov)
+    if values.min() < -1e-10 * max(abs(values).max(), 1e-300):
+        # Not positive semi-definite. Clipping the negative eigenvalues would leave directions
+        # with (almost) no variance, and a contrast along one of them would look certain. Use
+        # the conservative sum of the one-way covariances instead, which is always PSD.
+        cov = bread @ (meat_a + meat_t) @ bread
+        cov = (cov + cov.T) / 2
+        kind = "conservative: V_annotator + V_text (the two-way covariance was not PSD)"
+        notes.append(
+            "the two-way clustered covariance was not positive semi-definite; the conservative "
+            "V_annotator + V_text was used instead"
+        )
+    fit = ClusteredFit(
+        names,
+        coef,
+        np.sqrt(np.clip(np.diag(cov), 0, None)),
+        n,
+        {"annotators": g_a, "texts": g_t},
+        cov,
+        kind,
+        notes,
+    )
+    if fit.few:
+        fit.warnings.append(FEW_CLUSTERS_REASON)
+    return fit
+
+
+def wald(fit: ClusteredFit, terms: list[int]) -> dict:
+    """Wald test that the coefficients `terms` are all zero, with an F(q, G − 1) reference.
+
+    With G clusters the clustered covariance has rank at most G − 1: a test of more contrasts, or
+    along a direction the covariance gives (almost) no variance, is not identified and gets no
+    p-value."""
+    beta = fit.coef[terms]
+    cov = fit.cov[np.ix_(terms, terms)]
+    q = len(terms)
+    smallest = float(np.linalg.eigvalsh(cov).min()) if q else 0.0
+    scale = max(float(np.abs(np.diag(cov)).max(initial=0)), 1e-300)
+    if q == 0 or q > fit.df or smallest <= 1e-8 * scale:
+        return {
+            "statistic": None,
+            "df": q,
+            "df_denominator": fit.df,
+            "p_value": None,
+            "identified": False,
+            "why": f"{q} contrast(s) but only {min(fit.clusters.values())} clusters in the smaller "
+            "dimension (or a contrast with no clustered variance): not identified",
+        }
+    statistic = float(beta @ np.linalg.solve(cov, beta))
+    return {
+        "statistic": statistic,
+        "df": q,
+        "df_denominator": fit.df,
+        "p_value": float(stats.f.sf(statistic / q, q, fit.df)),
+        "identified": True,
+    }
+
+
+def dummies(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Level indicators of `values` (the first level in sorted order is the reference)."""
+    levels = sorted(values.astype(str).unique())
+    codes = pd.Categorical(values.astype(str), categories=levels).codes
+    x = np.column_stack([np.ones(len(values))] + [(codes == i) for i in range(1, len(levels))])
+    return x.astype(float), levels
 
 
 def factor_test(frame: pd.DataFrame, column: str, value: str = "points") -> dict:
     """Do levels of `column` differ? Two-way clustered OLS of the value on level dummies; a Wald
-    chi-square test that every level equals the first (the reference)."""
+    test (F reference with G − 1 denominator degrees of freedom) that every level equals the
+    first (the reference)."""
     data = frame.dropna(subset=[column])
     levels = sorted(data[column].astype(str).unique())
     if len(levels) < 2:
         return {"test": "none (one level)", "levels": len(levels), "p_value": None}
-    codes = pd.Categorical(data[column].astype(str), categories=levels).codes
-    x = np.column_stack([np.ones(len(data))] + [(codes == i) for i in range(1, len(levels))])
+    x, levels = dummies(data[column])
     fit = clustered_ols(
-        data[value].to_numpy(),
-        x,
-        ["(reference) " + levels[0], *levels[1:]],
-        *cluster_codes(data),
+        data[value].to_numpy(), x, ["(reference) " + levels[0], *levels[1:]], *cluster_codes(data)
     )
     if fit is None:
         return {"test": "none (too few rows)", "levels": len(levels), "p_value": None}
-    cov = fit.cov[1:, 1:]
-    beta = fit.coef[1:]
-    wald = float(beta @ np.linalg.pinv(cov) @ beta)
     return {
         "test": "Wald, OLS with two-way clustered SEs (annotator, text)",
         "levels": len(levels),
-        "statistic": wald,
-        "df": len(beta),
-        "p_value": float(stats.chi2.sf(wald, len(beta))),
+        **wald(fit, list(range(1, len(levels)))),
+        "covariance": fit.covariance,
         "clusters": fit.clusters,
-        "few": min(fit.clusters.values()) < FEW_CLUSTERS,
+        "few": fit.few,
+        "warnings": fit.warnings,
         "effects": fit.table().to_dict(orient="records"),
     }
 
 
 def trend_test(frame: pd.DataFrame, x_column: str, value: str = "points", log: bool = True) -> dict:
-    """Slope of the value on (log) x with two-way clustered standard errors."""
+    """Slope of the value on (log) x with two-way clustered standard errors (t reference with
+    G − 1 degrees of freedom; see `clustered_ols` for the PSD safeguard)."""
     data = frame.dropna(subset=[x_column])
     if len(data) < 3 or data[x_column].nunique() < 2:
         return {"slope": None, "p_value": None, "n": len(data)}
@@ -270,5 +351,209 @@ def trend_test(frame: pd.DataFrame, x_column: str, value: str = "points", log: b
         "p_value": float(row["p_value"]),
         "n": fit.n,
         "clusters": fit.clusters,
-        "method": "OLS with two-way clustered SEs (annotator, text)",
+        "few": fit.few,
+        "covariance": fit.covariance,
+        "warnings": fit.warnings,
+        "method": "OLS with two-way clustered SEs (annotator, text), t with G − 1 df",
     }
+
+
+# -- a crossed random-effects model -------------------------------------------------------------
+
+
+def mixed_model(
+    frame: pd.DataFrame, x: np.ndarray, names: list[str], test: list[int], value: str = "points"
+) -> dict | None:
+    """Fixed effects x with crossed random intercepts for annotator and text (statsmodels MixedLM,
+    variance components on a single group, maximum likelihood). Returns Wald intervals of every
+    fixed effect and a likelihood-ratio test that the effects `test` are all zero; None when the
+    data is too large (`MIXED_MAX_ROWS`) or a fit fails or does not converge."""
+    if len(frame) > MIXED_MAX_ROWS or len(frame) <= x.shape[1] + 2:
+        return None
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
+    data = pd.DataFrame(
+        {
+            "y": frame[value].to_numpy(dtype=float),
+            "annotator": frame["annotator"].to_numpy(),
+            "text": frame["example"].to_numpy(),
+            "group": 0,
+            **{f"x{i}": x[:, i] for i in range(x.shape[1])},
+        }
+    )
+    vc = {"annotator": "0 + C(annotator)", "text": "0 + C(text)"}
+    keep = [i for i in range(x.shape[1]) if i not in test]
+
+    def fit(columns):
+        key = _fit_key(data, x[:, columns])
+        if key in _FITS:
+            return _FITS[key]
+        formula = "y ~ 0 + " + " + ".join(f"x{i}" for i in columns)
+        model = MixedLM.from_formula(formula, data, groups="group", vc_formula=vc)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # Nelder-Mead first: the default gradient start stalls on these likelihoods.
+            result = model.fit(reml=False, method=["nm", "powell", "lbfgs"])
+        if len(_FITS) > 64:
+            _FITS.clear()
+        _FITS[key] = result
+        return result
+
+    try:
+        full, null = fit(list(range(x.shape[1]))), fit(keep)
+    except (np.linalg.LinAlgError, ValueError):
+        return None
+    if not (full.converged and null.converged):
+        return None
+    lr = max(2 * (full.llf - null.llf), 0.0)
+    z = stats.norm.ppf(0.5 + LEVEL / 2)
+    params, bse = np.asarray(full.fe_params), np.asarray(full.bse_fe)
+    return {
+        "method": "linear mixed model, crossed random intercepts (annotator, text), ML; "
+        "likelihood-ratio test",
+        "statistic": float(lr),
+        "df": len(test),
+        "p_value": float(stats.chi2.sf(lr, len(test))),
+        "variance_annotator": float(full.vcomp[0]),
+        "variance_text": float(full.vcomp[1]),
+        "variance_residual": float(full.scale),
+        "converged": bool(full.converged),
+        "effects": [
+            {
+                "term": names[i],
+                "estimate": float(params[i]),
+                "se": float(bse[i]),
+                "ci_low": float(params[i] - z * bse[i]),
+                "ci_high": float(params[i] + z * bse[i]),
+            }
+            for i in range(x.shape[1])
+        ],
+    }
+
+
+_FITS: dict[str, object] = {}  # the same null model serves every factor of one report
+
+
+def _fit_key(data: pd.DataFrame, x: np.ndarray) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(np.ascontiguousarray(x).tobytes())
+    digest.update(data["y"].to_numpy().tobytes())
+    for column in ("annotator", "text"):
+        digest.update(pd.util.hash_pandas_object(data[column], index=False).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+# -- a permutation test over texts ------------------------------------------------------------
+
+
+def permutation_test(
+    frame: pd.DataFrame,
+    column: str,
+    value: str = "points",
+    numeric: bool = False,
+    n_perm: int = PERMUTATIONS,
+    seed: int = 0,
+) -> dict:
+    """Permute a text-level `column` across texts (each text keeps its annotations) and compare
+    the observed statistic with its permutation distribution.
+
+    The value is centred by annotator first (an annotator's skill is not a property of the text;
+    centring uses no factor labels, so the test stays exact). Statistic: for a factor, the
+    between-level sum of squares of the centred values; for a numeric column, the absolute
+    covariance of the value with it. p = (1 + #{perm >= observed}) / (1 + n_perm)."""
+    data = frame.dropna(subset=[column])
+    texts = data.groupby("example", sort=False)
+    labels = texts[column].first()
+    if labels.nunique() < 2 or n_perm <= 0:
+        return {"p_value": None, "texts": len(labels), "permutations": 0}
+    centred = data[value] - data.groupby("annotator")[value].transform("mean")
+    sums = centred.groupby(data["example"], sort=False).sum().reindex(labels.index).to_numpy()
+    counts = texts.size().reindex(labels.index).to_numpy(dtype=float)
+    total = counts.sum()
+    rng = np.random.default_rng(seed)
+    if numeric:
+        xs = labels.to_numpy(dtype=float)
+
+        def statistic(x: np.ndarray) -> np.ndarray:  # rows of x are label vectors
+            mean_x = (x * counts).sum(axis=-1, keepdims=True) / total
+            return np.abs(((x - mean_x) * sums).sum(axis=-1)) / total
+
+        observed = float(statistic(xs[None, :])[0])
+        draws = []
+        for block in _blocks(n_perm, len(xs)):
+            draws.append(statistic(rng.permuted(np.tile(xs, (block, 1)), axis=1)))
+    else:
+        codes, _ = pd.factorize(labels.astype(str))
+        k = int(codes.max()) + 1
+
+        def statistic(c: np.ndarray) -> np.ndarray:
+            flat = (c + k * np.arange(len(c))[:, None]).ravel()
+            s = np.bincount(flat, np.tile(sums, len(c)), k * len(c)).reshape(len(c), k)
+            m = np.bincount(flat, np.tile(counts, len(c)), k * len(c)).reshape(len(c), k)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.nansum(np.where(m > 0, s**2 / m, 0.0), axis=1)
+
+        observed = float(statistic(codes[None, :])[0])
+        draws = []
+        for block in _blocks(n_perm, len(codes)):
+            draws.append(statistic(rng.permuted(np.tile(codes, (block, 1)), axis=1)))
+    null = np.concatenate(draws)
+    exceed = int((null >= observed - 1e-12 * max(abs(observed), 1)).sum())
+    return {
+        "method": "permutation over texts (points centred by annotator)",
+        "statistic": observed,
+        "p_value": (1 + exceed) / (1 + len(null)),
+        "permutations": len(null),
+        "texts": len(labels),
+    }
+
+
+def _blocks(n_perm: int, width: int, cells: int = 5_000_000):
+    size = max(1, cells // max(width, 1))
+    done = 0
+    while done < n_perm:
+        block = min(size, n_perm - done)
+        yield block
+        done += block
+
+
+def holm(p_values: dict[str, float | None]) -> dict[str, float | None]:
+    """Holm's step-down adjusted p-values (None stays None and does not count)."""
+    known = sorted((p, name) for name, p in p_values.items() if p is not None)
+    m, running, out = len(known), 0.0, dict.fromkeys(p_values)
+    for i, (p, name) in enumerate(known):
+        running = max(running, min(1.0, (m - i) * p))
+        out[name] = running
+    return out
+
+
+# -- factors that are one split of the data -----------------------------------------------------
+
+
+def aliasing(texts: pd.DataFrame, columns: list[str]) -> dict[str, list[str]]:
+    """Groups of text-level columns that split the texts the same way (each level of one is
+    exactly one level of the other). Returns {first column: [it and every alias]} for groups of
+    two or more; a factor in such a group cannot be told apart from its aliases."""
+    codes = {c: pd.factorize(texts[c].astype(str))[0] for c in columns}
+    groups: list[list[str]] = []
+    for c in columns:
+        for group in groups:
+            if _same_split(codes[group[0]], codes[c]):
+                group.append(c)
+                break
+        else:
+            groups.append([c])
+    return {g[0]: g for g in groups if len(g) > 1}
+
+
+def _same_split(a: np.ndarray, b: np.ndarray) -> bool:
+    pairs = pd.DataFrame({"a": a, "b": b}).drop_duplicates()
+    return bool(pairs["a"].is_unique and pairs["b"].is_unique)
+
+
+def nested(texts: pd.DataFrame, inner: str, outer: str) -> bool:
+    """Every level of `inner` lies within one level of `outer` (and `outer` has fewer levels):
+    differences between levels of `outer` are also differences of `inner`."""
+    pairs = texts[[inner, outer]].astype(str).drop_duplicates()
+    return bool(pairs[inner].is_unique) and pairs[outer].nunique() < pairs[inner].nunique()

@@ -63,8 +63,12 @@ def test_learning_trends_by_hand():
     by_order = learning.by_order(df, cap=4).set_index("n")
     assert by_order.loc[1, "mean_points"] == pytest.approx((0 + 5 + 5) / 3)
     assert by_order.loc[4, "rows"] == 9  # rounds 4, 5 and 6 pooled
-    session = learning.by_session_position(df, session_length=3).set_index("position")
-    assert session.loc[1, "rows"] == 6  # rounds 1 and 4 of each annotator
+    # Sessions come from the data, never from cutting rows: these rows are in no study.
+    assert learning.by_session_position(df, session_length=3).empty
+    studied = df.assign(study=["s"] * 6 + [""] * 12)  # "up" played a study of six rounds
+    session = learning.by_session_position(studied, session_length=4).set_index("position")
+    assert session["rows"].tolist() == [1, 1, 1, 3]  # positions 4, 5 and 6 pooled into 4
+    assert session.loc[1, "mean_points"] == 0 and session.loc[4, "mean_points"] == 4
 
 
 def test_skill_range_top_and_bottom_five_percent():
@@ -93,9 +97,14 @@ def test_factor_tables_with_intervals_baselines_and_clustered_tests():
     # Random guessing on boundary 3 of 10: guesses 3..7 score 5..1, the others 0 → 1.5.
     assert table.loc["s1", "random_points"] == pytest.approx(1.5)
     assert table.loc["s1", "always_human_points"] == 0
-    assert out["system"]["test"]["test"].startswith("Wald")
-    assert out["system"]["test"]["few"]  # two annotators, two texts: flagged
-    assert out["category"]["test"]["test"] == "none (one level)"
+    test = out["system"]["test"]
+    assert test["method"].startswith("permutation over texts") and test["texts"] == 2
+    # Two texts: the only other labelling swaps them, which gives the same statistic.
+    assert test["p_value"] == 1.0
+    assert test["clustered"]["test"].startswith("Wald")
+    assert test["clustered"]["few"]  # two annotators, two texts: flagged, with the reason
+    assert "fewer than 42 clusters" in test["clustered"]["warnings"][0]
+    assert out["category"]["test"]["p_value"] is None  # one level: nothing to test
     assert factors.p_bin(df["p"]).tolist()[:4] == ["0.0-0.2", "0.0-0.2", "unknown", "0.8-1.0"]
 
 

@@ -1,0 +1,114 @@
+"""Section 7: reasons and free-text comments. The calls into analysis.comments and
+analysis.taxonomy live here, as thin as the report had them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from analysis import comments, inference, taxonomy
+from analysis.render import errorbars, fmt, md_table, save
+from analysis.sections import Context, Section
+from roftcore.reasons import REASON_NAMES
+
+
+def figure(out: Path, reasons_cat: pd.DataFrame) -> str:
+    fig, ax = plt.subplots(figsize=(10, 4))
+    if not reasons_cat.empty:
+        categories = list(dict.fromkeys(reasons_cat["category"]))
+        width = 0.8 / max(len(categories), 1)
+        x = np.arange(len(REASON_NAMES))
+        for i, category in enumerate(categories):
+            part = reasons_cat[reasons_cat["category"] == category].set_index("value")
+            part = part.reindex(list(REASON_NAMES))
+            xs = x + (i - (len(categories) - 1) / 2) * width
+            ax.bar(
+                xs, part["mean"], width=width, label=f"{category} (n = {int(part['rows'].max()):,})"
+            )
+            errorbars(ax, xs, part, "mean", "ci_low", "ci_high")
+        ax.set_xticks(x, [r.replace("_", " ") for r in REASON_NAMES], rotation=25, ha="right")
+        ax.legend(frameon=False, title="category (rounds)")
+    ax.set_ylabel("share of rounds citing the reason")
+    ax.set_title("Reasons by category (95% CI over annotators)")
+    ax.set_ylim(bottom=0)
+    return save(fig, out / "reasons_by_category.png")
+
+
+def run(ctx: Context) -> Section:
+    filtered, boot, seed, settings = ctx.filtered, ctx.boot, ctx.seed, ctx.settings
+    reasons = filtered.assign(reasons=comments.canonical_reasons(filtered["reasons"]))
+    flags = comments.reason_flags(reasons).astype(float)
+    reasons_cat = inference.many_level_means(
+        reasons, "category", {name: flags[name] for name in REASON_NAMES}, boot, seed
+    )
+    reason_pts = comments.reason_points(reasons, boot, seed)
+    comment = comments.explanation_report(
+        filtered, settings.max_comments, settings.clusters, settings.seed
+    )
+    taxonomy_scores = taxonomy.evaluate("test")
+    tables = {
+        "reasons_by_category": reasons_cat,
+        "reason_points": reason_pts,
+        "comment_rules": comments.rules_table(),
+        "comment_classes": comment.classes,
+        "comments": comment.table,
+        "comment_clusters": pd.DataFrame(
+            [
+                {**c, "top_terms": " ".join(c["top_terms"]), "examples": " | ".join(c["examples"])}
+                for c in comment.clusters
+            ]
+        ),
+    }
+    scores = taxonomy_scores
+    lines = [
+        "## 7. Reasons and comments",
+        "",
+        "![reasons by category](reasons_by_category.png)",
+        "",
+        "Mean points of rounds citing each reason (95% intervals over annotators):",
+        "",
+        md_table(reason_pts),
+        f"Explanations: {comment.non_empty} non-empty of {comment.total}; {comment.unique_exact} "
+        f"unique after normalising, {comment.unique_near} after merging near-duplicates. "
+        + (comment.note or ""),
+        "",
+        "Each unique comment gets every reason it states (the comment taxonomy: cue rules "
+        "with fuzzy matching and negation, plus a model trained on the labelled development "
+        f"set). On its held-out test split (n = {scores['n']}), strict accuracy (exact label set; "
+        f"'other' never counts) is {fmt(scores['strict_accuracy'])} and coverage "
+        f"{fmt(scores['coverage'])}. Every comment, its reasons and what decided them: "
+        "`comments.csv`.",
+        "",
+        md_table(comment.classes),
+        "The most frequent comments:",
+        "",
+        md_table(comment.table.head(15)),
+        "Clusters of the comments given no reason (TF-IDF + NMF):",
+        "",
+    ]
+    for c in comment.clusters:
+        lines.append(f"- cluster {c['cluster']} ({c['size']}): {', '.join(c['top_terms'])}")
+        lines += [f"  - “{e}”" for e in c["examples"]]
+    if not comment.clusters:
+        lines.append("_(too few comments to cluster)_")
+    lines.append("")
+    return Section(
+        markdown=lines,
+        tables=tables,
+        figures=[figure(ctx.out, reasons_cat)],
+        summary={
+            "comments": {
+                "total": comment.total,
+                "non_empty": comment.non_empty,
+                "unique_exact": comment.unique_exact,
+                "unique_near": comment.unique_near,
+                "sampled": comment.sampled,
+                "sample_size": comment.sample_size,
+                "note": comment.note,
+                "taxonomy_test_split": taxonomy_scores,
+            }
+        },
+    )

@@ -1,0 +1,76 @@
+"""Section 1: sizes of the data before and after cleaning, every filter, and points that disagree
+with the scoring rule (analysis.cleaning)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis import cleaning
+from analysis.render import md_table
+from analysis.sections import Context, Section
+
+
+def headline(frame: pd.DataFrame) -> dict:
+    """The summary.json numbers of one set of rows."""
+    d = frame["guess"] - frame["boundary"]
+    empty = frame.empty
+    return {
+        **cleaning.sizes(frame),
+        "exact_rate": None if empty else float((d == 0).mean()),
+        "mean_points": None if empty else float(frame["points"].mean()),
+        "mean_signed_distance": None if empty else float(d.mean()),
+        "points_mismatch_rows": cleaning.points_mismatch(frame),
+        "duplicate_pairs": cleaning.duplicate_pairs(frame),
+    }
+
+
+def run(ctx: Context) -> Section:
+    a, f = headline(ctx.frame), headline(ctx.filtered)
+    mismatches = cleaning.mismatch_table(ctx.frame)
+    impossible = cleaning.impossible_points(ctx.frame)
+    causes = mismatches.set_index("cause")["rows"].to_dict() if len(mismatches) else {}
+    lines = [
+        "## 1. Sizes and cleaning",
+        "",
+        md_table(
+            pd.DataFrame(
+                [
+                    {"set": "all rows", **{k: a[k] for k in a}},
+                    {"set": "filtered", **{k: f[k] for k in f}},
+                ]
+            )
+        ),
+        "Filters, in order (each says what it removed and why, or that it does not apply):",
+        "",
+        md_table(
+            ctx.steps[["step", "rule", "rows_removed", "annotators_removed", "rows_left", "why"]]
+        ),
+        "Points are recomputed from guess and boundary with the scoring rule; "
+        f"{a['points_mismatch_rows']} row(s) had stored points that disagree (the recomputed "
+        "value is used)" + (". By cause:" if causes else "."),
+        "",
+    ]
+    if causes:
+        lines += [md_table(mismatches)]
+    if len(impossible):
+        lines += [
+            f"Impossible stored values ({len(impossible)} row(s); all in `impossible_points.csv`):",
+            "",
+            md_table(impossible.head(20)),
+        ]
+    return Section(
+        markdown=lines,
+        tables={
+            "filter_steps": ctx.steps,
+            "points_mismatches": mismatches,
+            "impossible_points": impossible,
+        },
+        summary={
+            "all": a,
+            "filtered": f,
+            "filters": ctx.steps.to_dict(orient="records"),
+            "duplicates": ctx.duplicates,
+            "points_mismatch_causes": causes,
+            "impossible_points": len(impossible),
+        },
+    )
