@@ -14,7 +14,10 @@ def run(ctx: Context) -> Section:
     detection = detect.compare(ctx.filtered, detect.read_detections(ctx.settings.detections))
     return Section(
         markdown=detect.markdown(detection),
-        tables={"detector_vs_players": detection["table"]},
+        tables={
+            "detector_vs_players": detection["table"],
+            "detector_metrics": detection["metrics"],
+        },
         figures=[detect.figure(ctx.out, detection["table"], detection["summary"])],
         summary={"detector": detection["summary"]},
     )
