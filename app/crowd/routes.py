@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hmac
+import secrets
 from urllib.parse import urlencode
 
 from flask import Blueprint, flash, g, redirect, render_template, request, session, url_for
@@ -189,12 +191,16 @@ def render_left(study, participant):
 
 
 def render_instructions(study, participant, error: str | None = None):
+    # Each comprehension form carries a fresh token, kept in the signed session: only the form
+    # shown last is graded (a double click's second send is not a second try).
+    session[TRY_TOKEN] = secrets.token_urlsafe(16)
     return render_template(
         "crowd/instructions.html",
         study=study,
         config=studies.config_of(study),
         practice=bool(study.pool["tutorial"]),
         error=error,
+        try_token=session[TRY_TOKEN],
         tries_left=studies.COMPREHENSION_TRIES - participant.comprehension_failures,
     ), 400 if error else 200
 
@@ -219,9 +225,8 @@ def resume(slug: str):
     return render_template("crowd/ready.html", study=study, number=number, total=total)
 
 
-# The digest of the worker's last wrong answers to the comprehension questions: the same wrong
-# answers sent again (a double click) are one try; the server counts every other.
-LAST_WRONG = "crowd_comprehension_wrong"
+# The token of the comprehension form shown last (see render_instructions).
+TRY_TOKEN = "crowd_comprehension_try"
 
 
 @bp.post("/<slug>/comprehension")
@@ -229,12 +234,18 @@ LAST_WRONG = "crowd_comprehension_wrong"
 def comprehension(slug: str):
     study = load_study(slug)
     participant = bound_participant(study)
-    outcome, wrong = studies.answer_comprehension(
-        study, participant, request.form, session.get(LAST_WRONG)
-    )
-    session[LAST_WRONG] = wrong
+    expected, sent = session.pop(TRY_TOKEN, None), request.form.get("try", "")
+    fresh = bool(expected) and hmac.compare_digest(expected, sent)
+    outcome = studies.answer_comprehension(study, participant, request.form, graded=fresh)
     if outcome == "screened_out":
         return redirect(url_for("crowd.done", slug=slug))
+    if outcome == "stale":
+        return render_instructions(
+            study,
+            participant,
+            error="These answers came from a page that was already sent (a double click?). "
+            "Please check your answers below and send them once more.",
+        )
     if outcome == "retry":
         return render_instructions(
             study,

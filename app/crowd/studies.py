@@ -8,8 +8,6 @@ with the round.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import hmac
 import random
 import re
 from collections.abc import Mapping
@@ -492,56 +490,42 @@ COMPREHENSION_TRIES = 2
 
 
 def answer_comprehension(
-    study: Study, participant: Participant, values: Mapping, last_wrong: str | None = None
-) -> tuple[str, str | None]:
+    study: Study, participant: Participant, values: Mapping, graded: bool = True
+) -> str:
     """Check the answers to the questions after the instructions: "passed", "retry" (one more
-    try) or "screened_out" after the second wrong try (Prolific allows two).
+    try), "screened_out" after the second wrong try (Prolific allows two), or "stale".
 
-    The server counts the tries: every wrong set of answers counts, except the very same wrong
-    answers sent again right after (a double click), which the caller recognises by
-    `last_wrong`, the digest this function returned for the previous wrong try (kept in the
-    worker's signed session). Returns the outcome and, for a wrong try, its digest.
+    The server counts the tries: every graded wrong answer counts, whatever the form says.
+    `graded` is False for a form that is not the one shown last (the second send of a double
+    click, or a replay): it is not graded at all, so it can neither pass nor spend a try, and
+    the worker sees where they stand.
     """
     config = config_of(study)
     if participant.status == ParticipantStatus.screened_out:
-        return "screened_out", None
+        return "screened_out"
     if participant.status != ParticipantStatus.started:
         raise Conflict("These questions are already answered.")
     if not comprehension_pending(study, participant):
-        return "passed", None
+        return "passed"
+    if not graded:
+        return "stale"
     given = [values.get(f"comprehension_{i}") for i in range(len(config.comprehension))]
     if any(answer is None for answer in given):
         raise BadRequest("Please answer every question.")
     if all(a == q.answer for a, q in zip(given, config.comprehension, strict=True)):
         participant.instructions_at = utcnow()
         db.session.commit()
-        return "passed", None
-    digest = hashlib.sha256(
-        "\x00".join([str(participant.id), str(participant.comprehension_failures), *given]).encode()
-    ).hexdigest()
-    repeated = last_wrong is not None and hmac.compare_digest(
-        last_wrong,
-        hashlib.sha256(
-            "\x00".join(
-                [str(participant.id), str(participant.comprehension_failures - 1), *given]
-            ).encode()
-        ).hexdigest(),
+        return "passed"
+    db.session.execute(
+        update(Participant)
+        .where(Participant.id == participant.id)
+        .values(comprehension_failures=Participant.comprehension_failures + 1)
     )
-    if not repeated:
-        db.session.execute(
-            update(Participant)
-            .where(Participant.id == participant.id)
-            .values(comprehension_failures=Participant.comprehension_failures + 1)
-        )
-        db.session.refresh(participant)
-        if participant.comprehension_failures >= COMPREHENSION_TRIES:
-            _finish(participant, config, ParticipantStatus.screened_out)
-        db.session.commit()
-    else:
-        digest = last_wrong
-    if participant.status == ParticipantStatus.screened_out:
-        return "screened_out", None
-    return "retry", digest
+    db.session.refresh(participant)
+    if participant.comprehension_failures >= COMPREHENSION_TRIES:
+        _finish(participant, config, ParticipantStatus.screened_out)
+    db.session.commit()
+    return "screened_out" if participant.status == ParticipantStatus.screened_out else "retry"
 
 
 # -- rounds ---------------------------------------------------------------------------------

@@ -61,16 +61,24 @@ def test_comprehension_questions_come_before_any_round_and_allow_two_tries(app, 
     skipped = client.post("/study/pilot/next", data={"csrf_token": token})
     assert skipped.status_code == 409  # no round before the questions are answered
     wrong = {"csrf_token": token, "comprehension_0": "A person", "comprehension_1": "Ignore it"}
-    first = client.post("/study/pilot/comprehension", data=wrong)
+    form = client.get("/study/pilot/continue").get_data(as_text=True)
+    sent = {**wrong, "try": re.search(r'name="try" value="([^"]+)"', form).group(1)}
+    first = client.post("/study/pilot/comprehension", data=sent)
     assert first.status_code == 400
     assert "one more try" in first.get_data(as_text=True)
     assert "last try" in first.get_data(as_text=True)
-    # The same form sent twice (a double click) is one try, not two.
-    double = client.post("/study/pilot/comprehension", data=wrong)
+    # The same form sent twice (a double click) is one try, not two: it is not graded.
+    double = client.post("/study/pilot/comprehension", data=sent)
     assert double.status_code == 400 and participant(app).comprehension_failures == 1
-    # The server counts the tries: a hidden `attempt` field sent back as "0" changes nothing.
-    other = {**wrong, "comprehension_1": "Skip it", "attempt": "0"}
-    second = client.post("/study/pilot/comprehension", data=other)
+    assert "already sent" in double.get_data(as_text=True)
+    # Nor can an old form or a made-up field buy a try: ungraded, even with the right answers.
+    right = {**wrong, "comprehension_1": "Flag it", "attempt": "0", "try": sent["try"]}
+    replay = client.post("/study/pilot/comprehension", data=right)
+    assert replay.status_code == 400 and participant(app).instructions_at is None
+    # The same wrong answers again, from the form now shown, are the second try.
+    form = client.get("/study/pilot/continue").get_data(as_text=True)
+    sent = {**wrong, "try": re.search(r'name="try" value="([^"]+)"', form).group(1)}
+    second = client.post("/study/pilot/comprehension", data=sent)
     assert second.headers["Location"].endswith("/study/pilot/done")
     done = client.get("/study/pilot/done").get_data(as_text=True)
     assert "C3SCRN03" in done and "two tries" in done
@@ -83,8 +91,10 @@ def test_comprehension_questions_come_before_any_round_and_allow_two_tries(app, 
 def test_right_answers_lead_to_the_first_round(app, client):
     setup_study(app, comprehension=QUESTIONS, completion_codes=CODES)
     join_http(client)
-    token = csrf_token(client, "/study/pilot/continue")
+    form = client.get("/study/pilot/continue").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
     right = {"csrf_token": token, "comprehension_0": "A person", "comprehension_1": "Flag it"}
+    right["try"] = re.search(r'name="try" value="([^"]+)"', form).group(1)
     response = client.post("/study/pilot/comprehension", data=right)
     assert "/play/round/" in response.headers["Location"]
     again = client.post("/study/pilot/comprehension", data=right)  # sent twice: same round

@@ -56,8 +56,11 @@ def server(app, live_server):
 
 def test_worker_flagging_the_first_sentence_fails_the_checks(server, page):
     enter(page, server, "pw-first")
-    assert play_study(page, "first") == 2
+    # Flagging at the first chance voids both inside checks (their sentence was never shown);
+    # a spare check, instruction first, comes in for each, and both are failed.
+    assert play_study(page, "first") == 4
     expect(page.locator(".done")).to_contain_text("did not pass enough of the attention checks")
+    expect(page.locator("#failed-checks")).to_contain_text("2 of the 2 attention checks")
     expect(page.locator("#completion-code")).to_have_text("C2FAIL02")
 
 
