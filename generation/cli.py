@@ -17,6 +17,7 @@ from generation.prompts import PROMPT_FORMATS, PlanError, grover_tags, make_plan
 from generation.records import (
     OutputError,
     RunWriter,
+    boundary_report,
     code_version,
     merge,
     paths_for,
@@ -108,6 +109,28 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_trust(parser: argparse.ArgumentParser, resample: bool = True) -> None:
+    """Options for data one can trust: the corpus's category field, and replacements."""
+    parser.add_argument(
+        "--category-field",
+        default="category",
+        metavar="FIELD",
+        help="the JSONL field that holds each document's category (default `category`); with "
+        "another name (genre, topic, …) every document must have it, its value is made a slug, "
+        "and splices stay within it",
+    )
+    if resample:
+        parser.add_argument(
+            "--resample-rounds",
+            type=int,
+            default=3,
+            metavar="R",
+            help="rounds of replacements for examples the filters reject: each gets one with "
+            "the same h and decoding from another document of its category, so the kept "
+            "boundary distribution matches the requested one (default 3; 0: only count them)",
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m generation",
@@ -124,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         "documents too short for N sentences.",
     )
     _add_corpus(split)
+    _add_trust(split, resample=False)
     split.add_argument("--out", type=Path, help="output JSONL (default: standard output)")
 
     human = sub.add_parser(
@@ -133,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_corpus(human)
     _add_run(human, per_doc=False)
+    _add_trust(human, resample=False)
 
     baseline = sub.add_parser(
         "baseline",
@@ -143,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus(baseline)
     _add_run(baseline)
     _add_selection(baseline)
+    _add_trust(baseline)
     baseline.add_argument(
         "--system", default="splice-baseline", help="system name (default splice-baseline)"
     )
@@ -158,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus(gen)
     _add_run(gen)
     _add_selection(gen)
+    _add_trust(gen)
     gen.add_argument(
         "--model", required=True, help="hub id (gpt2, gpt2-xl, …) or a folder from save_pretrained"
     )
@@ -286,7 +313,9 @@ def _settings(args: argparse.Namespace) -> dict:
 
 
 def _load_docs(args) -> tuple[list[Document], str, str]:
-    docs = read_corpus(args.corpus)
+    if getattr(args, "resample_rounds", 0) < 0:
+        raise UsageError(f"--resample-rounds must be 0 or more, got {args.resample_rounds}")
+    docs = read_corpus(args.corpus, args.category_field)
     category = (args.category or default_category(args.corpus)).lower()
     if not CATEGORY_RE.fullmatch(category):
         raise UsageError(f"category {category!r} must be a lowercase slug (letters, digits, -)")
@@ -340,9 +369,12 @@ def _run(writer: RunWriter, body, extra: dict | None = None) -> int:
     counts = writer.counts.to_json()
     print(
         f"wrote {counts['made']} example(s) to {writer.paths['out']} "
-        f"(dropped {counts['dropped']}, skipped {counts['skipped_documents']} short document(s))",
+        f"(dropped {counts['dropped']}, tried {counts['replacements']} replacement(s), "
+        f"skipped {counts['skipped_documents']} short document(s))",
         file=sys.stderr,
     )
+    for line in boundary_report(writer.counts):
+        print(line, file=sys.stderr)
     return 0
 
 
@@ -389,6 +421,7 @@ def cmd_baseline(args) -> int:
             content_filter=content_filter,
             progress=not args.no_progress,
             system=args.system,
+            resample_rounds=args.resample_rounds,
         ),
     )
 
@@ -465,6 +498,7 @@ def cmd_generate(args) -> int:
         progress=not args.no_progress,
         provenance=lm.provenance(code_version()),
         system_label=args.system_label,
+        resample_rounds=args.resample_rounds,
     )
     code = 1
     try:
