@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 
 from generation import distributed
-from generation.corpus import CorpusError, Document, default_category, read_corpus
+from generation.corpus import (
+    CorpusError,
+    Document,
+    category_field_hint,
+    default_category,
+    read_corpus,
+)
 from generation.decoding import PRESETS, DecodingPlan
 from generation.filters import ContentFilter, FilterError
 from generation.models import DTYPES, ModelError
@@ -316,6 +322,8 @@ def _load_docs(args) -> tuple[list[Document], str, str]:
     if getattr(args, "resample_rounds", 0) < 0:
         raise UsageError(f"--resample-rounds must be 0 or more, got {args.resample_rounds}")
     docs = read_corpus(args.corpus, args.category_field)
+    if args.category_field == "category" and (hint := category_field_hint(docs)):
+        print(f"warning: {hint}", file=sys.stderr)
     category = (args.category or default_category(args.corpus)).lower()
     if not CATEGORY_RE.fullmatch(category):
         raise UsageError(f"category {category!r} must be a lowercase slug (letters, digits, -)")

@@ -180,6 +180,26 @@ def read_corpus(path: Path, category_field: str | None = None) -> list[Document]
     return docs
 
 
+CATEGORY_LIKE = ("genre", "topic", "section", "label", "subject", "source_category", "type")
+
+
+def category_field_hint(docs: list[Document]) -> str | None:
+    """When no document has a `category` field but most have a field that looks like one (genre,
+    topic, …), a sentence suggesting --category-field; None otherwise. Without it every document
+    is of the run's category, and the splice baseline would mix what that field tells apart."""
+    if not docs or any(d.category for d in docs):
+        return None
+    for name in CATEGORY_LIKE:
+        values = [d.extra.get(name) for d in docs if isinstance(d.extra.get(name), str)]
+        if len(values) * 2 >= len(docs) and len(set(values)) > 1:
+            return (
+                f"the documents have no 'category' field but {len(values)} of {len(docs)} have "
+                f"{name!r} ({len(set(values))} values): pass --category-field {name} to make "
+                "it their category (splices stay within a category)"
+            )
+    return None
+
+
 def default_category(path: Path) -> str:
     """The category a corpus gets when none is given: its file name (without suffix) or folder."""
     path = Path(path)

@@ -14,9 +14,11 @@ skew the kept set's boundary (or p) distribution away from the requested one.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from generation.corpus import Document
@@ -131,7 +133,6 @@ class Plan:
     category: str = ""  # the run's category (documents without their own)
     documents: list[Document] = field(default_factory=list)  # long enough: replacements' pool
     size: int = 0  # tasks in the whole plan (before a shard keeps its own)
-    distribution: dict[int, float] = field(default_factory=dict)  # requested P(h)
 
 
 def slug(text: str) -> str:
@@ -174,8 +175,10 @@ def stratified_counts(
     """How many of `count` examples get each h: the floor of count × P(h), and the units left over
     to the largest remainders (ties in a random order), so every count is within 1 of its
     expectation and they sum to `count`."""
-    exact = {h: count * prob for h, prob in distribution.items()}
-    counts = {h: int(value + 1e-9) for h, value in exact.items()}
+    weights = {h: Fraction(prob) for h, prob in distribution.items()}  # exact arithmetic
+    total = sum(weights.values())
+    exact = {h: count * weight / total for h, weight in weights.items()}
+    counts = {h: math.floor(value) for h, value in exact.items()}
     order = list(distribution)
     rng.shuffle(order)
     order.sort(key=lambda h: exact[h] - counts[h], reverse=True)
@@ -248,7 +251,6 @@ def make_plan(
         category=category,
         documents=usable,
         size=len(tasks),
-        distribution=boundary_distribution(n, human_share),
     )
 
 

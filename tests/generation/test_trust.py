@@ -9,6 +9,8 @@ import random
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generation.cli import main
 from generation.corpus import CorpusError, read_corpus
@@ -73,6 +75,13 @@ def test_splices_stay_within_a_category_named_by_any_field(tmp_path):
         assert row["provenance"]["generation"]["donor_category"] == row["category"]
 
 
+def test_a_corpus_with_a_genre_field_but_no_option_gets_a_warning(tmp_path, capsys):
+    corpus, _genre = genre_corpus(tmp_path)
+    out = tmp_path / "h.jsonl"
+    assert main(["human", "--corpus", str(corpus), "--out", str(out), "--no-progress"]) == 0
+    assert "pass --category-field genre" in capsys.readouterr().err
+
+
 def test_a_document_without_the_named_field_is_an_error_naming_file_and_line(tmp_path, capsys):
     path = tmp_path / "c.jsonl"
     write_jsonl(path, [{"id": "a", "text": "One. Two.", "genre": "x"}, {"id": "b", "text": "One."}])
@@ -109,14 +118,19 @@ def test_boundaries_are_stratified_exactly_over_the_allowed_range():
         }
 
 
-def test_stratified_counts_sum_and_stay_within_one_of_expectation():
-    rng = random.Random(0)
-    for count in (0, 1, 7, 99, 1000):
-        for n, share in ((2, None), (10, None), (10, 0.25), (7, 1.0), (7, 0.0)):
-            dist = boundary_distribution(n, share)
-            counts = stratified_counts(count, dist, rng)
-            assert sum(counts.values()) == count
-            assert all(abs(counts[h] - count * p) < 1 for h, p in dist.items())
+@settings(max_examples=200, deadline=None)
+@given(
+    count=st.integers(0, 5000),
+    n=st.integers(2, 30),
+    share=st.none() | st.floats(0, 1),
+    seed=st.integers(0, 2**32),
+)
+def test_stratified_counts_sum_and_stay_within_one_of_expectation(count, n, share, seed):
+    dist = boundary_distribution(n, share)
+    assert sum(dist.values()) == pytest.approx(1)
+    counts = stratified_counts(count, dist, random.Random(seed))
+    assert sum(counts.values()) == count
+    assert all(abs(counts[h] - count * p) < 1 for h, p in dist.items())
 
 
 def zebra_corpus(tmp_path, docs: int = 30, sentences: int = 12):
