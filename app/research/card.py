@@ -224,7 +224,13 @@ def card(
                 + "`, `".join(empty)
                 + "`. pandas reads "
                 + ("them" if len(empty) > 1 else "it")
-                + " with every column and type; `datasets` builds no split of 0 rows from files, "
+                + (
+                    " with every column and its type"
+                    if fmt == "parquet"
+                    else " with every column (a CSV file holds no types: take them from "
+                    "schema.json or the features above)"
+                )
+                + "; `datasets` builds no split of 0 rows from files, "
                 'so load an empty table with `load_dataset(folder, "'
                 + empty[0]
                 + '", split="train", streaming=True)` (its features, no rows).',
