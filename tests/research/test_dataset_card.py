@@ -119,9 +119,8 @@ def test_datasets_loads_every_table_of_an_export_with_an_empty_table(played, tmp
             kind = card.TYPES[column["type"]]
             expected = kind.hf_parquet if fmt == "parquet" else kind.hf_text
             assert loaded.features[column["name"]].dtype == expected, (table, column["name"])
-    rounds = datasets.load_dataset(
-        str(folder), "rounds", split="train", cache_dir=str(tmp_path / "hf-cache")
-    )
+    # Without a config name: the default config, rounds.
+    rounds = datasets.load_dataset(str(folder), split="train", cache_dir=str(tmp_path / "hf-cache"))
     assert sorted(rounds["boundary"]) == [3, 10]
 
 
