@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 
 from generation import distributed
-from generation.corpus import CorpusError, Document, default_category, read_corpus
+from generation.corpus import (
+    CorpusError,
+    Document,
+    category_field_hint,
+    default_category,
+    read_corpus,
+)
 from generation.decoding import PRESETS, DecodingPlan
 from generation.engines.base import EngineError
 from generation.engines.options import add_engine_options
@@ -19,6 +25,7 @@ from generation.prompts import PROMPT_FORMATS, PlanError, make_plan, slug
 from generation.records import (
     OutputError,
     RunWriter,
+    boundary_report,
     code_version,
     merge,
     paths_for,
@@ -118,6 +125,28 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_trust(parser: argparse.ArgumentParser, resample: bool = True) -> None:
+    """Options for data one can trust: the corpus's category field, and replacements."""
+    parser.add_argument(
+        "--category-field",
+        default="category",
+        metavar="FIELD",
+        help="the JSONL field that holds each document's category (default `category`); with "
+        "another name (genre, topic, …) every document must have it, its value is made a slug, "
+        "and splices stay within it",
+    )
+    if resample:
+        parser.add_argument(
+            "--resample-rounds",
+            type=int,
+            default=3,
+            metavar="R",
+            help="rounds of replacements for examples the filters reject: each gets one with "
+            "the same h and decoding from another document of its category, so the kept "
+            "boundary distribution matches the requested one (default 3; 0: only count them)",
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m generation",
@@ -134,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "documents too short for N sentences.",
     )
     _add_corpus(split)
+    _add_trust(split, resample=False)
     split.add_argument("--out", type=Path, help="output JSONL (default: standard output)")
 
     human = sub.add_parser(
@@ -143,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_corpus(human)
     _add_run(human, per_doc=False)
+    _add_trust(human, resample=False)
 
     baseline = sub.add_parser(
         "baseline",
@@ -153,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus(baseline)
     _add_run(baseline)
     _add_selection(baseline)
+    _add_trust(baseline)
     baseline.add_argument(
         "--system", default="splice-baseline", help="system name (default splice-baseline)"
     )
@@ -168,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus(gen)
     _add_run(gen)
     _add_selection(gen)
+    _add_trust(gen)
     gen.add_argument(
         "--model", required=True, help="hub id (gpt2, gpt2-xl, …) or a folder from save_pretrained"
     )
@@ -300,7 +333,11 @@ def _settings(args: argparse.Namespace) -> dict:
 
 
 def _load_docs(args) -> tuple[list[Document], str, str]:
-    docs = read_corpus(args.corpus)
+    if getattr(args, "resample_rounds", 0) < 0:
+        raise UsageError(f"--resample-rounds must be 0 or more, got {args.resample_rounds}")
+    docs = read_corpus(args.corpus, args.category_field)
+    if args.category_field == "category" and (hint := category_field_hint(docs)):
+        print(f"warning: {hint}", file=sys.stderr)
     category = (args.category or default_category(args.corpus)).lower()
     if not CATEGORY_RE.fullmatch(category):
         raise UsageError(f"category {category!r} must be a lowercase slug (letters, digits, -)")
@@ -354,9 +391,12 @@ def _run(writer: RunWriter, body, extra: dict | None = None) -> int:
     counts = writer.counts.to_json()
     print(
         f"wrote {counts['made']} example(s) to {writer.paths['out']} "
-        f"(dropped {counts['dropped']}, skipped {counts['skipped_documents']} short document(s))",
+        f"(dropped {counts['dropped']}, tried {counts['replacements']} replacement(s), "
+        f"skipped {counts['skipped_documents']} short document(s))",
         file=sys.stderr,
     )
+    for line in boundary_report(writer.counts):
+        print(line, file=sys.stderr)
     return 0
 
 
@@ -403,6 +443,7 @@ def cmd_baseline(args) -> int:
             content_filter=content_filter,
             progress=not args.no_progress,
             system=args.system,
+            resample_rounds=args.resample_rounds,
         ),
     )
 
@@ -483,6 +524,7 @@ def cmd_generate(args) -> int:
         progress=not args.no_progress,
         provenance=provenance,
         system_label=args.system_label,
+        resample_rounds=args.resample_rounds,
     )
     code = 1
     try:

@@ -2,7 +2,10 @@
 
 JSONL: one object per line, `{"id", "text"}` plus optional `title`, `date`, `authors`
 (a list of names or one string), `domain` and `category` (the document's category, a lowercase
-slug; it wins over the run's --category and the file name). A folder: every `*.txt` file is one
+slug; it wins over the run's --category and the file name). A corpus that names its category
+otherwise (`genre`, `topic`, …) is read with `category_field` (the CLI's --category-field): that
+field is then the category, its text made a slug ("Short Stories" → short-stories), and a document
+without it is an error naming the file and line. A folder: every `*.txt` file is one
 document whose id is the file name without `.txt`. Documents are split into sentences once, when
 read.
 """
@@ -61,8 +64,34 @@ def _authors(obj: dict, where: str) -> tuple[str, ...]:
     return tuple(a.strip() for a in value if a.strip())
 
 
-def document_from_json(obj, where: str) -> Document:
-    """One document from a decoded JSON value; `where` ("file:line") prefixes every error."""
+def category_slug(value: str) -> str:
+    """A category value as a slug: lowercase, runs of other characters as one dash."""
+    return re.sub(r"[^a-z0-9_]+", "-", value.strip().lower()).strip("-_")[:64]
+
+
+def _category(obj: dict, where: str, category_field: str | None) -> str | None:
+    if category_field is None or category_field == "category":
+        category = _text_field(obj, "category", where)
+        if category is not None and not CATEGORY_RE.fullmatch(category):
+            raise CorpusError(
+                f"{where}: 'category' must be a lowercase slug (letters, digits, - or _), "
+                f"got {category!r}"
+            )
+        return category
+    value = obj.get(category_field)
+    if value is None:
+        raise CorpusError(f"{where}: no {category_field!r} field (named by --category-field)")
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        raise CorpusError(f"{where}: {category_field!r} must be a string")
+    category = category_slug(str(value))
+    if not CATEGORY_RE.fullmatch(category):
+        raise CorpusError(f"{where}: {category_field!r} value {value!r} makes no category slug")
+    return category
+
+
+def document_from_json(obj, where: str, category_field: str | None = None) -> Document:
+    """One document from a decoded JSON value; `where` ("file:line") prefixes every error.
+    `category_field` names the field holding the document's category (default `category`)."""
     if not isinstance(obj, dict):
         raise CorpusError(f"{where}: expected a JSON object with 'id' and 'text'")
     doc_id = obj.get("id")
@@ -73,13 +102,9 @@ def document_from_json(obj, where: str) -> Document:
     text = obj.get("text")
     if not isinstance(text, str) or not text.strip():
         raise CorpusError(f"{where}: 'text' must be a non-empty string")
-    extra = {k: v for k, v in obj.items() if k not in ("id", "text", *OPTIONAL_FIELDS)}
-    category = _text_field(obj, "category", where)
-    if category is not None and not CATEGORY_RE.fullmatch(category):
-        raise CorpusError(
-            f"{where}: 'category' must be a lowercase slug (letters, digits, - or _), "
-            f"got {category!r}"
-        )
+    named = ("id", "text", *OPTIONAL_FIELDS, category_field or "category")
+    extra = {k: v for k, v in obj.items() if k not in named}
+    category = _category(obj, where, category_field)
     return Document(
         id=doc_id.strip(),
         text=text,
@@ -93,7 +118,7 @@ def document_from_json(obj, where: str) -> Document:
     )
 
 
-def _read_jsonl(path: Path) -> list[Document]:
+def _read_jsonl(path: Path, category_field: str | None = None) -> list[Document]:
     docs = []
     try:
         with path.open(encoding="utf-8") as handle:
@@ -107,7 +132,7 @@ def _read_jsonl(path: Path) -> list[Document]:
                     raise CorpusError(
                         f"{where}: not valid JSON ({error.msg} at column {error.colno})"
                     ) from None
-                docs.append(document_from_json(obj, where))
+                docs.append(document_from_json(obj, where, category_field))
     except UnicodeDecodeError as error:
         raise CorpusError(f"{path}: not UTF-8 text ({error.reason})") from None
     except OSError as error:
@@ -133,13 +158,16 @@ def _read_folder(path: Path) -> list[Document]:
     return docs
 
 
-def read_corpus(path: Path) -> list[Document]:
-    """Every document of a JSONL file or a folder of .txt files; duplicate ids are errors."""
+def read_corpus(path: Path, category_field: str | None = None) -> list[Document]:
+    """Every document of a JSONL file or a folder of .txt files; duplicate ids are errors.
+    `category_field` (JSONL only) names the field that holds each document's category."""
     path = Path(path)
     if path.is_dir():
+        if category_field not in (None, "category"):
+            raise CorpusError(f"{path}: --category-field needs a JSONL corpus, not a folder")
         docs = _read_folder(path)
     elif path.exists():
-        docs = _read_jsonl(path)
+        docs = _read_jsonl(path, category_field)
     else:
         raise CorpusError(f"{path}: no such corpus file or folder")
     if not docs:
@@ -150,6 +178,26 @@ def read_corpus(path: Path) -> list[Document]:
             raise CorpusError(f"{path}: document id {doc.id!r} appears more than once")
         seen.add(doc.id)
     return docs
+
+
+CATEGORY_LIKE = ("genre", "topic", "section", "label", "subject", "source_category", "type")
+
+
+def category_field_hint(docs: list[Document]) -> str | None:
+    """When no document has a `category` field but most have a field that looks like one (genre,
+    topic, …), a sentence suggesting --category-field; None otherwise. Without it every document
+    is of the run's category, and the splice baseline would mix what that field tells apart."""
+    if not docs or any(d.category for d in docs):
+        return None
+    for name in CATEGORY_LIKE:
+        values = [d.extra.get(name) for d in docs if isinstance(d.extra.get(name), str)]
+        if len(values) * 2 >= len(docs) and len(set(values)) > 1:
+            return (
+                f"the documents have no 'category' field but {len(values)} of {len(docs)} have "
+                f"{name!r} ({len(set(values))} values): pass --category-field {name} to make "
+                "it their category (splices stay within a category)"
+            )
+    return None
 
 
 def default_category(path: Path) -> str:

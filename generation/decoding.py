@@ -89,11 +89,36 @@ class Decoding:
 
     @property
     def strategy(self) -> str:
-        """ "greedy", "nucleus" (top-p only, RoFT's setting) or "sampling" (anything else)."""
+        """ "greedy", "nucleus" (top-p and nothing else, RoFT's setting) or "sampling" (anything
+        else: a temperature, top-k, min-p or a repetition penalty also ran)."""
         if self.greedy:
             return "greedy"
-        plain = self.temperature == 1 and not self.top_k and self.min_p is None
+        plain = (
+            self.temperature == 1
+            and not self.top_k
+            and self.min_p is None
+            and self.repetition_penalty is None
+        )
         return "nucleus" if plain else "sampling"
+
+    @property
+    def steps(self) -> list[str]:
+        """What `generation.sampling.decide` does to this example's scores, in order, naming only
+        the steps that change anything (a temperature of 1, p = 1 or top-k off do not)."""
+        out = []
+        if self.repetition_penalty is not None and self.repetition_penalty != 1:
+            out.append(f"repetition_penalty={self.repetition_penalty:g}")
+        if self.greedy:
+            return [*out, "argmax"]
+        if self.temperature != 1:
+            out.append(f"temperature={self.temperature:g}")
+        if self.top_k:
+            out.append(f"top_k={self.top_k}")
+        if self.p < 1:
+            out.append(f"top_p={self.p:g}")
+        if self.min_p:
+            out.append(f"min_p={self.min_p:g}")
+        return [*out, "sample"]
 
     def to_json(self, max_new_tokens: int | None = None) -> dict:
         """Every setting, explicit: what was applied to this example, nothing left to defaults."""
@@ -104,6 +129,7 @@ class Decoding:
             "top_k": None if self.greedy else (self.top_k or None),
             "min_p": None if self.greedy else self.min_p,
             "repetition_penalty": self.repetition_penalty,
+            "steps": self.steps,
             "max_new_tokens": max_new_tokens,
         }
         if self.preset:

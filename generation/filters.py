@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,51 @@ REPEATS_PROMPT = "repeats_prompt"
 REPEATED_SENTENCE = "repeated_sentence"
 COPIES_SOURCE = "copies_source"
 PROMPT_TOO_LONG = "prompt_too_long"
+BAD_CHARACTERS = "bad_characters"
+LOOP_IN_SENTENCE = "loop_in_sentence"
+REPLACEMENT_CHARACTER = "\ufffd"
+ALLOWED_CONTROLS = frozenset("\t\n\r")
+# A loop: words repeated back to back in one sentence, at least this many copies (the last copy may
+# be cut short): a single word four times ("no, no, no" is still speech), 2..LOOP_MAX_N words
+# two and a half times ("of the city of the city of the").
+LOOP_COPIES = {1: 4.0}
+LOOP_COPIES_DEFAULT = 2.5
+LOOP_MAX_N = 12
+_WORD = re.compile(r"\w+(?:['’]\w+)*")
+
+
+def bad_character(text: str) -> str | None:
+    """The first character a decoded text should not hold: U+FFFD (bytes that did not decode), a
+    control character other than tab and line breaks, an unpaired surrogate or a non-character.
+    None when there is none."""
+    for char in text:
+        if char == REPLACEMENT_CHARACTER:
+            return char
+        kind = unicodedata.category(char)
+        if (kind == "Cc" and char not in ALLOWED_CONTROLS) or kind in ("Cs", "Cn"):
+            return char
+    return None
+
+
+def sentence_loop(sentence: str) -> tuple[str, float] | None:
+    """(the repeated words, copies) when one sentence repeats an n-gram back to back (see
+    LOOP_COPIES), the way a degenerate decoder loops; None otherwise. Case and punctuation
+    between the words are ignored."""
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    for n in range(1, LOOP_MAX_N + 1):
+        needed = LOOP_COPIES.get(n, LOOP_COPIES_DEFAULT)
+        if len(words) < needed * n:
+            break
+        start = 0
+        while start + n < len(words):
+            end = start  # words[start:end + n] repeats with period n
+            while end + n < len(words) and words[end] == words[end + n]:
+                end += 1
+            span = end - start + n
+            if span >= needed * n:
+                return " ".join(words[start : start + n]), round(span / n, 2)
+            start = max(start + 1, end)
+    return None
 
 
 def _norm(sentence: str) -> str:
@@ -27,7 +73,9 @@ def quality_problem(
     - a sentence that repeats a prompt sentence verbatim (or the prompt as a whole);
     - the same sentence twice in a row (the last prompt sentence included);
     - a sentence copied from the rest of the source document (a memorised human text would look
-      human-written and carry a wrong boundary).
+      human-written and carry a wrong boundary);
+    - a character that is no text: U+FFFD or a control character (`bad_character`);
+    - a loop inside one sentence: words repeated back to back (`sentence_loop`).
     """
     if len(continuation) < needed:
         return TOO_FEW
@@ -45,6 +93,10 @@ def quality_problem(
         rest = {_norm(s) for s in source[len(prompt) :]}
         if any(_norm(s) in rest for s in kept):
             return COPIES_SOURCE
+    if any(bad_character(s) is not None for s in kept):
+        return BAD_CHARACTERS
+    if any(sentence_loop(s) is not None for s in kept):
+        return LOOP_IN_SENTENCE
     return None
 
 

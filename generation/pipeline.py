@@ -5,6 +5,7 @@ requests and checks what comes back, whichever engine wrote it."""
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,14 +17,15 @@ from generation.corpus import Document
 from generation.engines.base import Continuation, Engine, Request
 from generation.engines.chat import chat_messages, clean_reply
 from generation.filters import ContentFilter, quality_problem
-from generation.prompts import Plan, Task, prompt_text, retry_seed
-from generation.records import RunWriter, make_record
+from generation.prompts import Plan, Task, prompt_text, replacement, retry_seed
+from generation.records import RunWriter, base_provenance, code_version, make_record
 from generation.sentences import complete_sentences
 
 HUMAN = "human"
 WINDOW_BATCHES = 8  # prompts are sorted by length within a window of this many batches
 CHAT = "chat"  # --prompt-format chat: the model's chat template and a continuation instruction
 CHAT_SLACK = 2  # extra sentences (and their tokens) a chat reply may spend on a preamble
+RESAMPLE_ROUNDS = 3  # rounds of replacements for rejected examples (see prompts.replacement)
 
 
 @dataclass
@@ -39,9 +41,44 @@ class GenerateOptions:
     progress: bool = True
     provenance: dict | None = None  # Engine.provenance(): carried by every model record
     system_label: str | None = None  # the display name players may see
+    resample_rounds: int = RESAMPLE_ROUNDS  # 0: a rejected example is only counted
 
 
-def human_record(task: Task, dataset: str, meta: dict | None = None) -> dict:
+def _task_meta(task: Task) -> dict:
+    meta = {"task": task.index}
+    if task.replaces:
+        meta["replaces"] = task.replaces
+    return meta
+
+
+def with_replacements(
+    plan: Plan, writer: RunWriter, run: Callable[[list[Task]], None], rounds: int
+) -> None:
+    """Run the plan's pending tasks, then, for up to `rounds` rounds, a replacement (same
+    category, h and decoding; another document) for every example the filters rejected, so the
+    kept set keeps the requested boundary distribution. Rejections stay in the dropped file; which
+    examples were rejected is read from the writer, so a resumed run makes the same replacements."""
+    current = [t for t in plan.tasks if not t.all_human]
+    run([t for t in plan.tasks if not writer.is_done(t.id)])
+    for round_ in range(1, rounds + 1):
+        rejected = [t for t in current if t.id in writer.dropped_ids]
+        current = [r for t in rejected if (r := replacement(t, plan, round_)) is not None]
+        if not current:
+            break
+        writer.counts.replacements += len(current)
+        run([t for t in current if not writer.is_done(t.id)])
+    table = writer.counts.boundaries()
+    short = {h: n - table["kept"][h] for h, n in table["requested"].items() if table["kept"][h] < n}
+    if short:
+        writer.warn(
+            "the kept boundary distribution is short of the requested one (h: missing): "
+            + ", ".join(f"{h}: {n}" for h, n in short.items())
+        )
+
+
+def human_record(
+    task: Task, dataset: str, meta: dict | None = None, provenance: dict | None = None
+) -> dict:
     return make_record(
         id=task.id,
         category=task.category,
@@ -50,8 +87,14 @@ def human_record(task: Task, dataset: str, meta: dict | None = None) -> dict:
         boundary=task.n,
         doc_id=task.doc.id,
         dataset=dataset,
-        meta={"prompt_format": "plain", "task": task.index, **(meta or {})},
+        meta={"prompt_format": "plain", **_task_meta(task), **(meta or {})},
+        provenance=provenance or base_provenance(HUMAN, _version()),
     )
+
+
+@functools.cache
+def _version() -> str:
+    return code_version()
 
 
 def _bar(total: int, initial: int, enabled: bool, desc: str):
@@ -64,9 +107,10 @@ def run_human(plan: Plan, writer: RunWriter, dataset: str, progress: bool = True
     """All-human examples: the first N sentences of each document."""
     writer.plan(plan.tasks, len(plan.skipped_documents))
     pending = [t for t in plan.tasks if not writer.is_done(t.id)]
+    provenance = base_provenance(HUMAN, code_version())
     with _bar(len(plan.tasks), len(plan.tasks) - len(pending), progress, HUMAN) as bar:
         for task in pending:
-            writer.write(human_record(task, dataset))
+            writer.write(human_record(task, dataset, provenance=provenance))
             bar.update()
 
 
@@ -80,50 +124,90 @@ def run_baseline(
     content_filter: ContentFilter | None = None,
     progress: bool = True,
     system: str = "splice-baseline",
+    resample_rounds: int = RESAMPLE_ROUNDS,
 ) -> None:
     """RoFT's splice baseline: after the prompt, N - h sentences from another document of the same
-    corpus (category); h = N examples are all-human."""
+    corpus (category); h = N examples are all-human. Rejected examples are replaced (see
+    `with_replacements`)."""
     writer.plan(plan.tasks, len(plan.skipped_documents))
     pending = [t for t in plan.tasks if not writer.is_done(t.id)]
+    version = code_version()
+    human = base_provenance(HUMAN, version)
     with _bar(len(plan.tasks), len(plan.tasks) - len(pending), progress, system) as bar:
-        for task in pending:
-            bar.update()
-            if task.all_human:
-                writer.write(human_record(task, dataset))
-                continue
-            problem = None
-            for attempt in range(max_attempts):
-                seed = retry_seed(task.seed, attempt)
-                donor, start, continuation = splice(
-                    task, corpus, random.Random(seed), plan.category
-                )
-                if donor is None:
-                    problem = "no_donor"
-                    break
-                problem = quality_problem(task.prompt, continuation, task.n - task.h)
-                if problem is None:
-                    break
-                writer.counts.retries += 1
-            if problem is not None:
-                writer.drop(task.id, problem, h=task.h)
-                continue
-            if content_filter and (words := content_filter.matches(continuation)):
-                writer.drop(task.id, "content_filter", words, h=task.h)
-                continue
-            writer.write(
-                make_record(
-                    id=task.id,
-                    category=task.category,
-                    system=system,
-                    sentences=task.prompt + continuation,
-                    boundary=task.h,
-                    doc_id=task.doc.id,
+
+        def run(tasks: list[Task]) -> None:
+            for task in tasks:
+                if not task.replaces:
+                    bar.update()
+                if task.all_human:
+                    writer.write(human_record(task, dataset, provenance=human))
+                    continue
+                _splice_example(
+                    task,
+                    plan,
+                    writer,
+                    corpus,
                     dataset=dataset,
-                    seed=seed,
-                    source_extra={"splice_doc_id": donor.id, "splice_start": start},
-                    meta={"prompt_format": "plain", "task": task.index, "attempt": attempt},
+                    system=system,
+                    max_attempts=max_attempts,
+                    content_filter=content_filter,
+                    version=version,
                 )
-            )
+
+        with_replacements(plan, writer, run, resample_rounds)
+
+
+def _splice_example(
+    task: Task,
+    plan: Plan,
+    writer: RunWriter,
+    corpus: list[Document],
+    *,
+    dataset: str,
+    system: str,
+    max_attempts: int,
+    content_filter: ContentFilter | None,
+    version: str,
+) -> None:
+    """One splice example: written, or dropped with its reason."""
+    problem = None
+    for attempt in range(max_attempts):
+        seed = retry_seed(task.seed, attempt)
+        donor, start, continuation = splice(task, corpus, random.Random(seed), plan.category)
+        if donor is None:
+            problem = "no_donor"
+            break
+        problem = quality_problem(task.prompt, continuation, task.n - task.h)
+        if problem is None:
+            break
+        writer.counts.retries += 1
+    if problem is not None:
+        writer.drop(task.id, problem, h=task.h)
+        return
+    if content_filter and (words := content_filter.matches(continuation)):
+        writer.drop(task.id, "content_filter", words, h=task.h)
+        return
+    writer.write(
+        make_record(
+            id=task.id,
+            category=task.category,
+            system=system,
+            sentences=task.prompt + continuation,
+            boundary=task.h,
+            doc_id=task.doc.id,
+            dataset=dataset,
+            seed=seed,
+            source_extra={"splice_doc_id": donor.id, "splice_start": start},
+            meta={"prompt_format": "plain", **_task_meta(task), "attempt": attempt},
+            provenance=base_provenance(
+                "splice",
+                version,
+                donor_doc_id=donor.id,
+                donor_category=donor.category or plan.category,
+                donor_start=start,
+            ),
+        )
+    )
 
 
 def _budget(task: Task, options: GenerateOptions) -> int:
@@ -140,19 +224,24 @@ def run_generate(
     options: GenerateOptions,
     on_window: Callable[[], None] | None = None,
 ) -> None:
-    """Model continuations for every planned example not yet written (h = N: all-human)."""
+    """Model continuations for every planned example not yet written (h = N: all-human), and
+    replacements for the rejected ones (see `with_replacements`)."""
     writer.plan(plan.tasks, len(plan.skipped_documents))
     pending = [t for t in plan.tasks if not writer.is_done(t.id)]
     window = max(1, options.batch_size) * WINDOW_BATCHES
     with _bar(
         len(plan.tasks), len(plan.tasks) - len(pending), options.progress, options.system
     ) as bar:
-        for start in range(0, len(pending), window):
-            chunk = pending[start : start + window]
-            _run_window(chunk, writer, engine, options)
-            bar.update(len(chunk))
-            if on_window:
-                on_window()
+
+        def run(tasks: list[Task]) -> None:
+            for start in range(0, len(tasks), window):
+                chunk = tasks[start : start + window]
+                _run_window(chunk, writer, engine, options)
+                bar.update(sum(not t.replaces for t in chunk))
+                if on_window:
+                    on_window()
+
+        with_replacements(plan, writer, run, options.resample_rounds)
 
 
 def _prompt(task: Task, options: GenerateOptions) -> tuple[str, dict, tuple[dict, ...] | None]:
@@ -184,10 +273,11 @@ def _run_window(
     tasks: list[Task], writer: RunWriter, engine: Engine, options: GenerateOptions
 ) -> None:
     outcome: dict[str, tuple[str, object]] = {}  # id -> ("record", dict) | ("drop", reason, ...)
+    human = base_provenance(HUMAN, (options.provenance or {}).get("code_version") or _version())
     todo: list[Task] = []
     for task in tasks:
         if task.all_human:
-            outcome[task.id] = ("record", human_record(task, options.dataset))
+            outcome[task.id] = ("record", human_record(task, options.dataset, provenance=human))
         else:
             todo.append(task)
     prompts = {t.id: _prompt(t, options) for t in todo}
@@ -248,8 +338,8 @@ def _model_record(
     continuation: list[str],
     options: GenerateOptions,
 ) -> dict:
-    provenance = options.provenance
-    if provenance is not None and result.provenance:
+    provenance = _model_provenance(options)
+    if result.provenance:
         generation = {**provenance.get("generation", {}), **result.provenance}
         provenance = {**provenance, "generation": generation}
     return make_record(
@@ -262,7 +352,16 @@ def _model_record(
         dataset=options.dataset,
         decoding=task.decoding.to_json(max_new_tokens=request.budget),
         seed=request.seed,
-        meta={"task": task.index},
+        meta=_task_meta(task),
         provenance=provenance,
         system_label=options.system_label,
     )
+
+
+def _model_provenance(options: GenerateOptions) -> dict:
+    """The model's provenance with `generation.method` = "model" (every record says how it was
+    made: human, splice or model)."""
+    if options.provenance is None:
+        return base_provenance("model", _version())
+    generation = {"method": "model", **(options.provenance.get("generation") or {})}
+    return {**options.provenance, "generation": generation}

@@ -1,15 +1,24 @@
 """Prompt sampling (pure): which documents, how many human sentences, which p, which seed.
 
-Every draw for an example comes from a random generator seeded by (run seed, category, document,
-repeat), so an example does not depend on which others are in the run: a resumed run, a shard of a
-run and the whole run agree example by example.
+Boundary positions are stratified: within each category the run's examples get h values whose
+counts match the requested distribution (uniform on 1..N, or an all-human share and uniform on
+1..N-1) as closely as whole numbers allow, in a shuffled order seeded by the run seed. Every other
+draw for an example (its p and seed) comes from a random generator seeded by (run seed, category,
+document, repeat). The plan depends only on the corpus and the settings, so a resumed run, a shard
+of a run and the whole run agree example by example.
+
+An example the quality or content filter rejects is replaced (`replacement`): same category, same
+h, same decoding settings, another document drawn from the plan's, a new seed. So rejections do not
+skew the kept set's boundary (or p) distribution away from the requested one.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from generation.corpus import Document
@@ -51,6 +60,7 @@ class Task:
     n: int
     decoding: Decoding | None
     seed: int
+    replaces: str | None = None  # the id of the rejected example this one replaces
 
     @property
     def p(self) -> float | None:
@@ -70,6 +80,8 @@ class Plan:
     tasks: list[Task]
     skipped_documents: list[str]  # ids of documents too short for N sentences
     category: str = ""  # the run's category (documents without their own)
+    documents: list[Document] = field(default_factory=list)  # long enough: replacements' pool
+    size: int = 0  # tasks in the whole plan (before a shard keeps its own)
 
 
 def slug(text: str) -> str:
@@ -97,6 +109,43 @@ def draw_boundary(rng: random.Random, n: int, human_share: float | None) -> int:
     return rng.randint(1, n - 1)
 
 
+def boundary_distribution(n: int, human_share: float | None) -> dict[int, float]:
+    """The requested P(h) for h = 1..N: uniform, or `human_share` at N and the rest uniform on
+    1..N-1 (the same law `draw_boundary` samples)."""
+    if human_share is None:
+        return {h: 1 / n for h in range(1, n + 1)}
+    rest = (1 - human_share) / (n - 1)
+    return {**{h: rest for h in range(1, n)}, n: human_share}
+
+
+def stratified_counts(
+    count: int, distribution: dict[int, float], rng: random.Random
+) -> dict[int, int]:
+    """How many of `count` examples get each h: the floor of count × P(h), and the units left over
+    to the largest remainders (ties in a random order), so every count is within 1 of its
+    expectation and they sum to `count`."""
+    weights = {h: Fraction(prob) for h, prob in distribution.items()}  # exact arithmetic
+    total = sum(weights.values())
+    exact = {h: count * weight / total for h, weight in weights.items()}
+    counts = {h: math.floor(value) for h, value in exact.items()}
+    order = list(distribution)
+    rng.shuffle(order)
+    order.sort(key=lambda h: exact[h] - counts[h], reverse=True)
+    for h in order[: count - sum(counts.values())]:
+        counts[h] += 1
+    return counts
+
+
+def stratified_boundaries(
+    count: int, n: int, human_share: float | None, rng: random.Random
+) -> list[int]:
+    """`count` boundary positions with stratified counts (see `stratified_counts`), shuffled."""
+    counts = stratified_counts(count, boundary_distribution(n, human_share), rng)
+    values = [h for h in sorted(counts) for _ in range(counts[h])]
+    rng.shuffle(values)
+    return values
+
+
 def make_plan(
     docs: list[Document],
     *,
@@ -115,15 +164,21 @@ def make_plan(
     """
     check_settings(n, per_doc, human_share)
     tasks: list[Task] = []
-    skipped: list[str] = []
-    for doc in docs:
-        if len(doc.sentences) < n:
-            skipped.append(doc.id)
-            continue
+    skipped: list[str] = [d.id for d in docs if len(d.sentences) < n]
+    usable = [d for d in docs if len(d.sentences) >= n]
+    slots: dict[str, int] = {}
+    for doc in usable:
+        key = doc.category or category
+        slots[key] = slots.get(key, 0) + per_doc
+    boundaries = {
+        key: iter(stratified_boundaries(size, n, human_share, random.Random(f"{seed}/{key}/h")))
+        for key, size in slots.items()
+    }
+    for doc in usable:
         doc_category = doc.category or category
         for repeat in range(per_doc):
             rng = random.Random(f"{seed}/{doc_category}/{doc.id}/{repeat}")
-            h = draw_boundary(rng, n, human_share)
+            h = next(boundaries[doc_category])
             first = decoding.draw_p(rng) if decoding is not None and h < n else None
             task_seed = rng.randrange(SEED_RANGE)
             tasks.append(
@@ -139,7 +194,39 @@ def make_plan(
                     seed=task_seed,
                 )
             )
-    return Plan(tasks=tasks, skipped_documents=skipped, category=category)
+    return Plan(
+        tasks=tasks,
+        skipped_documents=skipped,
+        category=category,
+        documents=usable,
+        size=len(tasks),
+    )
+
+
+def replacement(task: Task, plan: Plan, round_: int) -> Task | None:
+    """The example that stands in for `task` (rejected) in replacement round `round_` (1, 2, …):
+    the same category, h, N and decoding settings, a document of that category drawn from the
+    plan's (another one when there is one), and a new seed. Its id is the original's plus
+    `-r<round>`, so a resumed run and every shard make the same replacements. None when no
+    document of the category is long enough."""
+    original = task.replaces or task.id
+    pool = [d for d in plan.documents if (d.category or plan.category) == task.category]
+    others = [d for d in pool if d.id != task.doc.id] or pool
+    if not others:
+        return None
+    rng = random.Random(f"{original}/replace/{round_}")
+    return Task(
+        index=plan.size * round_ + task.index % max(plan.size, 1),
+        id=f"{original}-r{round_}",
+        category=task.category,
+        doc=rng.choice(others),
+        repeat=task.repeat,
+        h=task.h,
+        n=task.n,
+        decoding=task.decoding,
+        seed=rng.randrange(SEED_RANGE),
+        replaces=original,
+    )
 
 
 def retry_seed(seed: int, attempt: int) -> int:

@@ -115,6 +115,19 @@ def make_record(
     return record
 
 
+def base_provenance(method: str, version: str | None = None, **generation) -> dict:
+    """`provenance` for a record no model wrote (method "human" or "splice"), in the same shape as
+    a model's (roftcore.records.PROVENANCE_FIELDS): no model or weights, the code version, and how
+    the text was put together in `generation`."""
+    return {
+        "model": None,
+        "weights_sha256": None,
+        "hub_commit": None,
+        "code_version": version or code_version(),
+        "generation": {"method": method, **generation},
+    }
+
+
 def check_record(record: dict) -> None:
     """Validate a record with the contract (roftcore.records) before it is written."""
     try:
@@ -179,6 +192,7 @@ class Counts:
     retries: int = 0
     repaired: int = 0  # examples the unbatched check corrected (see generation.generator)
     unsettled: int = 0  # examples still not agreeing after the most repairs
+    replacements: int = 0  # examples tried in place of rejected ones (same h and decoding)
     # "p" (bins of 0.2) and "prompt_sentences" (h) -> bin -> planned / made / dropped:<reason>
     by: dict = field(
         default_factory=lambda: {"p": defaultdict(Counter), "prompt": defaultdict(Counter)}
@@ -217,9 +231,52 @@ class Counts:
             "retries": self.retries,
             "repaired": self.repaired,
             "unsettled": self.unsettled,
+            "replacements": self.replacements,
             "by_p": self._breakdown("p"),
             "by_prompt_sentences": self._breakdown("prompt"),
+            "boundaries": self.boundaries(),
         }
+
+    def boundaries(self) -> dict:
+        """The requested boundary distribution (h -> planned examples) and the kept one (h ->
+        written examples), over the same h values."""
+        keys = sorted((k for k in self.by["prompt"] if k != "none"), key=lambda k: (len(k), k))
+        return {
+            "requested": {k: self.by["prompt"][k].get("planned", 0) for k in keys},
+            "kept": {k: self.by["prompt"][k].get("made", 0) for k in keys},
+        }
+
+
+def boundary_report(counts: Counts) -> list[str]:
+    """Lines that show the requested and the kept boundary distribution side by side (counts and
+    shares), and say whether they match."""
+    table = counts.boundaries()
+    requested, kept = table["requested"], table["kept"]
+    if not requested:
+        return []
+    total_r, total_k = sum(requested.values()), sum(kept.values())
+
+    def share(count: int, total: int) -> str:
+        return f"{count / total:.3f}" if total else "-"
+
+    lines = ["boundary h  requested  share  kept  share"]
+    for h in requested:
+        lines.append(
+            f"{h:>10}  {requested[h]:>9}  {share(requested[h], total_r)}  {kept[h]:>4}  "
+            f"{share(kept[h], total_k)}"
+        )
+    lines.append(f"{'all':>10}  {total_r:>9}  {'':5}  {total_k:>4}")
+    short = {h: requested[h] - kept[h] for h in requested if kept[h] < requested[h]}
+    if short:
+        detail = ", ".join(f"h={h}: {n}" for h, n in short.items())
+        lines.append(
+            f"the kept set is short of the requested one ({detail}): rejected examples that "
+            "no replacement could stand in for (see the dropped file); raise --resample-rounds "
+            "or check the corpus"
+        )
+    else:
+        lines.append("the kept boundary distribution matches the requested one")
+    return lines
 
 
 def _record_p(record: dict) -> float | None:
@@ -441,6 +498,7 @@ def _merged_manifest(out: Path, records: list[dict], manifests: list[dict], extr
         totals.retries += counts.get("retries", 0)
         totals.repaired += counts.get("repaired", 0)
         totals.unsettled += counts.get("unsettled", 0)
+        totals.replacements += counts.get("replacements", 0)
         for name, key in (("p", "by_p"), ("prompt", "by_prompt_sentences")):
             for bin_name, row in counts.get(key, {}).items():
                 target = totals.by[name][bin_name]

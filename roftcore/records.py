@@ -31,7 +31,8 @@ PROVENANCE_FIELDS = {
     "weights_sha256": "SHA-256 of the weight files (64 lowercase hex digits) or null",
     "hub_commit": "the hub commit the files came from, or null",
     "code_version": "the generation code's version and git commit (at most 128 characters)",
-    "generation": "the effective generation settings (an object)",
+    "generation": "the effective generation settings (an object; `method` says how the text "
+    "was made: model, human or splice)",
 }
 
 

@@ -1,7 +1,9 @@
 """Research exports: pseudonymised rounds, examples and players as CSV, Parquet or SQLite.
 
 One export is one folder: the tables, `schema.md` and `schema.json` (every column, its type and
-unit), `manifest.json` (what was exported, how, and with which filters) and `README.md`.
+unit), `manifest.json` (what was exported, how, and with which filters), `README.md` (a Hugging
+Face dataset card) and `croissant.json` (Croissant 1.1 metadata); see app.research.card. Every
+column has the type the schema gives it in every format, also in an empty table.
 
 - The rounds table starts with the twenty columns of the public RoFT dataset (`roft.csv`), in its
   order and meaning (positions converted at this edge: true_boundary_index = boundary - 1,
@@ -28,6 +30,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from flask import current_app
 from sqlalchemy import func, select
 
@@ -49,6 +53,7 @@ from app.models import (
     System,
 )
 from app.models.base import utcnow
+from app.research import card
 from roftcore.spreadsheet import neutralise_frame
 
 FORMATS = ("csv", "parquet", "sqlite")
@@ -66,6 +71,7 @@ KNOWN_FILES = (
     "schema.md",
     "manifest.json",
     "README.md",
+    card.CROISSANT_NAME,
 )
 TASK_INSTRUCTION = (
     "Sentences of a text are revealed one at a time; the first is always written by a person. "
@@ -703,7 +709,42 @@ def schema_markdown(private: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _readme(manifest: dict) -> str:
+def typed(frame: pd.DataFrame, columns: list[dict]) -> pd.DataFrame:
+    """The table with exactly the schema's columns, in order, each of its schema type
+    (card.TYPES): integers stay int64 (Int64 where a value is missing), booleans bool (boolean),
+    strings str, timestamps UTC; an empty table keeps these types too."""
+    out = {}
+    for column in columns:
+        name, kind = column["name"], card.TYPES[column["type"]]
+        values = frame[name] if name in frame else pd.Series([None] * len(frame), dtype=object)
+        values = values.reset_index(drop=True)
+        if column["type"] == "timestamp":
+            out[name] = pd.to_datetime(values, utc=True).astype(kind.pandas)
+        elif column["type"] in ("string", "date"):
+            out[name] = values.astype(object).where(values.notna(), None).astype(kind.pandas)
+        else:
+            dtype = kind.nullable_pandas if values.isna().any() else kind.pandas
+            out[name] = values.astype(dtype)
+    return pd.DataFrame(out, columns=[c["name"] for c in columns])
+
+
+def arrow_schema(columns: list[dict]) -> pa.Schema:
+    return pa.schema([pa.field(c["name"], card.TYPES[c["type"]].arrow) for c in columns])
+
+
+def _write_parquet(frame: pd.DataFrame, columns: list[dict], path: Path) -> None:
+    """Parquet with the schema's Arrow types (a 0-row table keeps them; no null-typed columns).
+    An empty table is written with no row group at all: readers such as `datasets` take the
+    batch size from the first row group, and a row group of 0 rows stops them."""
+    table = pa.Table.from_pandas(frame, schema=arrow_schema(columns), preserve_index=False)
+    if table.num_rows == 0:
+        with pq.ParquetWriter(path, table.schema):
+            pass
+        return
+    pq.write_table(table, path)
+
+
+def _readme(manifest: dict) -> list[str]:
     lines = []
     if manifest["private"]:
         lines += [
@@ -731,12 +772,13 @@ def _readme(manifest: dict) -> str:
         ),
         f"Filters: {json.dumps(manifest['filters'])}.",
         "",
-        "Columns: see schema.md (schema.json for programs). Load in pandas with "
+        "Columns: see schema.md (schema.json for programs) or the Fields section below; "
+        "croissant.json describes the same in Croissant 1.1. Load in pandas with "
         "`analysis.load.load(folder)` or read rounds.* directly; run "
         "`python -m analysis report FOLDER --out REPORT` for the standard report.",
         "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 def _for_text(frame: pd.DataFrame, columns: dict) -> pd.DataFrame:
@@ -756,6 +798,7 @@ def write(tables: dict[str, pd.DataFrame], options: ExportOptions, manifest: dic
         for name, cols in doc["tables"].items()
     }
     files = []
+    tables = {name: typed(frame, doc["tables"][name]) for name, frame in tables.items()}
     if options.format == "csv":
         for name, frame in tables.items():
             neutralise_frame(_for_text(frame, specs[name])).to_csv(
@@ -764,7 +807,7 @@ def write(tables: dict[str, pd.DataFrame], options: ExportOptions, manifest: dic
             files.append(f"{name}.csv")
     elif options.format == "parquet":
         for name, frame in tables.items():
-            frame.to_parquet(folder / f"{name}.parquet", index=False)
+            _write_parquet(frame, doc["tables"][name], folder / f"{name}.parquet")
             files.append(f"{name}.parquet")
     else:
         path = folder / SQLITE_NAME
@@ -783,8 +826,18 @@ def write(tables: dict[str, pd.DataFrame], options: ExportOptions, manifest: dic
     (folder / "schema.json").write_text(json.dumps(doc, indent=2))
     (folder / "schema.md").write_text(schema_markdown(options.private))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    (folder / "README.md").write_text(_readme(manifest))
-    return [*files, "schema.json", "schema.md", "manifest.json", "README.md"]
+    license = card.license_id(current_app.config.get("EXPORT_LICENSE"))
+    sizes = {name: (folder / name).stat().st_size for name in files}
+    (folder / card.CARD_NAME).write_text(
+        card.card(doc, manifest, sizes, license, _readme(manifest)), encoding="utf-8"
+    )
+    digests = {name: card.sha256_of(folder / name) for name in files}
+    url = current_app.config.get("EXPORT_DATASET_URL") or "https://github.com/roft/roft"
+    metadata = card.croissant(doc, manifest, digests, license, url)
+    (folder / card.CROISSANT_NAME).write_text(
+        json.dumps(metadata, indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    return [*files, "schema.json", "schema.md", "manifest.json", "README.md", card.CROISSANT_NAME]
 
 
 def export(options: ExportOptions, progress: Callable[[str], None] | None = None) -> ExportResult:

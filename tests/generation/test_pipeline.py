@@ -118,7 +118,8 @@ def test_generate_writes_valid_examples_of_exactly_n_sentences(corpus_file, tmp_
     counts = manifest["counts"]
     assert counts["planned"] == 18 and counts["skipped_documents"] == 1
     assert counts["made"] == len(rows) > 0
-    assert counts["made"] + counts["dropped"] == 18
+    # Every example tried (the plan's and the replacements for rejected ones) is made or dropped.
+    assert counts["made"] + counts["dropped"] == 18 + counts["replacements"]
     assert manifest["model"]["name_or_path"] == model_args[1]
     assert manifest["settings"]["p"] == "uniform:0.8:1"
     assert "generation" in manifest["code_version"]

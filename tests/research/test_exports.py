@@ -105,7 +105,9 @@ def test_default_export_has_no_names_or_password_material(played, tmp_path):
             exports.export(exports.ExportOptions(out=tmp_path / "out" / fmt, format=fmt))
     assert hashes
     blobs = [p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()]
-    assert len(blobs) == 3 * 4 + 2 * 4 + 1  # 4 common files each; 4 tables in CSV and Parquet
+    # 5 common files each (schema.json, schema.md, manifest.json, README.md, croissant.json);
+    # 4 tables in CSV and Parquet, one SQLite file.
+    assert len(blobs) == 3 * 5 + 2 * 4 + 1
     for blob in blobs:
         for secret in ("zelda_secret_name", "no_consent_user", "hunter2", "scrypt", "pbkdf2"):
             assert secret.encode() not in blob
@@ -134,7 +136,8 @@ def test_private_export_names_players_and_says_so(played, tmp_path):
         exports.export(exports.ExportOptions(out=tmp_path / "p", private=True))
     rounds = pd.read_csv(tmp_path / "p" / "rounds.csv")
     assert "zelda_secret_name" in set(rounds["username"])
-    assert (tmp_path / "p" / "README.md").read_text().startswith("# PRIVATE")
+    card_body = (tmp_path / "p" / "README.md").read_text().split("\n---\n", 1)[1]
+    assert card_body.lstrip().startswith("# PRIVATE")
     assert json.loads((tmp_path / "p" / "manifest.json").read_text())["private"] is True
     assert "hunter2" not in (tmp_path / "p" / "players.csv").read_text()
 
