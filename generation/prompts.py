@@ -207,14 +207,16 @@ def replacement(task: Task, plan: Plan, round_: int) -> Task | None:
     """The example that stands in for `task` (rejected) in replacement round `round_` (1, 2, …):
     the same category, h, N and decoding settings, a document of that category drawn from the
     plan's (another one when there is one), and a new seed. Its id is the original's plus
-    `-r<round>`, so a resumed run and every shard make the same replacements. None when no
-    document of the category is long enough."""
+    `-r<round>`, so a resumed run and every shard make the same replacements. The draw follows
+    the rejected example's seed, not its id (which names the system): two systems run on one plan
+    get the same replacements, and stay paired. None when no document of the category is long
+    enough."""
     original = task.replaces or task.id
     pool = [d for d in plan.documents if (d.category or plan.category) == task.category]
     others = [d for d in pool if d.id != task.doc.id] or pool
     if not others:
         return None
-    rng = random.Random(f"{original}/replace/{round_}")
+    rng = random.Random(f"{task.seed}/replace/{round_}")
     return Task(
         index=plan.size * round_ + task.index % max(plan.size, 1),
         id=f"{original}-r{round_}",

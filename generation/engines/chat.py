@@ -118,9 +118,20 @@ _STRAY = re.compile(
 )
 
 
+# A sentence that opens like an assistant's announcement the openers could not strip ("Sure
+# opened …", "Here's the dark."): a human text's sentence seldom starts so, and a false alarm
+# costs only a retry, so the reply is retried rather than kept.
+_GARBLED_OPENER = re.compile(r"(?:sure|certainly)\b(?![,!.])|here(?:'s|’s| is| are)\b", re.I)
+
+
 def _is_preamble(sentence: str) -> bool:
     """A sentence that only announces (a stray "Certainly." or "Sure, here is …")."""
-    return not _strip_openers(sentence + "\n")[0] or bool(_STRAY.match(sentence.strip()))
+    sentence = sentence.strip()
+    return (
+        not _strip_openers(sentence + "\n")[0]
+        or bool(_STRAY.match(sentence))
+        or bool(_GARBLED_OPENER.match(sentence))
+    )
 
 
 def _strip_openers(text: str) -> tuple[str, list[str]]:

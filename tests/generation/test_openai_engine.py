@@ -118,8 +118,9 @@ def test_hf_and_openai_make_the_same_examples_that_import(
     # Provenance: the request exactly as the server received it, and what the server reported.
     received = {body["seed"]: body for body in server["stats"]()["bodies"]}
     for row in theirs:
-        if row["boundary"] == N:
-            assert "provenance" not in row
+        if row["boundary"] == N:  # all human: says so, and names no model or request
+            assert row["provenance"]["generation"]["method"] == "human"
+            assert "request" not in row["provenance"]["generation"]
             continue
         prov = row["provenance"]
         assert prov["model"] == SERVED
