@@ -297,7 +297,7 @@ def _run_window(
             sentences, chat_meta = result.sentences, None
             problem = None
             if request.messages is not None:
-                cleaned = clean_reply(result.text, task.prompt)
+                cleaned = clean_reply(result.text, task.prompt, keep=needed)
                 problem = cleaned.problem
                 sentences = complete_sentences(cleaned.text, result.finished)
                 chat_meta = {"preamble": cleaned.preamble, "closing": cleaned.closing}

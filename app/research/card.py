@@ -186,6 +186,24 @@ def card_header(doc: dict, counts: dict[str, int], fmt: str, license: str) -> li
     return lines
 
 
+def field_tables(doc: dict, heading: str) -> list[str]:
+    """One Markdown table of fields per table of the schema (`exports.schema`), each under a
+    `heading` ("##", "###") with the table's name: the card and the data dictionary share it."""
+    lines: list[str] = []
+    for table, columns in doc["tables"].items():
+        lines += [
+            f"{heading} {table}",
+            "",
+            "| column | type | unit | description |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| `{c['name']}` | {c['type']} | {c['unit']} | {c['description']} |" for c in columns
+        ]
+        lines.append("")
+    return lines
+
+
 def card(
     doc: dict,
     manifest: dict,
@@ -254,12 +272,7 @@ def card(
         "timestamp (UTC), date (YYYY-MM-DD text).",
         "",
     ]
-    for table, columns in doc["tables"].items():
-        lines += [f"### {table}", "", "| column | type | unit | description |", "|---|---|---|---|"]
-        lines += [
-            f"| `{c['name']}` | {c['type']} | {c['unit']} | {c['description']} |" for c in columns
-        ]
-        lines.append("")
+    lines += field_tables(doc, "###")
     lines += [
         "## Licence",
         "",

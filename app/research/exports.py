@@ -700,12 +700,7 @@ def schema_markdown(private: bool = False) -> str:
         "of the public RoFT dataset, in its order.",
         "",
     ]
-    for table, columns in doc["tables"].items():
-        lines += [f"## {table}", "", "| column | type | unit | description |", "|---|---|---|---|"]
-        lines += [
-            f"| `{c['name']}` | {c['type']} | {c['unit']} | {c['description']} |" for c in columns
-        ]
-        lines.append("")
+    lines += card.field_tables(doc, "##")
     return "\n".join(lines)
 
 

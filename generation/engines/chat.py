@@ -85,9 +85,14 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def clean_reply(reply: str, prompt: list[str]) -> Cleaned:
+def clean_reply(reply: str, prompt: list[str], keep: int | None = None) -> Cleaned:
     """Strip the preamble and closing remark of a chat model's reply, and say why the rest cannot
-    be used as a continuation of `prompt` (its sentences), if it cannot."""
+    be used as a continuation of `prompt` (its sentences), if it cannot.
+
+    With `keep`, only the first `keep` sentences (those a continuation uses) are judged for
+    refusals, comments and stray preambles: what a model writes past them is never kept, and how
+    much it writes depends on the engine (rows of a batch keep stepping; a server stops at
+    max_tokens), so judging it would make the same reply pass on one engine and fail on another."""
     text, stripped = _strip_openers(reply)
     preamble = " ".join(stripped) or None
     closing = None
@@ -97,16 +102,19 @@ def clean_reply(reply: str, prompt: list[str]) -> Cleaned:
         text = text[: found.start()].rstrip()
     text = text.strip()
     problem = None
-    head = text[:300]
+    sentences = split_sentences(text)
+    if keep is not None:
+        sentences = sentences[:keep]
+    judged = text if keep is None else " ".join(sentences)
     if not text:
         problem = EMPTY_REPLY
-    elif _REFUSALS.search(head) or (preamble and _REFUSALS.search(preamble)):
+    elif _REFUSALS.search(judged[:300]) or (preamble and _REFUSALS.search(preamble)):
         problem = REFUSAL
-    elif _META.search(text) or (preamble and _META.search(preamble)):
+    elif _META.search(judged) or (preamble and _META.search(preamble)):
         problem = META_COMMENT
     elif prompt and _restarts(text, prompt):
         problem = RESTARTS_PROMPT
-    elif any(_is_preamble(sentence) for sentence in split_sentences(text)):
+    elif any(_is_preamble(sentence) for sentence in sentences):
         problem = STRAY_PREAMBLE
     return Cleaned(text=text, preamble=preamble, closing=closing, problem=problem)
 

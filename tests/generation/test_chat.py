@@ -168,13 +168,6 @@ def test_chat_format_needs_a_model_with_a_chat_template(
 PROMPT = ["The council met on Monday.", "It voted to close the bridge."]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect: since the kept set's boundaries are stratified and rejections resampled, "
-    "a chat run through the hf engine and through the test server's chat endpoint can keep "
-    "different texts for the same task (seen on one task of 18); plain-format runs still agree "
-    "(test_openai_engine)",
-)
 def test_a_chat_run_gives_the_same_examples_through_a_chat_endpoint(
     corpus_file, tmp_path, tiny_chat_dir
 ):
@@ -251,3 +244,11 @@ def test_clean_reply_strips_preambles_and_closings(reply, text, preamble, closin
 )
 def test_clean_reply_rejects_refusals_comments_and_restarts(reply, problem):
     assert clean_reply(reply, PROMPT).problem == problem
+
+
+def test_only_the_sentences_a_continuation_keeps_are_judged():
+    """What a model writes past the sentences kept never decides: its length differs by engine."""
+    reply = "Work starts in May. Drivers must detour. Certainly. As an AI, I hope this helps."
+    assert clean_reply(reply, PROMPT, keep=2).problem is None
+    assert clean_reply(reply, PROMPT, keep=3).problem == STRAY_PREAMBLE
+    assert clean_reply(reply, PROMPT).problem is not None
