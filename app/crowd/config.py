@@ -121,6 +121,8 @@ class StudyConfig:
     # The platform's name in messages, e.g. "SONA" for a generic link; default per platform.
     platform_name: str = ""
     bonus: BonusRule | None = None
+    # What the platform shows workers before they take the study (Prolific's description).
+    description: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -155,7 +157,7 @@ KNOWN = {
     "reward", "currency", "expected_minutes", "consent", "instructions", "categories", "systems",
     "examples", "tutorial", "completion_codes", "completion_url", "likert", "likert_when",
     "screening", "all_human_checks", "speeder_fraction", "comprehension", "time_limit_minutes",
-    "places", "show_feedback", "platform_name", "bonus",
+    "places", "show_feedback", "platform_name", "bonus", "description",
 }  # fmt: skip
 LIKERT_KEYS = {"name", "question", "definition", "labels", "target", "examples",
                "question_all_human"}  # fmt: skip
@@ -388,6 +390,7 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
         show_feedback=_flag(data, "show_feedback", source, True),
         platform_name=_text(data, "platform_name", source),
         bonus=_bonus(data, source),
+        description=_text(data, "description", source),
     )
     if config.platform == "prolific" and "completed" not in config.completion_codes:
         raise StudyConfigError(

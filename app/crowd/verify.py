@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +27,6 @@ from sqlalchemy import delete, func, select
 
 from app.crowd import codes, schedule
 from app.crowd.config import StudyConfig
-from app.crowd.prolific_api import ProlificError
 from app.crowd.reports import (
     VOID_FLAG,
     WorkerStats,
@@ -577,76 +575,33 @@ class Sent:
 
 
 def send_to_prolific(client, study: Study, prolific_study: str, decisions: list[Decision]) -> Sent:
-    """Act on the decisions through Prolific's API: bulk approve, reject each with its category
-    and message, then pay every bonus the ledger holds as `requested` (this run's and any left by
-    a run that stopped before paying). Call it after apply_decisions().
+    """Act on the decisions through Prolific's API: bulk approve (by submission id, as Prolific
+    recommends), reject each with its category and message, then pay every bonus the ledger
+    holds as `requested` (this run's and any left by a run that stopped before paying). Call it
+    after apply_decisions().
 
-    Prolific's pay call is not idempotent, so each bonus row is marked `sent`, and committed,
-    before the call, with the bulk payment id Prolific gave when it was set up: a row is sent at
-    most once, even if this process dies half-way. Prolific's answers are kept in platform_ref.
-    A refusal at set-up (nothing paid) marks the rows `failed`, and the next verify owes them
-    again.
+    Submissions already approved or rejected on Prolific are left alone, so a second run acts on
+    nothing twice (Prolific documents the transition as idempotent too). Bonuses are paid by
+    app.crowd.prolific.pay_requested, which commits each step before the call that cannot be
+    taken back and keeps Prolific's answers on the ledger rows: a row is paid at most once, even
+    if this process dies half-way.
     """
+    from app.crowd.prolific import pay_requested
+
     act = [d for d in decisions if d.actionable]
-    approve = [d.worker_id for d in act if d.decision == APPROVE]
-    client.approve(prolific_study, approve)
+    approve = [d for d in act if d.decision == APPROVE]
+    by_submission = [(d.row or {}).get("Submission id") for d in approve]
+    if all(by_submission):
+        client.approve_submissions(by_submission)
+    else:
+        client.approve(prolific_study, [d.worker_id for d in approve])
     rejected = 0
     for d in act:
         if d.decision == REJECT:
             client.reject((d.row or {})["Submission id"], d.rejection_category, d.message)
             rejected += 1
-    rows = list(
-        db.session.scalars(
-            select(StudyBonus)
-            .where(StudyBonus.study_id == study.id, StudyBonus.state == REQUESTED)
-            .order_by(StudyBonus.id)
-        )
-    )
-    if not rows:
-        return Sent(len(approve), rejected, 0, 0)
-    workers = dict(
-        db.session.execute(
-            select(Participant.id, Participant.worker_id).where(
-                Participant.id.in_({r.participant_id for r in rows})
-            )
-        ).all()
-    )
-    # One line per worker: Prolific's bulk bonus takes one amount per participant.
-    per_worker: dict[str, int] = {}
-    for r in rows:
-        per_worker[workers[r.participant_id]] = (
-            per_worker.get(workers[r.participant_id], 0) + r.amount_minor
-        )
-    lines = [(worker, _money(amount)) for worker, amount in per_worker.items()]
-    try:
-        setup = client.set_up_bonuses(prolific_study, lines)
-    except ProlificError as error:
-        for r in rows:
-            r.state, r.platform_ref = FAILED, f"set-up refused: {error}"[:2000]
-        db.session.commit()
-        raise
-    payment = str(setup.get("id"))
-    now = utcnow()
-    for r in rows:
-        r.state, r.sent_at = SENT, now
-        r.platform_ref = json.dumps({"bulk_bonus_payment": payment, "set_up": setup})
-    db.session.commit()
-    try:
-        answer = client.pay_bulk_bonus(payment)
-    except ProlificError as error:
-        for r in rows:
-            r.platform_ref = json.dumps(
-                {"bulk_bonus_payment": payment, "set_up": setup, "pay_error": str(error)}
-            )
-        db.session.commit()
-        raise
-    for r in rows:
-        r.state = PAID
-        r.platform_ref = json.dumps(
-            {"bulk_bonus_payment": payment, "set_up": setup, "paid": answer}
-        )
-    db.session.commit()
-    return Sent(len(approve), rejected, len(lines), sum(per_worker.values()))
+    paid = pay_requested(client, study, prolific_study)
+    return Sent(len(approve), rejected, paid.lines, paid.minor)
 
 
 # -- the files ------------------------------------------------------------------------------

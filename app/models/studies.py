@@ -63,6 +63,8 @@ class Study(db.Model):
     pool: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     is_open: Mapped[bool] = mapped_column(default=True)
+    # The study's id on Prolific, once `flask study prolific create` made its draft there.
+    prolific_study_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class Participant(db.Model):
@@ -209,3 +211,26 @@ class StudyRun(db.Model):
     source: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class StudyMessage(db.Model):
+    """A message sent to a worker through the platform's API, recorded before it is sent so that
+    the same message (study, worker, text) goes out once, however often the command is run.
+
+    `sending` is committed before the call and never sent again (the call may have gone
+    through); `sent` once the platform said so; `failed` when it refused (the next run tries
+    again).
+    """
+
+    __tablename__ = "study_messages"
+    __table_args__ = (UniqueConstraint("study_id", "worker_id", "body_hash"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    worker_id: Mapped[str] = mapped_column(String(128))
+    body_hash: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default="sending")
+    platform_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

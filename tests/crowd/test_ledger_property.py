@@ -41,7 +41,8 @@ CAPS = (0.10, 0.20, 0.30, 0.40)
 
 
 class FlakyProlific(FakeProlific):
-    """Prolific, with a refusal at the next bonus set-up or a lost answer after the next pay."""
+    """Prolific, refusing bonus set-ups (every try, until told otherwise: the client tries a
+    set-up again after a server error) or losing the answer after the next pay."""
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -50,7 +51,6 @@ class FlakyProlific(FakeProlific):
 
     def handle(self, method, path, body):
         if path == "/api/v1/submissions/bonus-payments/" and self.fail_next == "set_up":
-            self.fail_next = None
             return 503, {"error": "try again later"}
         status, payload = super().handle(method, path, body)
         if path.endswith("/pay/"):
@@ -85,7 +85,7 @@ class Researcher(RuleBasedStateMachine):
             ],
         )  # fmt: skip
         URL["fake"] = self.fake
-        self.client = ProlificClient(TOKEN, url)
+        self.client = ProlificClient(TOKEN, url, pause=0)
         self.cap = 0
         self.files: dict[int, list[tuple[str, int]]] = {}  # run -> bonus.csv not yet uploaded
         self.uploaded_runs: set[int] = set()

@@ -1,110 +1,23 @@
-"""`flask study verify --prolific-api … --apply --send` against a local server that answers as
-Prolific's API documentation says (https://docs.prolific.com/api-reference): token auth, the
-study's submissions in pages, bulk approve, reject with a category and a 100-character message,
-bonuses set up then paid (paying is not idempotent: a second call pays again)."""
+"""`flask study verify --prolific-api … --apply --send` against the local stand-in for Prolific's
+API (tests/crowd/prolific_standin.py): token auth, the study's submissions in pages, bulk
+approve, reject with a category and a 100-character message, bonuses set up then paid (paying
+is not idempotent: a second call pays again)."""
 
 from __future__ import annotations
-
-import json
-import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from app.crowd import studies
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from tests.crowd.helpers import join, make_pool, play_lazy, play_slot
+from tests.crowd.prolific_standin import TOKEN, FakeProlific, serve
 from tests.crowd.test_verify import BONUS, create
-
-TOKEN = "test-token-123"
-CATEGORIES = {
-    "TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
-    "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER",
-}  # fmt: skip
-
-
-class FakeProlific:
-    """The state of one Prolific study and the calls made to it."""
-
-    def __init__(self, study_id: str, submissions: list[dict]):
-        self.study_id = study_id
-        self.submissions = {s["id"]: s for s in submissions}
-        self.bulk: dict[str, list[tuple[str, float]]] = {}
-        self.paid: list[tuple[str, float]] = []
-        self.calls: list[tuple[str, str]] = []
-
-    def handle(self, method: str, path: str, body: dict | None) -> tuple[int, object]:
-        self.calls.append((method, path))
-        if method == "GET" and (m := re.fullmatch(r"/api/v1/studies/(\w+)/submissions/", path)):
-            rows = list(self.submissions.values())
-            page = {"results": rows[:2], "_links": {"next": {"href": None}}}
-            if len(rows) > 2:
-                page["_links"]["next"]["href"] = f"/api/v1/studies/{m[1]}/submissions/?page=2"
-            return 200, page
-        if method == "GET" and path.endswith("/submissions/?page=2"):
-            return 200, {"results": list(self.submissions.values())[2:], "_links": {}}
-        if method == "POST" and path == "/api/v1/submissions/bulk-approve/":
-            for pid in body["participant_ids"]:
-                match = [s for s in self.submissions.values() if s["participant_id"] == pid]
-                if not match or match[0]["status"] != "AWAITING REVIEW":
-                    return 400, {"error": f"{pid} cannot be approved"}
-                match[0]["status"] = "APPROVED"
-            return 200, "The request to bulk approve has been made successfully."
-        if method == "POST" and (m := re.fullmatch(r"/api/v1/submissions/(\w+)/transition/", path)):
-            if body.get("action") != "REJECT" or body.get("rejection_category") not in CATEGORIES:
-                return 400, {"error": "bad action or rejection_category"}
-            if len(body.get("message", "")) < 100:
-                return 400, {"error": "message must be at least 100 characters"}
-            self.submissions[m[1]]["status"] = "REJECTED"
-            return 200, self.submissions[m[1]]
-        if method == "POST" and path == "/api/v1/submissions/bonus-payments/":
-            lines = [line.split(",") for line in body["csv_bonuses"].splitlines()]
-            known = {s["participant_id"] for s in self.submissions.values()}
-            if body["study_id"] != self.study_id or any(pid not in known for pid, _ in lines):
-                return 400, {"error": "unknown participant"}
-            bulk_id = f"bulk{len(self.bulk) + 1}"
-            self.bulk[bulk_id] = [(pid, float(amount)) for pid, amount in lines]
-            return 201, {"id": bulk_id, "study": self.study_id, "amount": 0, "fees": 0}
-        if method == "POST" and (
-            m := re.fullmatch(r"/api/v1/bulk-bonus-payments/(\w+)/pay/", path)
-        ):
-            self.paid += self.bulk[m[1]]  # not idempotent, as documented
-            return 202, f"Bulk bonus payment with ID {m[1]} is being processed asynchronously."
-        return 404, {"error": "not found"}
 
 
 @pytest.fixture
 def prolific():
-    state = {}
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self, method):
-            if self.headers.get("Authorization") != f"Token {TOKEN}":
-                status, payload = 401, {"error": "Invalid token"}
-            else:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                status, payload = state["fake"].handle(method, self.path, body)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            self._answer("GET")
-
-        def do_POST(self):
-            self._answer("POST")
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    state["url"] = f"http://127.0.0.1:{server.server_port}"
+    state: dict = {}
+    server = serve(state)
     yield state
     server.shutdown()
 

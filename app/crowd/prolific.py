@@ -1,0 +1,429 @@
+"""Prolific end to end through its API: a draft study made from the study file, publish, pause,
+the study's places and submissions synced into our participants, messages to workers, and
+bonuses paid exactly once from the ledger.
+
+The client (app/crowd/prolific_api.py) speaks Prolific's documented request shapes; this module
+decides what to send and records what came back. Money and messages follow one rule: the
+intent is committed to the database before the call that cannot be taken back, so a crash or a
+lost answer is never followed by a second payment or a second message.
+
+Paying a bonus, step by step (each step is committed before the next):
+
+1. the ledger row is `requested` (verify --apply --send, or review, put it there);
+2. Prolific sets up a bulk bonus for the requested rows (this pays nothing); its id and answer
+   are written on each row, which stays `requested`;
+3. the rows become `sent`, then the pay call goes out with that id;
+4. Prolific's answer makes them `paid`.
+
+A crash after 2 leaves rows `requested` with a set-up: the next run pays that set-up rather than
+making a new one (unless a row of it was reversed meanwhile: then it is abandoned, never paid,
+and the rows still owed get a new set-up). A crash or a lost answer after 3 leaves rows `sent`:
+they are never paid again by the tool. The operator checks Prolific and says what happened
+with `flask study prolific resolve-payment`. A refusal of the pay call (a 4xx: nothing paid)
+puts the rows back to step 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+
+from app.crowd import links
+from app.crowd.prolific_api import ProlificClient, ProlificError
+from app.crowd.reports import latest_decisions
+from app.crowd.studies import FINISHED, config_of, mark_left
+from app.crowd.verify import (
+    APPROVE,
+    FAILED,
+    LEFT_STATUSES,
+    PAID,
+    REJECT,
+    REQUESTED,
+    SENT,
+    _money,
+)
+from app.errors import BadRequest, Conflict
+from app.extensions import db
+from app.models import Participant, ParticipantStatus, Study, StudyBonus
+from app.models.base import utcnow
+from app.models.studies import StudyMessage
+
+# Our outcomes -> Prolific's completion code types. Every code asks for a manual review, so
+# that `flask study verify` decides: with "approve and pay" on a code, a worker who failed the
+# checks would be paid before verify sees them (docs/running-a-study.md).
+CODE_TYPES = {
+    "completed": "COMPLETED",
+    "failed_checks": "FAILED_ATTENTION_CHECK",
+    "screened_out": "OTHER",
+}
+CODE_ACTION = "MANUALLY_REVIEW"
+MESSAGE_MAX = 5000
+
+
+# -- the draft study ------------------------------------------------------------------------
+
+
+def study_body(study: Study, external_url: str, places: int | None = None) -> dict:
+    """The body of Prolific's 'create a draft study' call, from the study file.
+
+    Raises BadRequest when the file lacks what Prolific needs (a number of places, a
+    reward, a completed code)."""
+    config = config_of(study)
+    places = places or config.places
+    if not places:
+        raise BadRequest(
+            "Prolific needs a number of places: set `places` in the study file or pass --places"
+        )
+    if config.reward <= 0:
+        raise BadRequest("Prolific needs a reward: set `reward` in the study file")
+    if "completed" not in config.completion_codes:
+        raise BadRequest("the study file has no completion_codes.completed")
+    description = config.description or (
+        f"Read short texts sentence by sentence and say where a computer took over from a "
+        f"person. About {config.expected_minutes:g} minutes."
+    )
+    return {
+        "name": config.title,
+        "internal_name": f"roft:{study.slug}",
+        "description": description,
+        "external_study_url": external_url,
+        "prolific_id_option": "url_parameters",
+        "completion_codes": [
+            {
+                "code": code,
+                "code_type": CODE_TYPES.get(outcome, "OTHER"),
+                "actions": [{"action": CODE_ACTION}],
+            }
+            for outcome, code in config.completion_codes.items()
+        ],
+        "estimated_completion_time": max(1, math.ceil(config.expected_minutes)),
+        "reward": round(config.reward * 100),
+        "total_available_places": int(places),
+        "device_compatibility": ["desktop", "tablet", "mobile"],
+    }
+
+
+def _prolific_id(study: Study) -> str:
+    if not study.prolific_study_id:
+        raise Conflict(
+            f"study {study.slug!r} has no Prolific study yet: run "
+            f"`flask study prolific create {study.slug}` first"
+        )
+    return study.prolific_study_id
+
+
+def create_draft(client: ProlificClient, study: Study, places: int | None = None) -> dict:
+    """Create the study's draft on Prolific and keep its id on the study. Refused when the study
+    already has one: a second draft would split the workers."""
+    if study.platform != "prolific":
+        raise Conflict(f"study {study.slug!r} runs on {study.platform}, not Prolific")
+    if study.prolific_study_id:
+        raise Conflict(
+            f"study {study.slug!r} already has the Prolific study {study.prolific_study_id}"
+        )
+    url = links.entry_link(study)
+    if url is None:
+        raise BadRequest(
+            "the study link is not known: set PUBLIC_URL to the site's public https address"
+        )
+    answer = client.create_study(study_body(study, url, places))
+    study.prolific_study_id = str(answer["id"])
+    db.session.commit()
+    return answer
+
+
+def publish(client: ProlificClient, study: Study) -> dict:
+    return client.publish(_prolific_id(study))
+
+
+def pause(client: ProlificClient, study: Study) -> dict:
+    return client.pause_study(_prolific_id(study))
+
+
+def start_again(client: ProlificClient, study: Study) -> dict:
+    return client.start_study(_prolific_id(study))
+
+
+# -- syncing --------------------------------------------------------------------------------
+
+
+@dataclass
+class Synced:
+    study_status: str | None
+    places: int | None
+    places_taken: int | None
+    by_status: Counter = field(default_factory=Counter)
+    marked_left: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # on Prolific, never seen on the site
+    kept: list[str] = field(default_factory=list)  # left on Prolific; our record stands
+
+
+def normal(status: str | None) -> str:
+    """Prolific's status words, as verify reads them ('TIMED_OUT' -> 'TIMED-OUT')."""
+    text = " ".join((status or "").replace("_", " ").upper().split())
+    return "TIMED-OUT" if text in ("TIMED OUT", "TIMEDOUT") else text
+
+
+def sync(client: ProlificClient, study: Study) -> Synced:
+    """Read the study and its submissions on Prolific. A worker who returned the submission or
+    ran out of time there, and is still playing here, is marked returned / timed out, which
+    frees their place. A decision of ours (approve, reject, a finished outcome) is never
+    overwritten: such workers are only listed."""
+    prolific_id = _prolific_id(study)
+    info = client.study(prolific_id) or {}
+    submissions = list(client.submissions(prolific_id))
+    participants = {
+        p.worker_id: p
+        for p in db.session.scalars(select(Participant).where(Participant.study_id == study.id))
+    }
+    decided = latest_decisions(study)
+    result = Synced(
+        info.get("status"), info.get("total_available_places"), info.get("places_taken")
+    )
+    now = utcnow()
+    for sub in submissions:
+        status = normal(sub.get("status"))
+        result.by_status[status] += 1
+        worker = sub.get("participant_id") or ""
+        participant = participants.get(worker)
+        if participant is None:
+            result.unknown.append(worker)
+            continue
+        if status not in LEFT_STATUSES:
+            continue
+        ours = decided.get(participant.id)
+        if participant.status == ParticipantStatus.started and (
+            ours is None or ours.decision not in (APPROVE, REJECT)
+        ):
+            mark_left(participant, LEFT_STATUSES[status], now)
+            result.marked_left.append(worker)
+        elif participant.status in FINISHED or ours is not None:
+            result.kept.append(worker)
+    db.session.commit()
+    return result
+
+
+# -- messages -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Messaged:
+    state: str  # sent / already sent / unconfirmed
+    row_id: int
+
+
+def message(client: ProlificClient, study: Study, worker_id: str, body: str) -> Messaged:
+    """Send `body` to a worker of the study, once: the same text to the same worker is never
+    sent twice. The row is committed as `sending` before the call; a lost answer leaves it so,
+    and it is not sent again (Prolific may have delivered it)."""
+    body = body.strip()
+    if not body:
+        raise BadRequest("the message is empty")
+    if len(body) > MESSAGE_MAX:
+        raise BadRequest(f"the message is longer than {MESSAGE_MAX} characters")
+    prolific_id = _prolific_id(study)
+    known = db.session.scalar(
+        select(Participant.id).where(
+            Participant.study_id == study.id, Participant.worker_id == worker_id
+        )
+    )
+    if known is None:
+        raise BadRequest(f"{worker_id!r} never joined study {study.slug!r}")
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    row = db.session.scalar(
+        select(StudyMessage).where(
+            StudyMessage.study_id == study.id,
+            StudyMessage.worker_id == worker_id,
+            StudyMessage.body_hash == digest,
+        )
+    )
+    if row is not None and row.state == "sent":
+        return Messaged("already sent", row.id)
+    if row is not None and row.state == "sending":
+        return Messaged("unconfirmed", row.id)
+    if row is None:
+        row = StudyMessage(study_id=study.id, worker_id=worker_id, body_hash=digest, body=body)
+        db.session.add(row)
+    row.state, row.created_at = "sending", utcnow()
+    db.session.commit()
+    try:
+        answer = client.send_message(worker_id, prolific_id, body)
+    except ProlificError as error:
+        if not error.uncertain:  # refused: nothing was sent, a later run may try again
+            row.state = "failed"
+        row.platform_ref = json.dumps({"error": str(error)})
+        db.session.commit()
+        raise
+    row.state, row.sent_at = "sent", utcnow()
+    row.platform_ref = json.dumps({"answer": answer})
+    db.session.commit()
+    return Messaged("sent", row.id)
+
+
+# -- bonuses --------------------------------------------------------------------------------
+
+
+@dataclass
+class Paid:
+    payments: list[str] = field(default_factory=list)  # bulk bonus ids paid by this call
+    lines: int = 0  # worker lines in them
+    minor: int = 0
+    resumed: list[str] = field(default_factory=list)  # set-ups of an earlier run, paid now
+    abandoned: list[str] = field(default_factory=list)  # set-ups never to be paid
+
+
+def _ref(row: StudyBonus) -> dict:
+    try:
+        value = json.loads(row.platform_ref) if row.platform_ref else {}
+    except ValueError:
+        value = {"text": row.platform_ref}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _write(row: StudyBonus, **changes) -> None:
+    row.platform_ref = json.dumps({**_ref(row), **changes})
+
+
+def _lines(rows: list[StudyBonus]) -> list[tuple[str, int]]:
+    """One line per worker: Prolific's bulk bonus takes one amount per participant."""
+    workers = dict(
+        db.session.execute(
+            select(Participant.id, Participant.worker_id).where(
+                Participant.id.in_({r.participant_id for r in rows})
+            )
+        ).all()
+    )
+    per_worker: dict[str, int] = {}
+    for r in rows:
+        worker = workers[r.participant_id]
+        per_worker[worker] = per_worker.get(worker, 0) + r.amount_minor
+    return list(per_worker.items())
+
+
+def _pay(client: ProlificClient, payment: str, rows: list[StudyBonus], done: Paid) -> None:
+    now = utcnow()
+    for r in rows:
+        r.state, r.sent_at = SENT, now
+    db.session.commit()  # from here on these rows are never paid again by the tool
+    try:
+        answer = client.pay_bulk_bonus(payment)
+    except ProlificError as error:
+        for r in rows:
+            if error.uncertain:
+                _write(r, pay_unconfirmed=str(error))
+            else:  # refused, nothing paid: the same set-up is paid at the next run
+                r.state, r.sent_at = REQUESTED, None
+                _write(r, pay_refused=str(error))
+        db.session.commit()
+        raise
+    for r in rows:
+        r.state = PAID
+        _write(r, paid=answer)
+    db.session.commit()
+    lines = _lines(rows)
+    done.payments.append(payment)
+    done.lines += len(lines)
+    done.minor += sum(amount for _w, amount in lines)
+
+
+def pay_requested(client: ProlificClient, study: Study, prolific_study: str) -> Paid:
+    """Pay every `requested` ledger row of the study through Prolific, each at most once (see the
+    module's docstring for the steps)."""
+    done = Paid()
+    rows = list(
+        db.session.scalars(
+            select(StudyBonus)
+            .where(StudyBonus.study_id == study.id, StudyBonus.state == REQUESTED)
+            .order_by(StudyBonus.id)
+        )
+    )
+    fresh: list[StudyBonus] = []
+    earlier: dict[str, list[StudyBonus]] = {}
+    for r in rows:
+        payment = _ref(r).get("bulk_bonus_payment")
+        (earlier.setdefault(payment, []) if payment else fresh).append(r)
+    for payment, members in earlier.items():
+        made_for = set(_ref(members[0]).get("rows") or [])
+        if made_for == {r.id for r in members}:
+            done.resumed.append(payment)
+            _pay(client, payment, members, done)
+            continue
+        # A row of that set-up was reversed or paid otherwise: paying it would pay that row
+        # too. It is abandoned and what is still owed is set up anew.
+        for r in members:
+            r.platform_ref = json.dumps({"abandoned_set_up": payment, "before": _ref(r)})
+        db.session.commit()
+        done.abandoned.append(payment)
+        fresh.extend(members)
+    if not fresh:
+        return done
+    fresh.sort(key=lambda r: r.id)
+    lines = _lines(fresh)
+    try:
+        setup = client.set_up_bonuses(
+            prolific_study, [(worker, _money(amount)) for worker, amount in lines]
+        )
+    except ProlificError as error:
+        # Nothing can have been paid: a set-up pays nothing. The next verify owes them again.
+        for r in fresh:
+            r.state, r.platform_ref = FAILED, f"set-up refused: {error}"[:2000]
+        db.session.commit()
+        raise
+    payment = str(setup["id"])
+    for r in fresh:
+        r.platform_ref = json.dumps(
+            {"bulk_bonus_payment": payment, "set_up": setup, "rows": [x.id for x in fresh]}
+        )
+    db.session.commit()
+    _pay(client, payment, fresh, done)
+    return done
+
+
+@dataclass(frozen=True)
+class Resolved:
+    rows: int
+    minor: int
+    paid: bool
+
+
+def resolve_payment(study: Study, payment: str, paid: bool) -> Resolved:
+    """Settle a payment whose answer was lost (rows `sent`), after looking on Prolific: `paid`
+    marks the rows paid; otherwise the set-up is abandoned and the rows are owed again (a new
+    set-up at the next apply). Refused for a payment with no unconfirmed rows."""
+    rows = [
+        r
+        for r in db.session.scalars(
+            select(StudyBonus).where(StudyBonus.study_id == study.id, StudyBonus.state == SENT)
+        )
+        if _ref(r).get("bulk_bonus_payment") == payment
+    ]
+    if not rows:
+        raise Conflict(f"no unconfirmed payment {payment!r} in study {study.slug!r}")
+    now = utcnow().isoformat()
+    for r in rows:
+        if paid:
+            r.state = PAID
+            _write(r, confirmed_by_hand=now)
+        else:
+            r.state, r.sent_at = REQUESTED, None
+            r.platform_ref = json.dumps(
+                {"abandoned_set_up": payment, "not_paid_by_hand": now, "before": _ref(r)}
+            )
+    db.session.commit()
+    return Resolved(len(rows), sum(r.amount_minor for r in rows), paid)
+
+
+def unconfirmed(study: Study) -> dict[str, int]:
+    """Payment id -> amount (minor units) of the rows sent whose answer never came."""
+    out: dict[str, int] = {}
+    for r in db.session.scalars(
+        select(StudyBonus).where(StudyBonus.study_id == study.id, StudyBonus.state == SENT)
+    ):
+        payment = _ref(r).get("bulk_bonus_payment") or "?"
+        out[payment] = out.get(payment, 0) + r.amount_minor
+    return out
