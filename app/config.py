@@ -207,8 +207,12 @@ def build_config(instance_path: Path) -> dict:
             "MTURK_FRAME_ANCESTORS", "https://www.mturk.com https://workersandbox.mturk.com"
         ),
         "STUDY_DASHBOARD_REFRESH_SECONDS": _int_env("STUDY_DASHBOARD_REFRESH_SECONDS", 15),
-        # Optional: with a token, `flask study verify --prolific-api STUDY_ID` reads Prolific's
-        # submissions directly, and with --apply --send acts and pays through its API.
+        # Optional, from the environment only: with a token, `flask study prolific …` creates,
+        # publishes, pauses and syncs the study, messages workers and acts and pays through
+        # Prolific's API, and `flask study verify --prolific-api STUDY_ID` reads its submissions.
+        # PROLIFIC_API_URL points the same code at another address (a test stand-in).
         "PROLIFIC_API_TOKEN": os.environ.get("PROLIFIC_API_TOKEN") or None,
         "PROLIFIC_API_URL": os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com"),
+        # Seconds to wait for each answer of Prolific's API.
+        "PROLIFIC_API_TIMEOUT": _int_env("PROLIFIC_API_TIMEOUT", 30),
     }

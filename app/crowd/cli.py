@@ -480,6 +480,7 @@ def _prolific_client() -> ProlificClient:
         return ProlificClient(
             current_app.config.get("PROLIFIC_API_TOKEN") or "",
             current_app.config["PROLIFIC_API_URL"],
+            timeout=current_app.config.get("PROLIFIC_API_TIMEOUT") or 30,
         )
     except ProlificError as error:
         raise click.ClickException(str(error)) from None

@@ -137,16 +137,41 @@ def create_draft(client: ProlificClient, study: Study, places: int | None = None
     return answer
 
 
-def publish(client: ProlificClient, study: Study) -> dict:
-    return client.publish(_prolific_id(study))
+# action -> the statuses it starts from, and the status it leads to
+TRANSITIONS = {
+    "PUBLISH": (("UNPUBLISHED",), "ACTIVE"),
+    "PAUSE": (("ACTIVE",), "PAUSED"),
+    "START": (("PAUSED",), "ACTIVE"),
+}
 
 
-def pause(client: ProlificClient, study: Study) -> dict:
-    return client.pause_study(_prolific_id(study))
+def _transition(client: ProlificClient, study: Study, action: str) -> tuple[dict, bool]:
+    """Move the study on Prolific, unless it is there already: (Prolific's study, whether it
+    moved). Reading the status first makes a second run a no-op."""
+    prolific_id = _prolific_id(study)
+    current = client.study(prolific_id) or {}
+    sources, target = TRANSITIONS[action]
+    if current.get("status") == target:
+        return current, False
+    if current.get("status") not in sources:
+        raise Conflict(
+            f"the Prolific study {prolific_id} is {current.get('status')}: it cannot be "
+            f"{'published' if action == 'PUBLISH' else action.lower() + 'ed'} from there"
+        )
+    answer = client.transition_study(prolific_id, action)
+    return (answer if isinstance(answer, dict) else {"status": target}), True
 
 
-def start_again(client: ProlificClient, study: Study) -> dict:
-    return client.start_study(_prolific_id(study))
+def publish(client: ProlificClient, study: Study) -> tuple[dict, bool]:
+    return _transition(client, study, "PUBLISH")
+
+
+def pause(client: ProlificClient, study: Study) -> tuple[dict, bool]:
+    return _transition(client, study, "PAUSE")
+
+
+def start_again(client: ProlificClient, study: Study) -> tuple[dict, bool]:
+    return _transition(client, study, "START")
 
 
 # -- syncing --------------------------------------------------------------------------------

@@ -85,8 +85,9 @@ class FakeProlific:
     # -- test controls ----------------------------------------------------------------------
 
     def fail(self, method: str, pattern: str, mode: str = "500", after: bool = False, times=1):
-        """Fail the next `times` requests matching: mode "500" answers a server error, "timeout"
-        answers only after the client gave up; `after` does what was asked first."""
+        """Fail the next `times` requests matching: mode "500" answers a server error, "400" a
+        refusal, "timeout" answers only after the client gave up; `after` does what was asked
+        first (then the request took effect, but its answer is lost)."""
         self.failures.append(
             {"method": method, "pattern": re.compile(pattern), "mode": mode, "after": after,
              "times": times}
@@ -125,6 +126,8 @@ class FakeProlific:
                     self.handle(method, raw_path, body)
                 if failure["mode"] == "timeout":
                     return 200, {"late": True}, self.slow_seconds
+                if failure["mode"] == "400":
+                    return 400, {"error": "Refused by the stand-in"}, 0.0
                 return 500, {"error": "Internal server error"}, 0.0
             return (*self.handle(method, raw_path, body), 0.0)
 
