@@ -31,7 +31,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
 from app.crowd import links
 from app.crowd.prolific_api import ProlificClient, ProlificError
@@ -137,6 +138,26 @@ def create_draft(client: ProlificClient, study: Study, places: int | None = None
     return answer
 
 
+def use_existing(client: ProlificClient, study: Study, prolific_id: str) -> dict:
+    """Keep an existing Prolific study as the study's (a draft whose creation lost its answer,
+    or one made on the website), once Prolific shows it and its link leads to this study."""
+    if study.prolific_study_id:
+        raise Conflict(
+            f"study {study.slug!r} already has the Prolific study {study.prolific_study_id}"
+        )
+    answer = client.study(prolific_id) or {}
+    link = links.entry_link(study)
+    url = answer.get("external_study_url") or ""
+    if link is None or url.split("?")[0] != link.split("?")[0]:
+        raise Conflict(
+            f"the Prolific study {prolific_id} does not lead to this study's link "
+            f"({url or 'no link'})"
+        )
+    study.prolific_study_id = str(answer.get("id") or prolific_id)
+    db.session.commit()
+    return answer
+
+
 # action -> the statuses it starts from, and the status it leads to
 TRANSITIONS = {
     "PUBLISH": (("UNPUBLISHED",), "ACTIVE"),
@@ -186,6 +207,8 @@ class Synced:
     marked_left: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # on Prolific, never seen on the site
     kept: list[str] = field(default_factory=list)  # left on Prolific; our record stands
+    # approved or rejected on Prolific with no such decision here (apply records them)
+    decided_there: list[str] = field(default_factory=list)
 
 
 def normal(status: str | None) -> str:
@@ -219,9 +242,12 @@ def sync(client: ProlificClient, study: Study) -> Synced:
         if participant is None:
             result.unknown.append(worker)
             continue
+        ours = decided.get(participant.id)
+        there = {"APPROVED": APPROVE, "REJECTED": REJECT}.get(status)
+        if there and (ours is None or ours.decision != there):
+            result.decided_there.append(worker)
         if status not in LEFT_STATUSES:
             continue
-        ours = decided.get(participant.id)
         if participant.status == ParticipantStatus.started and (
             ours is None or ours.decision not in (APPROVE, REJECT)
         ):
@@ -272,10 +298,25 @@ def message(client: ProlificClient, study: Study, worker_id: str, body: str) -> 
     if row is not None and row.state == "sending":
         return Messaged("unconfirmed", row.id)
     if row is None:
-        row = StudyMessage(study_id=study.id, worker_id=worker_id, body_hash=digest, body=body)
+        row = StudyMessage(
+            study_id=study.id, worker_id=worker_id, body_hash=digest, body=body, state="sending"
+        )
         db.session.add(row)
-    row.state, row.created_at = "sending", utcnow()
-    db.session.commit()
+        try:
+            db.session.commit()
+        except IntegrityError:  # another run is sending the same message right now
+            db.session.rollback()
+            return Messaged("unconfirmed", 0)
+    else:  # failed before: try again, unless another run already does
+        taken = db.session.execute(
+            update(StudyMessage)
+            .where(StudyMessage.id == row.id, StudyMessage.state == "failed")
+            .values(state="sending", created_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        db.session.commit()
+        if taken.rowcount != 1:
+            return Messaged("unconfirmed", row.id)
     try:
         answer = client.send_message(worker_id, prolific_id, body)
     except ProlificError as error:
@@ -330,11 +371,33 @@ def _lines(rows: list[StudyBonus]) -> list[tuple[str, int]]:
     return list(per_worker.items())
 
 
+def _claim(payment: str, rows: list[StudyBonus]) -> None:
+    """Mark the rows `sent` for this payment, all or none, and commit: from here on they are
+    never paid again by the tool. The update only takes rows still `requested` for this set-up,
+    so when two runs read the same rows, the second takes none and pays nothing."""
+    result = db.session.execute(
+        update(StudyBonus)
+        .where(
+            StudyBonus.id.in_([r.id for r in rows]),
+            StudyBonus.state == REQUESTED,
+            StudyBonus.platform_ref.contains(
+                f'"bulk_bonus_payment": {json.dumps(payment)}', autoescape=True
+            ),
+        )
+        .values(state=SENT, sent_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != len(rows):
+        db.session.rollback()
+        raise Conflict(
+            f"the bonuses of payment {payment} were taken by another run of apply (or changed "
+            "since this one read them): nothing was paid by this run"
+        )
+    db.session.commit()  # expires the rows: they are read again, as `sent`
+
+
 def _pay(client: ProlificClient, payment: str, rows: list[StudyBonus], done: Paid) -> None:
-    now = utcnow()
-    for r in rows:
-        r.state, r.sent_at = SENT, now
-    db.session.commit()  # from here on these rows are never paid again by the tool
+    _claim(payment, rows)
     try:
         answer = client.pay_bulk_bonus(payment)
     except ProlificError as error:

@@ -67,13 +67,38 @@ def register_prolific_commands(app: Flask) -> None:
     @click.option(
         "--places", type=click.IntRange(1), help="How many workers (default: the file's places)."
     )
-    def create(slug: str, places: int | None) -> None:
+    @click.option(
+        "--use-existing",
+        "existing",
+        metavar="PROLIFIC_STUDY_ID",
+        help="Make no draft: keep this Prolific study (its link must lead to this study).",
+    )
+    def create(slug: str, places: int | None, existing: str | None) -> None:
         """Create a draft of study SLUG on Prolific from its study file: name, description, the
         study link with Prolific's {{%PROLIFIC_PID%}}, {{%STUDY_ID%}} and {{%SESSION_ID%}},
         expected minutes, reward, places, and each completion code with "manually review".
         Nothing is published: check the draft on Prolific, then run `publish`."""
         study = _study(slug)
-        answer = _run(prolific.create_draft, _client(), study, places)
+        if existing:
+            answer = _run(prolific.use_existing, _client(), study, existing)
+            click.echo(
+                f"Study {slug!r} now uses the Prolific study {study.prolific_study_id} "
+                f"({answer.get('status', '?')})."
+            )
+            return
+        try:
+            answer = prolific.create_draft(_client(), study, places)
+        except ProlificError as error:
+            hint = ""
+            if error.uncertain:
+                hint = (
+                    f" The draft may have been made all the same: look on Prolific for a draft "
+                    f"with the internal name roft:{slug}. If it is there, run `flask study "
+                    f"prolific create {slug} --use-existing ID`; if not, run create again."
+                )
+            raise click.ClickException(f"Prolific: {error}.{hint}") from None
+        except ServiceError as refused:
+            raise click.ClickException(refused.message) from None
         click.echo(
             f"Created the Prolific draft {answer['id']} for {slug!r} "
             f"({answer.get('total_available_places')} places, status "
@@ -133,6 +158,12 @@ def register_prolific_commands(app: Flask) -> None:
             click.echo(
                 f"Left on Prolific but already decided or finished here (unchanged): "
                 f"{', '.join(result.kept)}."
+            )
+        if result.decided_there:
+            click.echo(
+                f"Approved or rejected on Prolific, with no such decision here: "
+                f"{', '.join(result.decided_there)} (Prolific's decision stands; `flask study "
+                f"prolific apply {slug}` records this site's and pays what it owes)."
             )
         if result.unknown:
             click.echo(

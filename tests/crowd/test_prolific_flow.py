@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from app.crowd import prolific, studies, verify
 from app.crowd.prolific_api import ProlificClient, ProlificError
+from app.errors import Conflict
 from app.extensions import db
 from app.models import ParticipantStatus, StudyBonus
 from app.models.studies import StudyMessage
@@ -365,3 +366,55 @@ def test_the_client_never_repeats_a_payment_or_a_message(stand_in, app):
     with pytest.raises(ProlificError, match="not one of Prolific's categories"):
         api.reject("sub1", "BAD_MOOD", "x" * 120)
     assert fake.shape_errors == []
+
+
+def test_two_runs_that_read_the_same_bonuses_pay_them_once(runner, study, stand_in, app):
+    """Run A reads the bonuses of a recorded set-up; run B pays them first; A then pays
+    nothing."""
+    fake = stand_in
+    prolific_id = started(runner, study, fake)
+    submissions = verify.from_prolific_api(client_of(app).submissions(prolific_id))
+    verify.apply_decisions(study, verify.decide(study, submissions), via_api=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(prolific, "_pay", lambda *args: None)  # stop after the set-up
+        prolific.pay_requested(client_of(app), study, prolific_id)
+    rows_read_by_a = ledger(study)
+    set_up = json.loads(rows_read_by_a[0].platform_ref)["bulk_bonus_payment"]
+    cli(runner, "apply", "pilot")  # run B
+    assert fake.pay_calls == [set_up]
+    with pytest.raises(Conflict, match="taken by another run"):
+        prolific._pay(client_of(app), set_up, rows_read_by_a, prolific.Paid())
+    assert fake.pay_calls == [set_up] and fake.paid == [("5f00good", 0.2)]
+    assert [r.state for r in ledger(study)] == ["paid"]
+
+
+def test_a_draft_whose_answer_was_lost_can_be_adopted(runner, study, stand_in):
+    fake = stand_in
+    fake.fail("POST", r"/api/v1/studies/$", "timeout", after=True)
+    lost = cli(runner, "create", "pilot", ok=False)
+    assert "look on Prolific for a draft with the internal name roft:pilot" in lost.output
+    [(made_id, draft)] = fake.studies.items()
+    assert draft["internal_name"] == "roft:pilot"
+    db.session.refresh(study)
+    assert study.prolific_study_id is None  # never retried: no second draft
+    fake.studies["other"] = {"id": "other", "external_study_url": "https://elsewhere.org/x"}
+    wrong = cli(runner, "create", "pilot", "--use-existing", "other", ok=False)
+    assert "does not lead to this study's link" in wrong.output
+    kept = cli(runner, "create", "pilot", "--use-existing", made_id).output
+    assert f"now uses the Prolific study {made_id}" in kept
+    db.session.refresh(study)
+    assert study.prolific_study_id == made_id
+    assert len([c for c in fake.calls if c == ("POST", "/api/v1/studies/")]) == 1
+
+
+def test_sync_lists_decisions_made_on_prolific_and_keeps_ours(runner, study, stand_in):
+    fake = stand_in
+    prolific_id = started(runner, study, fake)
+    approved_there = next(s for s in fake.submissions.values() if s["participant_id"] == "5f00lazy")
+    approved_there["status"] = "APPROVED"
+    fake.seed(prolific_id, "5f00gone", "RETURNED")
+    out = cli(runner, "sync", "pilot").output
+    assert "Approved or rejected on Prolific, with no such decision here: 5f00lazy" in out
+    assert "Marked returned or timed out here: 1 (5f00gone)" in out
+    statuses = {p.worker_id: p.status for p in study_participants(study)}
+    assert statuses["5f00lazy"] == ParticipantStatus.failed_checks  # the evidence stays
