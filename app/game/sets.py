@@ -17,10 +17,10 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
 from app.extensions import commit_keeping, db
-from app.game import daily, rounds, tally
+from app.game import daily, practice, rounds, tally
 from app.game.scoring import verdict
 from app.models import Example, GameSet, Player, Round
-from app.models.sets import DAILY_SET, NORMAL_SET
+from app.models.sets import DAILY_SET, NORMAL_SET, PRACTICE_SET
 
 _OPEN_NORMAL_SET = select(GameSet).where(
     GameSet.player_id == bindparam("player_id"),
@@ -247,6 +247,8 @@ def next_round(player: Player, set_id: int) -> Round:
         raise SetFinished(game_set)
     if game_set.kind == DAILY_SET:
         return daily.next_round(player, game_set)
+    if game_set.kind == PRACTICE_SET:
+        return practice.next_round(player, game_set)
     return rounds.start_round(player, last_category(game_set), game_set=game_set)
 
 
