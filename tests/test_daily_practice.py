@@ -270,6 +270,31 @@ def test_a_player_who_only_practised_has_nothing_to_show_for_it(daily_app):
     assert board_rows(daily_app, "dee") == []
 
 
+def test_a_challenge_left_unfinished_is_not_finished_on_a_later_day(daily_app):
+    client = daily_app.test_client()
+    token = csrf_token(client, "/daily")
+    first = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
+    round_id = int(ROUND_RE.search(first).group(1))
+    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    client.post(
+        f"/play/round/{round_id}/answer",
+        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch"},
+    )
+    with daily_app.app_context():
+        set_id = db.session.get(Round, round_id).set_id
+    # The next day its answers may be known: the rest of it is not served, nor can it be practised.
+    daily_app.config["TODAY_OVERRIDE"] = NEXT_DAY
+    late = client.post(f"/sets/{set_id}/next", data={"csrf_token": token})
+    assert late.status_code == 302 and late.headers["Location"].endswith(f"/daily/{DAY}")
+    assert "challenge is over" in client.get(f"/daily/{DAY}").get_data(as_text=True)
+    practice = client.post(f"/daily/{DAY}/practice", data={"csrf_token": token})
+    assert practice.headers["Location"].endswith(f"/daily/{DAY}")
+    assert "you started it on the day" in client.get("/daily/archive").get_data(as_text=True)
+    with daily_app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Round)) == 1
+        assert db.session.get(GameSet, set_id).answered == 1
+
+
 # -- the reminder --------------------------------------------------------------------------------
 
 

@@ -328,6 +328,8 @@ def next_in_set(set_id: int):
     try:
         round_ = sets.next_round(current_user, set_id)
     except sets.SetFinished as finished:
+        if isinstance(finished, sets.DayOver):
+            flash(finished.message)
         return redirect(_summary_url(finished.game_set))
     except rounds.NoExamplesLeft as done:
         return _played_out(done)

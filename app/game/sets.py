@@ -246,6 +246,10 @@ def next_round(player: Player, set_id: int) -> Round:
     if game_set.finished:
         raise SetFinished(game_set)
     if game_set.kind == DAILY_SET:
+        if game_set.day != daily.today():
+            # A day's challenge is played on its day: finished later (perhaps with its answers
+            # learned meanwhile) it would count. Its results page says where things stand.
+            raise DayOver(game_set)
         return daily.next_round(player, game_set)
     if game_set.kind == PRACTICE_SET:
         return practice.next_round(player, game_set)
@@ -256,3 +260,11 @@ class SetFinished(rounds.Conflict):
     def __init__(self, game_set: GameSet):
         super().__init__("This set is finished.")
         self.game_set = game_set
+
+
+class DayOver(SetFinished):
+    """A daily challenge started on an earlier day: its remaining texts are no longer served."""
+
+    def __init__(self, game_set: GameSet):
+        super().__init__(game_set)
+        self.message = "That day's challenge is over; past days can be played for practice."
