@@ -158,6 +158,9 @@ def test_practising_a_past_day_changes_no_number_on_any_page(daily_app):
     shared.play_daily(bob, token)
     before = numbers(daily_app, bob)
 
+    # The past day's results page offers practice too; today's does not.
+    assert "Play this day for practice" in bob.get(f"/daily/{DAY}").get_data(as_text=True)
+    assert "Play this day for practice" not in bob.get(f"/daily/{NEXT_DAY}").get_data(as_text=True)
     archive = bob.get("/daily/archive").get_data(as_text=True)
     assert f"<strong>{DAY}</strong>" in archive
     # Today's challenge is never in the archive.

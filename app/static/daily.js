@@ -143,6 +143,32 @@
     });
   }
 
+  // With the reminder on: say when this browser does not let the site notify, and offer to ask.
+  function setupPermissionCheck(box) {
+    var text = box.querySelector("[data-reminder-permission-text]");
+    var allow = box.querySelector("[data-reminder-allow]");
+    function show() {
+      var state = "Notification" in window ? Notification.permission : "missing";
+      box.hidden = state === "granted";
+      if (allow) allow.hidden = state !== "default";
+      if (!text) return;
+      if (state === "missing") {
+        text.textContent = "This browser cannot show notifications, so it will not remind you.";
+      } else if (state === "denied") {
+        text.textContent =
+          "This browser blocks notifications from this site: allow them in its site settings to be reminded here.";
+      } else if (state === "default") {
+        text.textContent = "This browser has not been allowed to show notifications yet.";
+      }
+    }
+    if (allow) {
+      allow.addEventListener("click", function () {
+        Promise.resolve(Notification.requestPermission(function () {})).then(show);
+      });
+    }
+    show();
+  }
+
   // The opted-in reminder: while this tab is open, a notification when the next challenge is
   // out (checked once a minute, so a computer that slept catches up). One per day across tabs.
   function startReminder(meta) {
@@ -177,6 +203,7 @@
     document.querySelectorAll("[data-countdown]").forEach(startCountdown);
     document.querySelectorAll("[data-share]").forEach(setupShare);
     document.querySelectorAll("[data-reminder-offer]").forEach(setupReminderOffer);
+    document.querySelectorAll("[data-reminder-permission]").forEach(setupPermissionCheck);
     var meta = document.querySelector('meta[name="roft-daily-reminder"]');
     if (meta) startReminder(meta);
   }

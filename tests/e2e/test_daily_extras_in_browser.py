@@ -146,6 +146,8 @@ def test_the_share_sheet_and_the_reminder_notification(app, live_server, context
     page.get_by_role("button", name="Remind me tomorrow").click()
     expect(page.locator(".flash")).to_contain_text("Reminder on")
     expect(page.get_by_role("button", name="Turn the reminder off")).to_be_visible()
+    # This browser allowed notifications: nothing more to ask.
+    expect(page.locator("[data-reminder-permission]")).to_be_hidden()
     # While a page of the site is open, the next challenge brings one notification.
     page.goto(live_server + "/")
     assert page.evaluate("window.__notes") == []
@@ -153,6 +155,18 @@ def test_the_share_sheet_and_the_reminder_notification(app, live_server, context
     page.wait_for_function("window.__notes.length > 0")
     notes = page.evaluate("window.__notes")
     assert len(notes) == 1 and "challenge is out" in notes[0]["title"]
+    # In another browser that has not allowed notifications, the account page says so and asks.
+    elsewhere = context.browser.new_context(**VIEWPORTS[context.device])
+    elsewhere.device = context.device
+    elsewhere.add_cookies(context.cookies())
+    other = open_page(elsewhere, NOTIFICATIONS % {"permission": "'default'", "answer": "'granted'"})
+    other.goto(live_server + "/account")
+    check = other.locator("[data-reminder-permission]")
+    expect(check).to_contain_text("has not been allowed to show notifications yet")
+    no_aa_violations(other, "account asking for notifications")
+    other.get_by_role("button", name="Allow notifications in this browser").click()
+    expect(check).to_be_hidden()
+    elsewhere.close()
     # Turned off in the account settings: no more reminder script.
     page.goto(live_server + "/account")
     audit(page, "account with the reminder on")
