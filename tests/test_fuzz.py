@@ -34,7 +34,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -52,7 +52,7 @@ from app.accounts.survey import NAMES as SURVEY_NAMES
 from app.crowd import studies
 from app.extensions import db
 from app.game.reasons import REASONS
-from app.models import GameSet, Round
+from app.models import DailyChallenge, GameSet, Round
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study
@@ -196,6 +196,7 @@ PLAUSIBLE = {
     ),
     "next": weighted((1, st.just("/profile")), (1, URLS)),
     "flag": st.just("1"),
+    "remind": st.sampled_from(["on", "off", "maybe"]),
     "start": st.just("tutorial"),
     "tutorial": st.just("done"),
     "back": st.sampled_from(["1", "2", "3", "x"]),
@@ -211,6 +212,8 @@ PLAUSIBLE = {
 FORM_FIELDS = {
     "game.start": ("category", "consent", "start", "tutorial"),
     "game.daily_start": ("consent",),
+    "game.practice_start": ("consent",),
+    "game.daily_reminder": ("remind", "back"),
     "game.vote": ("back",),
     "research.hide_explanation": ("hidden", "show"),
     "game.reveal": ("seen",),
@@ -229,6 +232,7 @@ QUERY_FIELDS = {
     "game.show": ("flag",),
     "game.tutorial_page": ("step", "flagged"),
     "accounts.past_rounds": ("page",),
+    "game.daily_archive": ("page",),
     "research.explanations": ("show",),
     "accounts.login": ("next",),
     "accounts.signup": ("next",),
@@ -426,6 +430,27 @@ def _finish_study_round(client, token: str, round_id: int, revealed: int = 1) ->
     assert answered.status_code == 302, answered.get_data(as_text=True)
 
 
+def _practise_a_past_day(client, token: str) -> str:
+    """Hold a challenge for yesterday and answer its first text as practice; the day."""
+    day = datetime.now(UTC).date() - timedelta(days=1)
+    with client.application.app_context():
+        texts = [
+            factories.example(boundary=3, category_slug="news", kind="daily").id for _ in range(5)
+        ]
+        db.session.add(DailyChallenge(day=day, example_ids=texts))
+        db.session.commit()
+    location = client.post(f"/daily/{day}/practice", data={"csrf_token": token}).headers["Location"]
+    round_id = _location_round(location)
+    for seen in range(1, 10):
+        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
+    answered = client.post(
+        f"/play/round/{round_id}/answer",
+        data={"csrf_token": token, "seen": "10", "choice": "human"},
+    )
+    assert answered.status_code == 302
+    return day.isoformat()
+
+
 def build_world(app: Flask) -> World:
     """Studies, players and seven browser sessions, made through the site as visitors make them."""
     with app.app_context():
@@ -466,6 +491,7 @@ def build_world(app: Flask) -> World:
     tokens["player"] = token = csrf_token(player)
     player.post("/profile/settings", data={"csrf_token": token, "profile_public": "yes"})
     daily_set, share_token = _play_daily(player, token)
+    practice_day = _practise_a_past_day(player, token)
     rounds["player_answered"], rounds["player_open"] = _play_public_round(player, token)
     with app.app_context():
         normal_set = db.session.get(Round, rounds["player_answered"]).set_id
@@ -519,7 +545,8 @@ def build_world(app: Flask) -> World:
         "username": ["fuzzer", "lab", "private_player", "FUZZER"],
         "filename": ["site.css", "game.js", "../__init__.py", "missing.css", "."],
         "set_id": [str(daily_set), str(normal_set)],
-        "day": [datetime.now(UTC).date().isoformat(), "2020-02-30", "2026-01-01"],
+        "day": [datetime.now(UTC).date().isoformat(), "2020-02-30", "2026-01-01", practice_day],
+        "practice_day": [practice_day],
         "token": [share_token],
     }
     own: dict[str, dict[str, list[str]]] = {name: {} for name in PERSONAS}

@@ -113,13 +113,15 @@ def page_paths(world: World, rule: Rule, client: str) -> list[str]:
     else:
         slugs = [None]
     own_rounds = world.own[client].get("round_id") or [str(world.rounds["guest_open"])]
+    day_name = "practice_day" if rule.endpoint == "game.practice_results" else "day"
     values = {
         "round_id": own_rounds[-1],
         "username": "fuzzer",
         "filename": "site.css",
-        # A normal set (a daily set's page redirects to its day), today and its share card.
+        # A normal set (a daily set's page redirects to its day), today and its share card (a
+        # practice's page: the past day practised).
         "set_id": world.names["set_id"][-1],
-        "day": world.names["day"][0],
+        "day": world.names[day_name][0],
         "token": world.names["token"][0],
     }
     paths = []

@@ -20,6 +20,7 @@ from app.accounts.service import name_key
 from app.errors import BadRequest, Forbidden
 from app.extensions import db
 from app.game import tally
+from app.game.scoring import verdict
 from app.leaderboard import standings
 from app.models import (
     BoardTotal,
@@ -132,8 +133,9 @@ ABOUT = {
     "reveals": "When each sentence was shown to you (server time, UTC), from sentence 1.",
     "confidence": "How sure you said you were of the guess, in percent (null: you did not say).",
     "sets": (
-        "Your sets of texts and daily challenges ('day' set); each round names its set by "
-        "'set_id'. A set counts when it is finished and every one of its texts counted."
+        "Your sets of texts, daily challenges and past challenges played for practice (kind "
+        "'practice', never counted), with their 'day'; each round names its set by 'set_id'. A "
+        "set counts when it is finished and every one of its texts counted."
     ),
 }
 
@@ -153,7 +155,12 @@ def _play_details(round_: Round, example: Example) -> dict:
         details["first_machine_sentence"] = example.boundary + 1 if example.boundary < n else None
         details["confidence"] = round_.confidence
         if not tally.counts(round_):
-            details["points_if_counted"] = round_.points
+            # A practice round stores 0 points: what its call would have earned is worked out.
+            details["points_if_counted"] = (
+                verdict(round_.guess, example.boundary, n).points
+                if round_.kind == "practice"
+                else round_.points
+            )
     return details
 
 
@@ -221,8 +228,11 @@ def my_data(player: Player) -> dict:
                 "boundary": example.boundary,
                 "n_sentences": example.n_sentences,
                 "points": tally.earned(round_),
-                "counted": round_.uncounted is None,
-                "uncounted_reason": round_.uncounted,
+                "counted": tally.counts(round_),
+                # Why it did not count: an integrity reason, or its kind ("practice").
+                "uncounted_reason": None
+                if tally.counts(round_)
+                else (round_.uncounted or round_.kind),
                 "reasons": list(round_.reasons or []),
                 "explanation": round_.explanation,
                 "ratings": round_.ratings,

@@ -32,6 +32,7 @@ from app.game import charts, daily, insights, rounds, sets, tally, tutorial
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
 from app.leaderboard import standings
 from app.models import Round
+from app.models.sets import PRACTICE_SET
 
 bp = Blueprint("game", __name__)
 # What a round earned (0 when it does not count): the one figure every page shows for a round.
@@ -327,6 +328,8 @@ def next_in_set(set_id: int):
     try:
         round_ = sets.next_round(current_user, set_id)
     except sets.SetFinished as finished:
+        if isinstance(finished, sets.DayOver):
+            flash(finished.message)
         return redirect(_summary_url(finished.game_set))
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
@@ -337,6 +340,8 @@ def next_in_set(set_id: int):
 
 
 def _summary_url(game_set) -> str:
+    if game_set.kind == PRACTICE_SET:
+        return url_for("game.practice_results", day=game_set.day.isoformat())
     if game_set.day is not None:
         return url_for("game.daily_results", day=game_set.day.isoformat())
     return url_for("game.set_summary", set_id=game_set.id)
@@ -523,3 +528,7 @@ def vote(round_id: int):
     except (ValueError, NotFound):
         return redirect(url_for("game.home"))
     return redirect(url_for("game.show", round_id=back, _anchor="explanations"))
+
+
+# The daily archive, practice and the reminder live in their own module, on this blueprint.
+from app.game import daily_views  # noqa: E402, F401

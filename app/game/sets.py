@@ -17,10 +17,10 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
 from app.extensions import commit_keeping, db
-from app.game import daily, rounds, tally
+from app.game import daily, practice, rounds, tally
 from app.game.scoring import verdict
 from app.models import Example, GameSet, Player, Round
-from app.models.sets import DAILY_SET, NORMAL_SET
+from app.models.sets import DAILY_SET, NORMAL_SET, PRACTICE_SET
 
 _OPEN_NORMAL_SET = select(GameSet).where(
     GameSet.player_id == bindparam("player_id"),
@@ -246,7 +246,13 @@ def next_round(player: Player, set_id: int) -> Round:
     if game_set.finished:
         raise SetFinished(game_set)
     if game_set.kind == DAILY_SET:
+        if game_set.day != daily.today():
+            # A day's challenge is played on its day: finished later (perhaps with its answers
+            # learned meanwhile) it would count. Its results page says where things stand.
+            raise DayOver(game_set)
         return daily.next_round(player, game_set)
+    if game_set.kind == PRACTICE_SET:
+        return practice.next_round(player, game_set)
     return rounds.start_round(player, last_category(game_set), game_set=game_set)
 
 
@@ -254,3 +260,11 @@ class SetFinished(rounds.Conflict):
     def __init__(self, game_set: GameSet):
         super().__init__("This set is finished.")
         self.game_set = game_set
+
+
+class DayOver(SetFinished):
+    """A daily challenge started on an earlier day: its remaining texts are no longer served."""
+
+    def __init__(self, game_set: GameSet):
+        super().__init__(game_set)
+        self.message = "That day's challenge is over; past days can be played for practice."

@@ -7,7 +7,8 @@ for research, but a round that does not count earns 0 on every page: results, sh
 profile, history, badges, set summaries and boards.
 
 A set counts (for the daily distribution, streaks and the "Set complete" badge) when it is
-finished and every one of its texts counted.
+finished and every one of its texts counted: a practice set (a past daily played again,
+app/game/practice.py) never does, as its rounds are "practice" rounds.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ EARNED = case((COUNTED, Round.points), else_=0)
 # SQL: a finished set all of whose texts counted.
 SET_COUNTED = and_(
     GameSet.finished_at.is_not(None),
-    ~exists().where(Round.set_id == GameSet.id, Round.uncounted.is_not(None)),
+    ~exists().where(Round.set_id == GameSet.id, ~COUNTED),
 )
 
 

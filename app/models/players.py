@@ -6,7 +6,7 @@ from datetime import datetime
 
 from flask import current_app
 from flask_login import UserMixin
-from sqlalchemy import Boolean, ForeignKey, Integer, String
+from sqlalchemy import Boolean, ForeignKey, Integer, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -44,6 +44,9 @@ class Player(UserMixin, db.Model):
     unlisted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     unlisted_reason: Mapped[str | None] = mapped_column(String(255), nullable=True)
     restored_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Asked for a browser notification when a new daily challenge is out (shown only while a tab
+    # of the site is open; app/static/daily.js).
+    daily_reminder: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     def set_password(self, password: str) -> None:
         self.password_hash = generate_password_hash(password, method=hash_method())

@@ -12,6 +12,8 @@ from app.models.base import UTCDateTime, utcnow
 
 NORMAL_SET = "normal"
 DAILY_SET = "daily"
+# A past day's challenge played again for practice (`day` is the challenge's day): never counted.
+PRACTICE_SET = "practice"
 
 
 class GameSet(db.Model):
@@ -33,10 +35,10 @@ class GameSet(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     player_id: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), index=True)
-    # "normal" or "daily".
+    # "normal", "daily" or "practice".
     kind: Mapped[str] = mapped_column(String(16), default="normal")
     size: Mapped[int] = mapped_column(Integer)
-    # The challenge's UTC day, for daily sets only.
+    # The challenge's UTC day, for daily and practice sets only.
     day: Mapped[date | None] = mapped_column(Date, nullable=True)
     # Running figures, kept in the transaction of each answer.
     answered: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,0 +1,203 @@
+"""Past daily challenges, played again for practice.
+
+Every day before today that had a challenge is in the archive. A player who did not play a day
+can read its texts as practice: the rounds are "practice" rounds (app/game/tally.py), so they earn
+nothing anywhere (no points, no boards, no streak, no badge, no share card, no skill) and are
+marked as practice wherever they are listed. Today's challenge is never in the archive, so
+nobody learns today's answers through practice. A day is practised once: the texts' truths are
+shown at the end of each round, so a second go would be a replay; asking again shows the first
+go's results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from app.errors import Conflict, NotFound
+from app.extensions import db
+from app.game import daily, rounds
+from app.game.scoring import verdict
+from app.models import DailyChallenge, Example, GameSet, Player, Round
+from app.models.sets import DAILY_SET, PRACTICE_SET
+
+PER_PAGE = 30
+# A day's status for one player in the archive.
+PLAYED = "played"  # finished on its day: the player's own (counted) results
+STARTED = "started"  # started on its day, not finished
+PRACTISED = "practised"
+PRACTISING = "practising"
+OPEN = "open"
+
+
+class NotInArchive(NotFound):
+    """No challenge that day, or the day is today or later."""
+
+
+class IsToday(Conflict):
+    """Today's challenge is played on the daily page, never as practice."""
+
+
+class PlayedOnTheDay(Conflict):
+    """The player has their own challenge of that day: it is not practised again."""
+
+    def __init__(self, day: date):
+        super().__init__("You played this challenge on its day: here are your results.")
+        self.day = day
+
+
+@dataclass(frozen=True)
+class ArchiveDay:
+    day: date
+    texts: int
+    status: str
+
+
+def _check_day(day: date) -> DailyChallenge:
+    if day == daily.today():
+        raise IsToday("Today's challenge is played on the daily page, and counts.")
+    found = db.session.get(DailyChallenge, day) if day < daily.today() else None
+    if found is None:
+        raise NotInArchive("There is no past challenge on that day.")
+    return found
+
+
+def past_days() -> int:
+    return (
+        db.session.scalar(
+            select(func.count())
+            .select_from(DailyChallenge)
+            .where(DailyChallenge.day < daily.today())
+        )
+        or 0
+    )
+
+
+def archive(player: Player | None, page: int = 1) -> list[ArchiveDay]:
+    """Past challenges, newest first, with where the player stands on each."""
+    rows = db.session.execute(
+        select(DailyChallenge.day, DailyChallenge.example_ids)
+        .where(DailyChallenge.day < daily.today())
+        .order_by(DailyChallenge.day.desc())
+        .offset((page - 1) * PER_PAGE)
+        .limit(PER_PAGE)
+    ).all()
+    mine: dict[date, str] = {}
+    if player is not None and rows:
+        sets = db.session.execute(
+            select(GameSet.day, GameSet.kind, GameSet.finished_at).where(
+                GameSet.player_id == player.id,
+                GameSet.day.in_([day for day, _ in rows]),
+                GameSet.kind.in_((DAILY_SET, PRACTICE_SET)),
+            )
+        )
+        for day, kind, finished_at in sets:
+            if kind == DAILY_SET:
+                mine[day] = PLAYED if finished_at is not None else STARTED
+            else:
+                mine[day] = PRACTISED if finished_at is not None else PRACTISING
+    return [ArchiveDay(day, len(ids), mine.get(day, OPEN)) for day, ids in rows]
+
+
+def own_set(player: Player, day: date) -> GameSet | None:
+    return db.session.scalars(
+        select(GameSet).where(
+            GameSet.player_id == player.id, GameSet.kind == PRACTICE_SET, GameSet.day == day
+        )
+    ).first()
+
+
+def start(player: Player, day: date) -> GameSet:
+    """The player's practice set of a past day (a new one if none): the caller shows its next
+    text, or its results once finished.
+
+    Raises IsToday, NotInArchive, PlayedOnTheDay (the player has their own challenge of that
+    day, finished or not) or daily.FinishCurrentFirst (a text of other play is open).
+    """
+    found = _check_day(day)
+    if daily.own_set(player, day) is not None:
+        raise PlayedOnTheDay(day)
+    game_set = own_set(player, day)
+    if game_set is None:
+        current = rounds.open_round(player)
+        if current is not None:
+            raise daily.FinishCurrentFirst(current)
+        game_set = GameSet(player_id=player.id, kind=PRACTICE_SET, size=len(found.example_ids))
+        game_set.day = day
+        db.session.add(game_set)
+        try:
+            db.session.commit()
+        except IntegrityError:
+            db.session.rollback()  # a second tab started it at the same moment
+            game_set = own_set(player, day)
+            if game_set is None:
+                raise PlayedOnTheDay(day) from None
+    return game_set
+
+
+def next_round(player: Player, game_set: GameSet) -> Round:
+    """The practice set's next text for this player (or their open round), as a practice round."""
+    current = rounds.open_round(player)
+    if current is not None:
+        if current.set_id != game_set.id:
+            raise daily.FinishCurrentFirst(current)
+        return current
+    found = db.session.get(DailyChallenge, game_set.day)
+    played = db.session.scalar(select(func.count(Round.id)).where(Round.set_id == game_set.id))
+    if found is None or played >= len(found.example_ids):
+        raise NotInArchive("This practice has no more texts.")
+    example = db.session.get(Example, found.example_ids[played])
+    label = f"practice-{game_set.day.isoformat()}"
+    for _ in range(3):
+        new = rounds.create_round(player, example, label, rounds.PRACTICE, game_set=game_set)
+        if new is not None:
+            return new
+        current = rounds.open_round(player)
+        if current is not None and current.set_id == game_set.id:
+            return current
+    raise Conflict("Could not start the next text right now; please try again.")
+
+
+@dataclass(frozen=True)
+class PracticeResult:
+    day: date
+    # What each answered text's call would have earned had it counted, in play order.
+    would_have: list[int]
+    size: int
+    finished: bool
+
+    @property
+    def total(self) -> int:
+        return sum(self.would_have)
+
+    @property
+    def max_points(self) -> int:
+        return 5 * self.size
+
+    @property
+    def squares(self) -> str:
+        return daily.squares(self.would_have)
+
+
+def result(player: Player, day: date) -> PracticeResult:
+    """How the player's practice of `day` went (what the calls would have earned; nothing was
+    counted). Raises NotInArchive when they have not practised that day."""
+    found = _check_day(day)
+    game_set = own_set(player, day)
+    if game_set is None:
+        raise NotInArchive("You have not practised that day's challenge.")
+    rows = db.session.execute(
+        select(Round.guess, Example.boundary, Example.n_sentences)
+        .join(Example, Example.id == Round.example_id)
+        .where(Round.set_id == game_set.id, Round.guess.is_not(None))
+        .order_by(Round.id)
+    ).all()
+    return PracticeResult(
+        day,
+        [verdict(guess, boundary, n).points for guess, boundary, n in rows],
+        len(found.example_ids),
+        game_set.finished,
+    )
