@@ -3,8 +3,8 @@
 `players.daily_reminder` is true when the player asked for a browser notification when a new
 daily challenge is out (shown only while a tab of the site is open; there is no push server).
 
-Revision ID: 0012_daily_reminder
-Revises: 0011_game_confidence
+Revision ID: 0013_daily_reminder
+Revises: 0012_prolific_api
 Create Date: 2026-11-25
 
 """
@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from alembic import op
 
 # revision identifiers, used by Alembic.
-revision = '0012_daily_reminder'
-down_revision = '0011_game_confidence'
+revision = '0013_daily_reminder'
+down_revision = '0012_prolific_api'
 branch_labels = None
 depends_on = None
 
