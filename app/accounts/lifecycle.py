@@ -19,7 +19,7 @@ from app.accounts import survey
 from app.accounts.service import name_key
 from app.errors import BadRequest, Forbidden
 from app.extensions import db
-from app.game import tally
+from app.game import reason_accuracy, tally
 from app.leaderboard import standings
 from app.models import (
     BoardTotal,
@@ -131,6 +131,12 @@ ABOUT = {
     ),
     "reveals": "When each sentence was shown to you (server time, UTC), from sentence 1.",
     "confidence": "How sure you said you were of the guess, in percent (null: you did not say).",
+    "reason_accuracy": (
+        "Per reason you gave with a 'machine' call, over your counted rounds: 'calls', and "
+        "'right', the calls whose flagged sentence was machine-written (at or after the point "
+        "where the machine took over); 'right_percent' only from "
+        f"{reason_accuracy.MIN_FOR_SHARE} calls on (null below). As on your profile."
+    ),
     "sets": (
         "Your sets of texts and daily challenges ('day' set); each round names its set by "
         "'set_id'. A set counts when it is finished and every one of its texts counted."
@@ -242,6 +248,9 @@ def my_data(player: Player) -> dict:
         "about": ABOUT,
         "exported_at": utcnow().isoformat(),
         "sets": _sets_of(player),
+        "reason_accuracy": [
+            r.as_dict() for r in reason_accuracy.for_player(player.id, with_study_rounds=not hidden)
+        ],
         "account": {
             "username": player.username,
             "guest": player.is_guest,
