@@ -210,6 +210,11 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "(its answer had been shown to another player in the same browser / from the same "
         "address); empty when it counts",
     ),
+    "confidence": (
+        "integer",
+        "percent",
+        "how sure the player said they were of the guess: 50, 70 or 90; empty when not said",
+    ),
     **PROVENANCE_COLUMNS,
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
@@ -341,6 +346,7 @@ def _queries(options: ExportOptions):
             Round.upvotes,
             Round.explanation_hidden_at,
             Round.uncounted,
+            Round.confidence,
             Player.kind.label("player_kind"),
             Study.slug.label("study"),
             GameSet.kind.label("set_kind"),
@@ -592,6 +598,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "participant_status": r["participant_status"].map(_text_value),
             "decision": r["decision"].fillna(""),
             "uncounted": r["uncounted"].fillna(""),
+            "confidence": r["confidence"].astype("Int64"),
             **{name: r[name] for name in PROVENANCE_EXPORT},
         },
         index=r.index,
