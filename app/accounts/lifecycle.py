@@ -131,6 +131,12 @@ ABOUT = {
     ),
     "reveals": "When each sentence was shown to you (server time, UTC), from sentence 1.",
     "confidence": "How sure you said you were of the guess, in percent (null: you did not say).",
+    "typing": (
+        "How the page saw your explanation entered: 'pasted' (text was pasted or dropped into "
+        "the box), 'typing_ms' (milliseconds from your first keystroke in the box to the "
+        "answer) and 'typed_chars' (characters typed); null when not recorded. Crowd studies "
+        "use them to spot copied work; they never change your points."
+    ),
     "reason_accuracy": (
         "Per reason you gave with a 'machine' call, over your counted rounds: 'calls', and "
         "'right', the calls whose flagged sentence was machine-written (at or after the point "
@@ -158,6 +164,11 @@ def _play_details(round_: Round, example: Example) -> dict:
         details["flagged_sentence"] = round_.guess + 1 if round_.guess < n else None
         details["first_machine_sentence"] = example.boundary + 1 if example.boundary < n else None
         details["confidence"] = round_.confidence
+        details["typing"] = {
+            "pasted": round_.explanation_pasted,
+            "typing_ms": round_.typing_ms,
+            "typed_chars": round_.typed_chars,
+        }
         if not tally.counts(round_):
             details["points_if_counted"] = round_.points
     return details
