@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from app.extensions import db
-from app.game import rounds
+from app.game import rounds, typing_signals
 from app.models import Round
 from app.research import exports
 from tests import factories
@@ -76,3 +76,29 @@ def test_confidence_is_in_the_dictionary_and_the_card(sure, tmp_path):
     row = "| `confidence` | integer | percent |"
     assert row in (tmp_path / "x" / "README.md").read_text()
     assert row in (tmp_path / "x" / "schema.md").read_text()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "sqlite"])
+def test_typing_signals_round_trip_and_stay_empty_when_not_reported(sure, tmp_path, fmt):
+    app, stored = sure
+    first, second, *_ = sorted(stored)
+    with app.app_context():
+        typing_signals.store(first, typing_signals.Typing(True, 4200, 17))
+        typing_signals.store(second, typing_signals.Typing(False, None, 0))
+        exports.export(exports.ExportOptions(out=tmp_path / fmt, format=fmt))
+    frame = _read(tmp_path / fmt, fmt).set_index("round_id")
+
+    def value(round_id: int, column: str):
+        got = frame.loc[round_id, column]
+        return None if pd.isna(got) else got
+
+    assert bool(value(first, "explanation_pasted")) is True
+    assert (value(first, "typing_ms"), value(first, "typed_chars")) == (4200, 17)
+    assert bool(value(second, "explanation_pasted")) is False
+    assert (value(second, "typing_ms"), value(second, "typed_chars")) == (None, 0)
+    for other in sorted(stored)[2:]:
+        assert [value(other, c) for c in ("explanation_pasted", "typing_ms", "typed_chars")] == [
+            None,
+            None,
+            None,
+        ]
