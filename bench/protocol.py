@@ -219,6 +219,18 @@ def path_of(url: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
+def typing_fields(text: str) -> tuple[tuple[str, str], ...]:
+    """What typing.js adds to the reason form on submit once the explanation box was used
+    (app/game/typing_signals.py): nothing pasted, `text` typed at five characters a second."""
+    if not text:
+        return ()
+    return (
+        ("typing_pasted", "0"),
+        ("typing_chars", str(len(text))),
+        ("typing_ms", str(200 * len(text))),
+    )
+
+
 def submit(
     form: Form,
     *,
@@ -232,6 +244,8 @@ def submit(
     if script and form.enhance == "":
         # game.js: fetch(form.action, {method: "POST", body: new FormData(form), ...})
         fields = form.fields(None, checked, text)
+        if any(control.name == "explanation" for control in form.controls):
+            fields += typing_fields(text or "")
         return Request("POST", path_of(form.action), fields, MULTIPART, True, 200, step)
     fields = form.fields(submitter, checked, text)
     if form.method == "GET":

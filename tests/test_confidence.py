@@ -72,3 +72,11 @@ def test_a_guess_without_confidence_stays_without(app):
     with app.app_context():
         assert db.session.get(Round, round_id).confidence is None
     assert "How sure you were" not in client.get("/profile").get_data(as_text=True)
+    download = json.loads(client.get("/account/data.json").text)
+    (row,) = download["rounds"]
+    # null when not said; the flagged sentence counted from 1 as on the page (index 3 is the 4th).
+    assert row["confidence"] is None and "confidence" in row
+    assert row["guess"] == 3 and row["flagged_sentence"] == 4
+    assert row["first_machine_sentence"] == 4
+    assert "count from 1" in download["about"]["sentences"]
+    assert "null" in download["about"]["confidence"]

@@ -19,7 +19,7 @@ from app.accounts import survey
 from app.accounts.service import name_key
 from app.errors import BadRequest, Forbidden
 from app.extensions import db
-from app.game import tally
+from app.game import reason_accuracy, tally
 from app.game.scoring import verdict
 from app.leaderboard import standings
 from app.models import (
@@ -132,6 +132,18 @@ ABOUT = {
     ),
     "reveals": "When each sentence was shown to you (server time, UTC), from sentence 1.",
     "confidence": "How sure you said you were of the guess, in percent (null: you did not say).",
+    "typing": (
+        "How the page saw your explanation entered: 'pasted' (text was pasted or dropped into "
+        "the box), 'typing_ms' (milliseconds from your first keystroke in the box to the "
+        "answer) and 'typed_chars' (characters typed); null when not recorded. Crowd studies "
+        "use them to spot copied work; they never change your points."
+    ),
+    "reason_accuracy": (
+        "Per reason you gave with a 'machine' call, over your counted rounds: 'calls', and "
+        "'right', the calls whose flagged sentence was machine-written (at or after the point "
+        "where the machine took over); 'right_percent' only from "
+        f"{reason_accuracy.MIN_FOR_SHARE} calls on (null below). As on your profile."
+    ),
     "sets": (
         "Your sets of texts, daily challenges and past challenges played for practice (kind "
         "'practice', never counted), with their 'day'; each round names its set by 'set_id'. A "
@@ -154,6 +166,11 @@ def _play_details(round_: Round, example: Example) -> dict:
         details["flagged_sentence"] = round_.guess + 1 if round_.guess < n else None
         details["first_machine_sentence"] = example.boundary + 1 if example.boundary < n else None
         details["confidence"] = round_.confidence
+        details["typing"] = {
+            "pasted": round_.explanation_pasted,
+            "typing_ms": round_.typing_ms,
+            "typed_chars": round_.typed_chars,
+        }
         if not tally.counts(round_):
             # A practice round stores 0 points: what its call would have earned is worked out.
             details["points_if_counted"] = (
@@ -252,6 +269,9 @@ def my_data(player: Player) -> dict:
         "about": ABOUT,
         "exported_at": utcnow().isoformat(),
         "sets": _sets_of(player),
+        "reason_accuracy": [
+            r.as_dict() for r in reason_accuracy.for_player(player.id, with_study_rounds=not hidden)
+        ],
         "account": {
             "username": player.username,
             "guest": player.is_guest,

@@ -24,7 +24,7 @@ from app.accounts import profile as profiles
 from app.accounts.sessions import rotate_csrf, sign_in, sign_out
 from app.errors import ServiceError
 from app.extensions import db, limiter, login_manager
-from app.game import daily, insights, progression
+from app.game import daily, insights, progression, reason_accuracy
 from app.leaderboard import standings
 from app.models import Player
 
@@ -256,6 +256,9 @@ def _render_profile(player: Player, own: bool):
         upvotes=upvotes,
         streak=daily.streak(player),
         calibration=profiles.calibration(player),
+        reason_accuracy=reason_accuracy.for_player(player.id),
+        right_means=reason_accuracy.RIGHT_MEANS,
+        min_for_share=reason_accuracy.MIN_FOR_SHARE,
     )
 
 

@@ -17,7 +17,15 @@ Three signals, each with its evidence (which worker ids, which rounds, which tex
   worker is flagged when at least MIN_FAST_ROUNDS rounds and at least half of their answered
   rounds are that fast; one quick round is not enough.
 
-Paste events and typing speed are not recorded by the game, so they are not among the signals.
+- **Pasted explanations.** The page's script reports when text is pasted or dropped into the
+  explanation box (app/game/typing_signals.py); each such round is listed. Pasting one's own notes
+  is honest, so this asks a person to look, nothing more.
+- **Implausible typing.** An explanation typed faster than MAX_CHARS_PER_SECOND over at least
+  MIN_TYPED_CHARS typed characters (from the first keystroke to the answer, so a pause only
+  lowers the speed).
+
+What the script reports is the client's word: the server clamps it, and a worker without the
+script (or with it blocked) simply has no typing signals.
 
 The pure functions take plain rows; `study_flags` loads a study's rows and runs them.
 """
@@ -34,7 +42,7 @@ from datetime import datetime
 from difflib import SequenceMatcher
 from itertools import combinations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Example, Participant, Reveal, Round, Study, TruthView
@@ -42,10 +50,14 @@ from app.models import Example, Participant, Reveal, Round, Study, TruthView
 SHARED_DEVICE = "shared_browser"
 COPIED_EXPLANATION = "copied_explanation"
 FASTER_THAN_READING = "faster_than_reading"
+PASTED_EXPLANATION = "pasted_explanation"
+IMPLAUSIBLE_TYPING = "implausible_typing"
 SIGNALS = {
     SHARED_DEVICE: "same browser as another participant id",
     COPIED_EXPLANATION: "explanation identical or nearly identical to another worker's",
     FASTER_THAN_READING: "answers faster than the text can be read",
+    PASTED_EXPLANATION: "text pasted into the explanation box",
+    IMPLAUSIBLE_TYPING: "explanation typed faster than a person types",
 }
 
 MIN_WORDS = 8
@@ -63,6 +75,10 @@ CANDIDATE_JACCARD = 0.35
 MAX_WORDS_PER_MINUTE = 600.0
 MIN_FAST_ROUNDS = 3
 FAST_SHARE = 0.5
+# Fast typists reach 120 words (about 10 characters) a second in bursts; sustained over
+# MIN_TYPED_CHARS, more than this is not typing by hand.
+MAX_CHARS_PER_SECOND = 15.0
+MIN_TYPED_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -98,6 +114,19 @@ class Shortfall:
     words: int
     seconds: float
     floor: float
+
+
+@dataclass(frozen=True)
+class TypingRow:
+    """One answered round's explanation and how the page's script saw it entered."""
+
+    participant_id: int
+    worker_id: str
+    round_id: int
+    length: int  # characters of the stored explanation
+    pasted: bool | None
+    typing_ms: int | None
+    typed_chars: int | None
 
 
 @dataclass(frozen=True)
@@ -352,6 +381,55 @@ def speed_flags(rows: Iterable[TimingRow]) -> dict[int, Flag]:
     return flags
 
 
+# -- typing ------------------------------------------------------------------------------------
+
+
+def typing_problem(row: TypingRow) -> str | None:
+    """Why this explanation does not look typed by hand, or None (pure)."""
+    typed, ms = row.typed_chars, row.typing_ms
+    if typed is not None and typed >= MIN_TYPED_CHARS and ms is not None:
+        seconds = ms / 1000
+        if seconds <= 0 or typed / seconds > MAX_CHARS_PER_SECOND:
+            speed = "instantly" if seconds <= 0 else f"in {seconds:.1f} s ({typed / seconds:.0f}/s)"
+            return f"round {row.round_id}: {typed} characters typed {speed}"
+    return None
+
+
+def typing_flags(rows: Iterable[TypingRow]) -> tuple[dict[int, Flag], dict[int, Flag]]:
+    """Workers who pasted into the explanation box, and workers whose explanations were typed
+    faster than a person types: one flag per worker for each, every round listed (pure)."""
+    pasted: dict[int, list[TypingRow]] = defaultdict(list)
+    implausible: dict[int, list[tuple[TypingRow, str]]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: r.round_id):
+        if row.length == 0:
+            continue
+        if row.pasted:
+            pasted[row.participant_id].append(row)
+        if (problem := typing_problem(row)) is not None:
+            implausible[row.participant_id].append((row, problem))
+    paste_flags = {
+        pid: Flag(
+            PASTED_EXPLANATION,
+            f"pasted into {len(own)} explanation{'' if len(own) == 1 else 's'}",
+            (),
+            tuple(r.round_id for r in own),
+        )
+        for pid, own in pasted.items()
+    }
+    typing = {
+        pid: Flag(
+            IMPLAUSIBLE_TYPING,
+            f"{len(own)} explanation{'' if len(own) == 1 else 's'} typed at more than "
+            f"{MAX_CHARS_PER_SECOND:g} characters a second over at least {MIN_TYPED_CHARS}",
+            (),
+            tuple(r.round_id for r, _ in own),
+            tuple(problem for _, problem in own),
+        )
+        for pid, own in implausible.items()
+    }
+    return paste_flags, typing
+
+
 # -- browsers ----------------------------------------------------------------------------------
 
 
@@ -451,6 +529,23 @@ def _timings(study: Study) -> list[TimingRow]:
     return rows
 
 
+def _typing(study: Study) -> list[TypingRow]:
+    rows = db.session.execute(
+        select(
+            Round.participant_id,
+            Participant.worker_id,
+            Round.id,
+            func.length(Round.explanation),
+            Round.explanation_pasted,
+            Round.typing_ms,
+            Round.typed_chars,
+        )
+        .join(Participant, Participant.id == Round.participant_id)
+        .where(Participant.study_id == study.id, Round.guess.is_not(None), Round.explanation != "")
+    )
+    return [TypingRow(*row) for row in rows]
+
+
 def _devices(study: Study) -> list[DeviceRow]:
     """Every answered round's browser in this study, and the rounds of other studies' workers
     answered in those browsers."""
@@ -489,6 +584,7 @@ def study_flags(study: Study) -> list[WorkerFlags]:
         device_flags(_devices(study), study.slug),
         explanation_flags(_explanations(study)),
         speed_flags(_timings(study)),
+        *typing_flags(_typing(study)),
     )
 
 

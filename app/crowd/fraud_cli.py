@@ -20,7 +20,8 @@ def register_flags_command(app: Flask) -> None:
     @click.option("--json", "as_json", is_flag=True, help="Print the flags as JSON.")
     def flags(slug: str, as_json: bool) -> None:
         """Show the workers of study SLUG who share a browser with another participant id, whose
-        explanations copy another worker's, or who answer faster than the text can be read, with
+        explanations copy another worker's, who pasted into the explanation box or typed it
+        faster than a person types, or who answer faster than the text can be read, with
         the rounds and texts behind each flag. Flags are for a person to look into; they never
         reject anyone (see docs/running-a-study.md, "Fraud signals")."""
         try:

@@ -28,7 +28,7 @@ from app.accounts import service as accounts
 from app.crowd import studies
 from app.errors import NotFound, ServiceError
 from app.extensions import db, limiter
-from app.game import charts, daily, insights, rounds, sets, tally, tutorial
+from app.game import charts, daily, insights, rounds, sets, tally, tutorial, typing_signals
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
 from app.leaderboard import standings
 from app.models import Round
@@ -303,6 +303,8 @@ def answer(round_id: int):
         round_ = rounds.submit_answer(current_user, round_id, parsed)
         if ratings is not None:
             studies.store_ratings(round_id, ratings)
+        # Pasted or typed, and how fast: signals only, never a reason to refuse the answer.
+        typing_signals.store(round_id, typing_signals.parse(request.form, parsed.explanation))
     except rounds.AlreadyAnswered as already:
         return _render_round(already.round, 409, already.message)
     except (rounds.BadRequest, rounds.Conflict) as refused:

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     ForeignKey,
     Index,
     Integer,
@@ -73,6 +74,13 @@ class Round(db.Model):
     upvotes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Set when a researcher hides the explanation: never shown to players again, marked in exports.
     explanation_hidden_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # How the explanation was entered, as the page's script reported it (app/game/typing.py): only
+    # signals for a person to look into, clamped on arrival; None where not reported (no script,
+    # or no explanation). Pasted: text was pasted or dropped into the box. Typing: milliseconds
+    # from the first keystroke in the box to the answer, and the characters typed in that time.
+    explanation_pasted: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    typing_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    typed_chars: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # Why an answered round earns nothing on the totals and boards (None: it counts), e.g.
     # "truth_seen_device": its text's truth was shown to another identity in the same browser.
     uncounted: Mapped[str | None] = mapped_column(String(32), nullable=True)

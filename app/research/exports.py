@@ -210,6 +210,29 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "(its answer had been shown to another player in the same browser / from the same "
         "address); empty when it counts",
     ),
+    "confidence": (
+        "integer",
+        "percent",
+        "how sure the player said they were of the guess: 50, 70 or 90; empty when not said",
+    ),
+    "explanation_pasted": (
+        "boolean",
+        "",
+        "text was pasted or dropped into the explanation box, as the page's script reported; "
+        "empty when not reported (no script, or no explanation)",
+    ),
+    "typing_ms": (
+        "integer",
+        "milliseconds",
+        "from the first keystroke in the explanation box to the answer, as reported (clamped); "
+        "empty when not reported or nothing was typed",
+    ),
+    "typed_chars": (
+        "integer",
+        "characters",
+        "characters typed into the explanation box, pasted ones not counted, as reported "
+        "(clamped); empty when not reported",
+    ),
     **PROVENANCE_COLUMNS,
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
@@ -341,6 +364,10 @@ def _queries(options: ExportOptions):
             Round.upvotes,
             Round.explanation_hidden_at,
             Round.uncounted,
+            Round.confidence,
+            Round.explanation_pasted,
+            Round.typing_ms,
+            Round.typed_chars,
             Player.kind.label("player_kind"),
             Study.slug.label("study"),
             GameSet.kind.label("set_kind"),
@@ -592,6 +619,10 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "participant_status": r["participant_status"].map(_text_value),
             "decision": r["decision"].fillna(""),
             "uncounted": r["uncounted"].fillna(""),
+            "confidence": r["confidence"].astype("Int64"),
+            "explanation_pasted": r["explanation_pasted"].astype("boolean"),
+            "typing_ms": r["typing_ms"].astype("Int64"),
+            "typed_chars": r["typed_chars"].astype("Int64"),
             **{name: r[name] for name in PROVENANCE_EXPORT},
         },
         index=r.index,

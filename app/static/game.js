@@ -153,6 +153,17 @@
       .catch(function () { fallback(form); });
   }
 
+  // The reason panel opens under the sentence being flagged. On a phone it is taller than the
+  // screen: scrolling it into view alone pushes that sentence off the top, so the sentence is
+  // brought back to the top of the screen with the panel under it.
+  function showBesideFlagged(panel) {
+    panel.scrollIntoView({ block: "nearest" });
+    var flagged = document.getElementById("latest");
+    if (!flagged) return;
+    var box = flagged.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) flagged.scrollIntoView({ block: "start" });
+  }
+
   document.addEventListener("click", function (event) {
     var opener = event.target.closest && event.target.closest("[data-opens]");
     if (opener) {
@@ -161,7 +172,7 @@
       event.preventDefault();
       delete opener.dataset.busy;
       panel.hidden = false;
-      panel.scrollIntoView({ block: "nearest" });
+      showBesideFlagged(panel);
       var chip = panel.querySelector("input[type=checkbox]");
       if (chip) chip.focus({ preventScroll: true });
       return;
