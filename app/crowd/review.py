@@ -8,6 +8,7 @@ next `flask study verify` keeps a person's decision and writes it into the platf
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -58,6 +59,15 @@ def bonus_limit(config: StudyConfig) -> int:
     return round(max(config.reward, cap) * 100)
 
 
+MAX_AMOUNT = 1_000_000  # beyond any bonus: a figure this large is not money
+
+
+def _plain(text: str, what: str) -> str:
+    if "\x00" in text:
+        raise BadRequest(f"the {what} contains a NUL character; please remove it")
+    return text
+
+
 def parse_amount(text: str) -> float:
     """A bonus typed into a form ("0.50", "0,50", "1") as a number; BadRequest otherwise."""
     cleaned = (text or "").strip().replace(",", ".")
@@ -65,8 +75,8 @@ def parse_amount(text: str) -> float:
         value = Decimal(cleaned)
     except InvalidOperation:
         raise BadRequest(f"the bonus amount {text!r} is not a number, e.g. 0.50") from None
-    if not value.is_finite():
-        raise BadRequest(f"the bonus amount {text!r} is not a number, e.g. 0.50")
+    if not value.is_finite() or abs(value) > MAX_AMOUNT:
+        raise BadRequest(f"the bonus amount {text!r} is not a sensible amount, e.g. 0.50")
     return float(value)
 
 
@@ -90,7 +100,7 @@ def decide(
     decision (with that message) is already the one in force."""
     if decision not in (verify.APPROVE, verify.REJECT):
         raise BadRequest("a review decides approve or reject")
-    message = " ".join(message.split())
+    message = " ".join(_plain(message, "message").split())
     if decision == verify.REJECT:
         if len(message) < verify.MIN_MESSAGE:
             raise BadRequest(
@@ -138,9 +148,11 @@ def decide(
 def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> StudyBonus:
     """A bonus a person gives, once per (worker, reason): the ledger row is `issued`, for the
     bonus file the CLI writes. Giving the same reason again is refused."""
-    reason = " ".join(reason.split())
+    reason = " ".join(_plain(reason, "reason").split())
     if not reason:
         raise BadRequest("a bonus needs a reason")
+    if not math.isfinite(amount) or abs(amount) > MAX_AMOUNT:
+        raise BadRequest(f"the bonus amount {amount} is not a sensible amount of money")
     config = config_of(study)
     minor = round(amount * 100)
     if minor <= 0 or abs(amount * 100 - minor) > 1e-6:

@@ -167,6 +167,10 @@ def test_reject_needs_a_real_message_and_goes_to_reject_csv(app, study, lab, run
     body = short.get_data(as_text=True)
     assert "at least 100 characters" in body and "this one has 8" in body
     assert ">bad work</textarea>" in body  # what was typed comes back to be finished
+    nul = lab.post(
+        url, data={"csrf_token": token, "message": MESSAGE + "\x00", "category": "OTHER"}
+    )
+    assert nul.status_code == 400 and "NUL character" in nul.get_data(as_text=True)
     unknown = lab.post(url, data={"csrf_token": token, "message": MESSAGE, "category": "RUDE"})
     assert unknown.status_code == 400 and "unknown rejection category" in unknown.get_data(
         as_text=True
@@ -202,13 +206,15 @@ def test_a_bonus_is_given_once_and_bad_amounts_are_refused(app, study, lab, runn
         ("0", "positive amount"),
         ("0.505", "whole cents"),
         ("lots", "is not a number"),
-        ("nan", "is not a number"),
+        ("nan", "not a sensible amount"),
+        ("1e400", "not a sensible amount"),
         ("1.51", "at most 1.50 GBP"),  # the study's reward, 1.50, is larger than its cap
     ):
         refused = give(amount)
         assert refused.status_code == 400, amount
         assert words in refused.get_data(as_text=True), amount
     assert give("0.50", "   ").status_code == 400
+    assert give("0.50", "nul\x00byte").status_code == 400
     assert bonuses(app) == 0
     given = give("0,50")
     assert given.status_code == 302
