@@ -113,12 +113,16 @@ def decide(
     else:
         message, category = "", None
     w = _worker(study, worker_id)
-    before = verify.hand_decisions(study).get(w.participant_id)
-    if before is not None and (before.decision, before.message) == (decision, message):
-        return None
     now = utcnow()
     try:
+        # Claim the run number first: a decision made at the same moment either waits for this
+        # one and then sees it below, or is refused by the database (one row per run number).
         run = _new_run(study, now)
+        db.session.flush()
+        before = verify.hand_decisions(study).get(w.participant_id)
+        if before is not None and (before.decision, before.message) == (decision, message):
+            db.session.rollback()
+            return None
         db.session.add(
             StudyDecision(
                 study_id=study.id,

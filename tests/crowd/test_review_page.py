@@ -7,12 +7,14 @@ from __future__ import annotations
 import csv
 import io
 import re
+import threading
 
 import pytest
 from sqlalchemy import func, select
 
 from app.accounts import service as accounts
 from app.crowd import review, studies
+from app.errors import Conflict
 from app.extensions import db
 from app.models import StudyBonus, StudyDecision
 from tests.conftest import csrf_token
@@ -251,3 +253,40 @@ def test_the_cli_applies_the_same_bonus_limit(app, study, runner):
     )  # fmt: skip
     assert too_much.exit_code != 0 and "at most 1.50 GBP" in too_much.output
     assert bonuses(app) == 0
+
+
+def test_simultaneous_decisions_record_one(app, study):
+    """Six requests at the same moment (a double click on a slow line, a replay): one decision
+    and one bonus are recorded; the others are told it is done or refused with a 409."""
+
+    def at_once(action) -> list:
+        barrier = threading.Barrier(6)
+        results: list = []
+
+        def one():
+            with app.app_context():
+                barrier.wait()
+                try:
+                    results.append(action(studies.get_study("pilot")))
+                except Conflict as refused:
+                    results.append(refused)
+                finally:
+                    db.session.remove()
+
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert len(results) == 6
+        return results
+
+    before = decisions(app)
+    runs = at_once(lambda s: review.decide(s, "w-typo", "approve"))
+    assert sum(isinstance(r, int) for r in runs) == 1
+    assert all(r is None or isinstance(r, (int, Conflict)) for r in runs)
+    assert decisions(app) == before + 1
+    given = at_once(lambda s: review.give_bonus(s, "w-typo", 0.3, "fast and careful"))
+    assert sum(isinstance(r, StudyBonus) for r in given) == 1
+    assert all("paid once" in r.message for r in given if isinstance(r, Conflict))
+    assert bonuses(app) == 1
