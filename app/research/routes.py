@@ -91,12 +91,9 @@ def review_list(slug: str):
     show = request.args.get("show", "review")
     if show not in review.SHOW:
         show = "review"
-    workers = review.worker_list(found, show)
-    counts = {key: 0 for key in review.SHOW}
-    for w in review.worker_list(found):
-        counts["all"] += 1
-        if w.state in counts:
-            counts[w.state] += 1
+    everyone = review.worker_list(found)
+    workers = [w for w in everyone if show == "all" or w.state == show]
+    counts = {key: sum(key == "all" or w.state == key for w in everyone) for key in review.SHOW}
     return render_template(
         "research/review.html", study=found, workers=workers, show=show, counts=counts
     )
@@ -105,6 +102,8 @@ def review_list(slug: str):
 def _worker_page(found, worker_id: str, status: int = 200, error: str | None = None):
     view = review.worker_view(found, worker_id)
     config = studies.config_of(found)
+    waiting = [item.worker.worker_id for item in review.waiting(found)]
+    after = [other for other in waiting if other != worker_id]
     # After a refused form, its fields come back as typed, with the reason.
     form = request.form if request.method == "POST" else {}
     return (
@@ -119,6 +118,7 @@ def _worker_page(found, worker_id: str, status: int = 200, error: str | None = N
             error=error,
             form=form,
             show=request.values.get("show", "review"),
+            next_worker=after[0] if after else None,
         ),
         status,
     )

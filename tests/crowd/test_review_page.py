@@ -98,6 +98,9 @@ def test_the_list_filters_by_decision(study, lab):
     assert listed(lab, "approved") == [] and listed(lab, "rejected") == []
     assert listed(lab, "all") == ["w-typo", "w-other", "w-quiet"]
     assert listed(lab, "nonsense") == ["w-typo", "w-other"]  # an unknown filter: the default
+    tabs = lab.get("/research/studies/pilot/review").get_data(as_text=True)
+    for label in ("To review (2)", "Undecided (1)", "Approved (0)", "Rejected (0)", "All (3)"):
+        assert label in tabs
     token = token_of(lab)
     lab.post("/research/studies/pilot/review/w-typo/approve", data={"csrf_token": token})
     assert listed(lab, "approved") == ["w-typo"]

@@ -100,6 +100,9 @@ def test_a_review_is_decided_from_the_page_and_reaches_verifys_files(
     page.go_back()
     page.get_by_role("button", name="Approve w-typo").click()
     expect(page.locator(".flash")).to_contain_text("already approved")
+    page.get_by_role("link", name="Next worker to review: w-other").click()
+    expect(page.get_by_role("heading", name="Worker w-other")).to_be_visible()
+    expect(page.locator("#next-worker")).to_have_count(0)  # nobody else is waiting
 
     after = files_after_verify(app, tmp_path / "after")
     assert after["approve.txt"] == "w-typo\n"
