@@ -111,9 +111,9 @@ def test_a_review_is_decided_from_the_page_and_reaches_verifys_files(
     assert "w-typo,,approve,AWAITING REVIEW,,," in after["decisions.csv"]
 
 
-def test_a_rejection_and_a_bonus_on_a_phone(app, reviewing, browser, tmp_path):
+def test_a_rejection_and_a_bonus_on_a_phone_in_dark_mode(app, reviewing, browser, tmp_path):
     context = browser.new_context(
-        viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+        viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, color_scheme="dark"
     )
     page = context.new_page()
     page.set_default_timeout(15000)
@@ -141,9 +141,10 @@ def test_a_rejection_and_a_bonus_on_a_phone(app, reviewing, browser, tmp_path):
     page.get_by_label("Amount in GBP").fill("0.40")
     page.get_by_role("button", name="Give the bonus").click()
     expect(page.locator("#review-bonuses")).to_contain_text("0.40 GBP: review: helpful comments")
-    with page.expect_download() as download:
-        page.get_by_role("link", name=re.compile("bonus file for run")).click()
-    assert download.value.path().read_text() == "w-other,0.40\n"
+    link = page.get_by_role("link", name=re.compile("bonus file for run"))
+    bonus_file = page.request.get(reviewing + link.get_attribute("href"))  # the signed-in session
+    assert bonus_file.ok and bonus_file.text() == "w-other,0.40\n"
+    assert "attachment" in bonus_file.headers["content-disposition"]
     context.close()
 
     after = files_after_verify(app, tmp_path / "after")
