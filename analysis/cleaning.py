@@ -13,7 +13,8 @@ Filters, applied in this order; each reports how many rows and annotators it rem
    form): one answer counted twice. A *replay* is a later answer to a text the annotator already
    answered (after seeing the truth). Both are removed, keeping the first answer; they are counted
    apart. Without times, every repeat counts as a replay.
-2. attention checks: drop annotators who failed any, then the check rows themselves;
+2. attention checks: drop annotators who failed any that counted, then the check rows themselves
+   (a check answered before its instruction was shown is void, as on the site: `void_checks`);
 3. speed: drop annotators whose median seconds per round is below a threshold;
 4. straight-lining: drop annotators who gave the same guess position k times in a row.
 
@@ -247,8 +248,20 @@ def too_fast(frame: pd.DataFrame, min_median_seconds: float) -> pd.Index:
     return medians.index[(medians < min_median_seconds).to_numpy()]
 
 
+def void_checks(frame: pd.DataFrame) -> pd.Series:
+    """Check rows answered before their instruction was shown: an instruction inside a machine
+    text (boundary < N) flagged at an earlier sentence. The site counts them neither passed nor
+    failed (app/crowd/schedule.py); an all-human check's instruction is its first sentence."""
+    return (
+        frame["attention_check"].astype(bool)
+        & (frame["boundary"] < frame["n_sentences"])
+        & (frame["guess"] < frame["boundary"])
+    )
+
+
 def failed_attention(frame: pd.DataFrame) -> pd.Index:
-    failed = frame.loc[frame["attention_passed"] == 0.0, "annotator"]
+    """Annotators who failed a check that counted (void checks, never seen, do not count)."""
+    failed = frame.loc[(frame["attention_passed"] == 0.0) & ~void_checks(frame), "annotator"]
     return pd.Index(pd.unique(failed))
 
 
