@@ -59,6 +59,7 @@ def bonus_limit(config: StudyConfig) -> int:
     return round(max(config.reward, cap) * 100)
 
 
+REVIEW_PREFIX = "review: "  # the ledger reasons of bonuses given in review
 MAX_AMOUNT = 1_000_000  # beyond any bonus: a figure this large is not money
 
 
@@ -170,7 +171,7 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
             f"study's reward or bonus cap, whichever is larger); {verify._money(minor)} is more"
         )
     w = _worker(study, worker_id)
-    key = f"review: {reason}"[:120]
+    key = f"{REVIEW_PREFIX}{reason}"[:120]
     live = db.session.scalar(
         select(StudyBonus.id).where(
             StudyBonus.study_id == study.id,
@@ -367,19 +368,36 @@ def worker_view(study: Study, worker_id: str) -> WorkerView:
 
 
 def bonus_file(study: Study, run: int) -> str:
-    """The bonuses given in review run `run`, one `worker id,amount` line each (Prolific's bulk
-    bonus format): what the researcher uploads, once."""
+    """The bonuses given in review run `run`, in the platform's format: for MTurk, SendBonus's
+    WorkerId, AssignmentId, BonusAmount and Reason (the reason given in review, which the
+    worker reads); otherwise one `worker id,amount` line each (Prolific's bulk bonus). What the
+    researcher uploads, once."""
     rows = db.session.execute(
-        select(Participant.worker_id, StudyBonus.amount_minor)
+        select(
+            Participant.worker_id,
+            Participant.platform_session,
+            StudyBonus.amount_minor,
+            StudyBonus.reason,
+        )
         .join(Participant, Participant.id == StudyBonus.participant_id)
         .where(
             StudyBonus.study_id == study.id,
             StudyBonus.run == run,
-            StudyBonus.reason.startswith("review: "),
+            StudyBonus.reason.startswith(REVIEW_PREFIX),
             StudyBonus.state.in_(BONUS_LIVE),
         )
         .order_by(StudyBonus.id)
     ).all()
     if not rows:
         raise NotFound(f"study {study.slug!r} has no bonus given in review run {run}")
-    return "".join(f"{neutralise(worker)},{verify._money(amount)}\n" for worker, amount in rows)
+    if study.platform == "mturk":
+        return verify._csv(
+            [
+                [worker, session or "", verify._money(amount), reason.removeprefix(REVIEW_PREFIX)]
+                for worker, session, amount, reason in rows
+            ],
+            ["WorkerId", "AssignmentId", "BonusAmount", "Reason"],
+        )
+    return "".join(
+        f"{neutralise(worker)},{verify._money(amount)}\n" for worker, _, amount, _ in rows
+    )

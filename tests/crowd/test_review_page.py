@@ -18,7 +18,7 @@ from app.errors import Conflict
 from app.extensions import db
 from app.models import StudyBonus, StudyDecision
 from tests.conftest import csrf_token
-from tests.crowd.helpers import join, make_pool, play_lazy, play_slot
+from tests.crowd.helpers import join, make_pool, make_study, play_lazy, play_slot
 from tests.crowd.test_review import MESSAGE, rows, verify_run
 from tests.crowd.test_verify import BONUS, create
 
@@ -293,3 +293,15 @@ def test_simultaneous_decisions_record_one(app, study):
     assert sum(isinstance(r, StudyBonus) for r in given) == 1
     assert all("paid once" in r.message for r in given if isinstance(r, Conflict))
     assert bonuses(app) == 1
+
+
+def test_an_mturk_review_bonus_file_fits_sendbonus(ctx):
+    make_pool(normal=12, human=4)
+    study = make_study(platform="mturk", completion_codes={}, rounds=3, attention_check_rate=0)
+    worker = join(study, "A1TURKER", "ASSIGN77")
+    for _ in range(3):
+        play_slot(study, worker, flag_at=None)
+    row = review.give_bonus(study, "A1TURKER", 0.25, "clear, careful notes")
+    assert review.bonus_file(study, row.run) == (
+        'WorkerId,AssignmentId,BonusAmount,Reason\nA1TURKER,ASSIGN77,0.25,"clear, careful notes"\n'
+    )
