@@ -119,6 +119,8 @@ def test_a_rejection_and_a_bonus_on_a_phone_in_dark_mode(app, reviewing, browser
     page.set_default_timeout(15000)
     log_in(page, reviewing)
     page.goto(f"{reviewing}/research/studies/pilot/review?show=review")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    audit(page, "the review list on a phone")
     page.get_by_role("link", name="w-other").click()
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     audit(page, "a worker's review page on a phone")
