@@ -122,6 +122,7 @@ def test_the_worker_page_shows_rounds_checks_flags_and_explanations(app, study, 
     assert checks.count("<tr>") == 3  # the header and the two checks
     assert checks.count("<td>yes</td><td>pass</td>") == 2
     assert body.count('<details class="review-round">') == 6
+    assert body.count("the check's instruction") == 2  # one per check, at its sentence
     assert "matches no code of this study" in body  # verify's reason for the review
     # The worker's explanation is text, never markup.
     assert "the tone changed &lt;b&gt;suddenly&lt;/b&gt; for w-typo" in body
