@@ -65,7 +65,14 @@ def parser() -> argparse.ArgumentParser:
         "--min-rounds",
         type=int,
         default=defaults.min_rounds,
-        help="rounds an annotator needs for the skill range and trends (default %(default)s)",
+        help="rounds an annotator needs for the skill range and trends (default 10, or fewer "
+        "when a crowd study gives its workers fewer rounds, so none of them is left out)",
+    )
+    report.add_argument(
+        "--all-workers",
+        action="store_true",
+        help="crowd studies: keep every worker's rounds (by default only approved workers' "
+        "rounds that are no attention check are analysed; the others are listed with why)",
     )
     report.add_argument(
         "--session-length",
@@ -248,6 +255,25 @@ def run_taxonomy_check(args) -> int:
     return 0
 
 
+def left_out_lines(left_out: list[dict], all_workers: bool, limit: int = 40) -> list[str]:
+    """The crowd workers the analysis left out, one line each, for the terminal."""
+    if all_workers or not left_out:
+        return []
+    import pandas as pd
+
+    from analysis.render import md_table
+
+    frame = pd.DataFrame(left_out)
+    shown = frame[["study", "annotator", "why", "rounds_left_out", "rounds_kept"]]
+    lines = [
+        f"Left out of the analysis ({len(frame)} crowd worker(s); --all-workers keeps everyone):",
+        *md_table(shown.head(limit)).splitlines(),
+    ]
+    if len(frame) > limit:
+        lines.append(f"… and {len(frame) - limit} more: see left_out.csv in the report folder.")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "taxonomy-check":
@@ -272,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         categories=args.category,
         systems=args.system,
         since=args.since,
+        all_workers=args.all_workers,
     )
     started = time.perf_counter()
     try:
@@ -280,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     a, f = summary["all"], summary["filtered"]
+    for line in left_out_lines(summary.get("left_out") or [], args.all_workers):
+        print(line)
     print(
         f"{a['n_annotations']} annotations ({f['n_annotations']} after filters) from "
         f"{a['n_annotators']} annotators; mean points {f['mean_points']}; report in {args.out} "

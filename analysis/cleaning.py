@@ -3,12 +3,18 @@
 Filters, applied in this order; each reports how many rows and annotators it removed and why, or
 "not applicable" when the input lacks what it needs:
 
+0. decisions (crowd studies): keep only the rounds of workers whose current decision is
+   "approve", and of those only the rounds that are no attention check. Everyone else left out
+   is listed with the reason (rejected, returned, timed out, under review, still working, no
+   decision yet) in `Cleaned.left_out`. `FilterSettings(approved_only=False)` keeps every
+   worker (the attention step then judges the checks). Public players are never affected.
 1. duplicates: an annotator's repeated answers to one text. A *double submission* is the same
    guess again within `double_submit_seconds` of the previous answer (a double click, a resent
    form): one answer counted twice. A *replay* is a later answer to a text the annotator already
    answered (after seeing the truth). Both are removed, keeping the first answer; they are counted
    apart. Without times, every repeat counts as a replay.
-2. attention checks: drop annotators who failed any, then the check rows themselves;
+2. attention checks: drop annotators who failed any that counted, then the check rows themselves
+   (a check answered before its instruction was shown is void, as on the site: `void_checks`);
 3. speed: drop annotators whose median seconds per round is below a threshold;
 4. straight-lining: drop annotators who gave the same guess position k times in a row.
 
@@ -31,6 +37,12 @@ class FilterSettings:
     min_median_seconds: float = 5.0
     straight_line_k: int = 10
     double_submit_seconds: float = 30.0
+    approved_only: bool = True  # crowd studies: only approved workers' non-check rounds
+
+
+LEFT_OUT_COLUMNS = [
+    "study", "annotator", "decision", "participant_status", "why", "rounds_left_out", "rounds_kept",
+]  # fmt: skip
 
 
 @dataclass
@@ -39,6 +51,94 @@ class Cleaned:
     steps: pd.DataFrame
     dropped_annotators: dict[str, list[str]] = field(default_factory=dict)
     duplicates: dict[str, int] = field(default_factory=dict)
+    # Crowd workers (and approved workers' check rounds) the decisions step left out, and why.
+    left_out: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEFT_OUT_COLUMNS))
+
+
+APPROVED = "approve"
+CHECK_ROUNDS = "attention-check rounds (the worker is approved: their other rounds are kept)"
+
+
+def left_out_reason(decision: str, status: str) -> str | None:
+    """Why a crowd worker's rounds are left out of the analysis (None: they are kept), from the
+    worker's current decision and their outcome on the site."""
+    if decision == APPROVED:
+        return None
+    if decision == "reject":
+        return "rejected"
+    if status == "timed_out":
+        return "timed out"
+    if decision == "returned" or status == "returned":
+        return "returned"
+    if decision == "review":
+        return "under review"
+    if decision == "pending":
+        return "still working on the platform"
+    return "no decision yet (run `flask study verify --apply`)"
+
+
+def decision_filter(frame: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:
+    """Which rows the decisions step keeps (public players' rows, approved workers' non-check
+    rounds) and the table of who was left out and why, one row per (study, annotator)."""
+    crowd = _text(frame, "study") != ""
+    approved = _text(frame, "decision") == APPROVED
+    keep = ~crowd | (approved & ~frame["attention_check"].astype(bool))
+    rows = []
+    workers = frame[crowd].assign(
+        study=_text(frame, "study")[crowd],
+        kept=keep[crowd],
+        decision=_text(frame, "decision")[crowd],
+        participant_status=_text(frame, "participant_status")[crowd],
+    )
+    for (study, annotator), mine in workers.groupby(["study", "annotator"], sort=True):
+        dropped = int((~mine["kept"]).sum())
+        if not dropped:
+            continue
+        last = mine.iloc[-1]
+        why = left_out_reason(str(last["decision"]), str(last["participant_status"]))
+        rows.append(
+            {
+                "study": study,
+                "annotator": annotator,
+                "decision": last["decision"],
+                "participant_status": last["participant_status"],
+                "why": why or CHECK_ROUNDS,
+                "rounds_left_out": dropped,
+                "rounds_kept": int(mine["kept"].sum()),
+            }
+        )
+    return keep, pd.DataFrame(rows, columns=LEFT_OUT_COLUMNS)
+
+
+def _text(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A text column, or "" on every row when the frame has none (an older export)."""
+    if column not in frame.columns:
+        return pd.Series("", index=frame.index, dtype=object)
+    return frame[column].fillna("").astype(str)
+
+
+def left_out_summary(left_out: pd.DataFrame) -> pd.DataFrame:
+    """The left-out table by reason: how many workers and rounds each reason took."""
+    if left_out.empty:
+        return pd.DataFrame(columns=["why", "workers", "rounds_left_out"])
+    return (
+        left_out.groupby("why", sort=False)
+        .agg(workers=("annotator", "size"), rounds_left_out=("rounds_left_out", "sum"))
+        .reset_index()
+        .sort_values("rounds_left_out", ascending=False, kind="stable")
+        .reset_index(drop=True)
+    )
+
+
+def default_min_rounds(frame: pd.DataFrame, ceiling: int = 10) -> int:
+    """The rounds an annotator needs for per-annotator measures, by default: `ceiling`, or fewer
+    when a crowd study gives its kept workers fewer rounds (its smallest count), so a short
+    study's workers are all counted instead of none."""
+    crowd = frame[_text(frame, "study") != ""]
+    if crowd.empty:
+        return ceiling
+    per_worker = crowd.groupby(["study", "annotator"]).size()
+    return max(1, min(ceiling, int(per_worker.min())))
 
 
 def sizes(frame: pd.DataFrame) -> dict[str, int]:
@@ -50,9 +150,9 @@ def sizes(frame: pd.DataFrame) -> dict[str, int]:
 
 
 def points_mismatch(frame: pd.DataFrame) -> int:
-    """Rows whose stored points differ from the recomputed ones (rows without stored points: 0)."""
-    stored = frame["points_stored"]
-    return int((stored.notna() & (stored != frame["points"])).sum())
+    """Rows whose stored points differ from the recomputed ones (rows without stored points and
+    attention checks, which earn no points by design: 0)."""
+    return int((mismatch_causes(frame) != "").sum())
 
 
 IMPOSSIBLE = "impossible stored value"
@@ -62,9 +162,10 @@ OTHER_CAUSE = "other"
 
 
 def mismatch_causes(frame: pd.DataFrame) -> pd.Series:
-    """The cause of each row whose stored points disagree with the rule (other rows: "")."""
+    """The cause of each row whose stored points disagree with the rule (other rows: ""). An
+    attention check stores no points by design, so it is never a mismatch."""
     stored = frame["points_stored"]
-    wrong = stored.notna() & (stored != frame["points"])
+    wrong = stored.notna() & (stored != frame["points"]) & ~frame["attention_check"].astype(bool)
     n, g, b = frame["n_sentences"], frame["guess"], frame["boundary"]
     impossible = (stored < 0) | (stored > MAX_POINTS) | (stored != np.round(stored))
     cause = np.select(
@@ -147,8 +248,20 @@ def too_fast(frame: pd.DataFrame, min_median_seconds: float) -> pd.Index:
     return medians.index[(medians < min_median_seconds).to_numpy()]
 
 
+def void_checks(frame: pd.DataFrame) -> pd.Series:
+    """Check rows answered before their instruction was shown: an instruction inside a machine
+    text (boundary < N) flagged at an earlier sentence. The site counts them neither passed nor
+    failed (app/crowd/schedule.py); an all-human check's instruction is its first sentence."""
+    return (
+        frame["attention_check"].astype(bool)
+        & (frame["boundary"] < frame["n_sentences"])
+        & (frame["guess"] < frame["boundary"])
+    )
+
+
 def failed_attention(frame: pd.DataFrame) -> pd.Index:
-    failed = frame.loc[frame["attention_passed"] == 0.0, "annotator"]
+    """Annotators who failed a check that counted (void checks, never seen, do not count)."""
+    failed = frame.loc[(frame["attention_passed"] == 0.0) & ~void_checks(frame), "annotator"]
     return pd.Index(pd.unique(failed))
 
 
@@ -176,6 +289,32 @@ def clean(frame: pd.DataFrame, settings: FilterSettings | None = None) -> Cleane
         return after
 
     dropped: dict[str, list[str]] = {}
+    has_crowd = bool((_text(frame, "study") != "").any())
+    keep, left_out = decision_filter(frame)
+    decided = has_crowd and settings.approved_only
+    if decided:
+        why = (
+            f"{left_out['why'].ne(CHECK_ROUNDS).sum()} worker(s) not approved left out "
+            f"({left_out_reasons(left_out)}); {int(frame.loc[~keep, 'attention_check'].sum())} "
+            "attention-check round(s) left out"
+        )
+    elif has_crowd:
+        why = "every worker kept (--all-workers)"
+        left_out = left_out.iloc[0:0]
+    else:
+        why = "the input has no crowd-study rounds"
+        left_out = left_out.iloc[0:0]
+    dropped["decisions"] = sorted(
+        map(str, left_out.loc[left_out["why"] != CHECK_ROUNDS, "annotator"].unique())
+    )
+    frame = record(
+        "decisions",
+        "crowd studies: only approved workers' rounds that are no attention check",
+        frame,
+        frame[keep] if decided else None,
+        why,
+    )
+
     kinds = duplicate_kinds(frame, settings.double_submit_seconds)
     counts = {
         "double_submissions": int((kinds == "double submission").sum()),
@@ -198,6 +337,11 @@ def clean(frame: pd.DataFrame, settings: FilterSettings | None = None) -> Cleane
     )
 
     has_checks = bool(current["attention_check"].any()) or current["attention_passed"].notna().any()
+    checks_note = (
+        "the decisions step left the check rows out: the site judged the checks"
+        if decided
+        else "the input has no attention checks"
+    )
     bad = failed_attention(current)
     dropped["attention"] = sorted(map(str, bad))
     after = current[~current["annotator"].isin(bad) & ~current["attention_check"]]
@@ -209,7 +353,7 @@ def clean(frame: pd.DataFrame, settings: FilterSettings | None = None) -> Cleane
         after if has_checks else None,
         f"{len(bad)} annotator(s) failed a check; {checks} check row(s) removed"
         if has_checks
-        else "the input has no attention checks",
+        else checks_note,
     )
 
     timed_rounds = current["seconds"].notna().any()
@@ -243,4 +387,14 @@ def clean(frame: pd.DataFrame, settings: FilterSettings | None = None) -> Cleane
         steps=pd.DataFrame(rows),
         dropped_annotators=dropped,
         duplicates=counts,
+        left_out=left_out.reset_index(drop=True),
     )
+
+
+def left_out_reasons(left_out: pd.DataFrame) -> str:
+    """ "rejected: 2, returned: 1": the reasons that left workers out, with how many each."""
+    shown = left_out[left_out["why"] != CHECK_ROUNDS]
+    if shown.empty:
+        return "none"
+    counts = shown["why"].value_counts(sort=False)
+    return ", ".join(f"{why}: {n}" for why, n in counts.items())

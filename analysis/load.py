@@ -31,6 +31,10 @@ attention_check     bool       the round was an attention check
 attention_passed    float      1.0 passed, 0.0 failed, NaN not a check or unknown
 participant_kind    str        "public" or "crowd"
 study               str        the crowd study, "" for none
+participant_status  str        a crowd worker's outcome on the site (completed, failed_checks,
+                               returned, timed_out, ...); "" for public players or unknown
+decision            str        the worker's current decision (approve, reject, review, returned,
+                               pending); "" when none was recorded or the input has none
 source              str        "dump" or "roft-csv"
 <survey columns>    int        the RoFT survey answers, -1 for no answer
 =================== ========== =====================================================================
@@ -96,6 +100,8 @@ CANONICAL: tuple[str, ...] = (
     "attention_passed",
     "participant_kind",
     "study",
+    "participant_status",
+    "decision",
     "source",
     *SURVEY_COLUMNS,
 )
@@ -246,6 +252,8 @@ def from_roft_frame(raw: pd.DataFrame, source: str = "roft-csv") -> pd.DataFrame
         out["attention_passed"] = np.nan
     out["participant_kind"] = _str(raw.get("participant_kind"), n, "public")
     out["study"] = _str(raw.get("study"), n)
+    out["participant_status"] = _str(raw.get("participant_status"), n)
+    out["decision"] = _str(raw.get("decision"), n)
     out["source"] = source
     for column in SURVEY_COLUMNS:
         out[column] = _survey(raw[column]) if column in raw.columns else -1

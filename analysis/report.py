@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -63,7 +63,7 @@ class ReportSettings:
     min_median_seconds: float = 5.0
     straight_line_k: int = 10
     double_submit_seconds: float = 30.0
-    min_rounds: int = 10
+    min_rounds: int | None = None  # None: 10, or fewer for a crowd study's fewer rounds
     session_length: int = 10
     bootstrap: int = 1000
     seed: int = 0
@@ -73,6 +73,7 @@ class ReportSettings:
     systems: list[str] = field(default_factory=list)
     since: str | None = None
     detections: str | None = None  # detections.csv from `python -m analysis detect`
+    all_workers: bool = False  # crowd studies: keep every worker, not only the approved
 
 
 def _levels(frame: pd.DataFrame, column: str, limit: int = 12) -> str:
@@ -147,16 +148,28 @@ def build_report(
     cleaned = cleaning.clean(
         frame,
         cleaning.FilterSettings(
-            settings.min_median_seconds, settings.straight_line_k, settings.double_submit_seconds
+            settings.min_median_seconds,
+            settings.straight_line_k,
+            settings.double_submit_seconds,
+            approved_only=not settings.all_workers,
         ),
     )
     if cleaned.frame.empty:
         last = cleaned.steps[cleaned.steps["rows_removed"] > 0].tail(1)
         step = last["step"].iloc[0] if len(last) else "the cleaning filters"
+        if step == "decisions":
+            raise LoadError(
+                "no crowd worker is approved yet, so no annotation is left (left out: "
+                f"{cleaning.left_out_reasons(cleaned.left_out)}); decide the workers with "
+                "`flask study verify --apply` and `flask study review`, export again, or pass "
+                "--all-workers"
+            )
         raise LoadError(
             f"the cleaning filters leave no annotations (the last rows went at '{step}'; "
             "see --min-median-seconds, --straight-line and --double-submit-seconds)"
         )
+    if settings.min_rounds is None:
+        settings = replace(settings, min_rounds=cleaning.default_min_rounds(cleaned.frame))
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(
         settings=settings,
@@ -167,6 +180,7 @@ def build_report(
         duplicates=cleaned.duplicates,
         info=info,
         provenance=provenance,
+        left_out=cleaned.left_out,
     )
     tick("cleaning")
     sections = []

@@ -210,6 +210,9 @@ PLAUSIBLE = {
 # The fields each form of the site sends (read from the templates); "seen" and "round_id" are
 # filled from the round in play.
 FORM_FIELDS = {
+    "research.review_reject": ("message", "category", "show"),
+    "research.review_bonus": ("amount", "reason", "show"),
+    "research.review_approve": ("show",),
     "game.start": ("category", "consent", "start", "tutorial"),
     "game.daily_start": ("consent",),
     "game.practice_start": ("consent",),
@@ -548,6 +551,7 @@ def build_world(app: Flask) -> World:
         "day": [datetime.now(UTC).date().isoformat(), "2020-02-30", "2026-01-01", practice_day],
         "practice_day": [practice_day],
         "token": [share_token],
+        "worker_id": ["5f1a2b3c", "joinedonly", "TURKER1"],
     }
     own: dict[str, dict[str, list[str]]] = {name: {} for name in PERSONAS}
     for key, round_id in rounds.items():

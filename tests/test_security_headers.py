@@ -22,7 +22,7 @@ import pytest
 from flask import Flask
 from werkzeug.routing import Rule
 
-from app.crowd import studies
+from app.crowd import review, studies
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import play_slot
@@ -55,6 +55,8 @@ def world(app) -> World:
         while participant.status not in studies.FINISHED:
             play_slot(study, participant)
         assert participant.status == "completed"
+        # A bonus given in review, so that its bonus file has a page to render.
+        world.names["run"] = [str(review.give_bonus(study, "finisher", 0.1, "headers").run)]
     cookies = {"session": client.get_cookie("session").value}
     world.personas["finished"] = Persona("finished", cookies, "")
     world.own["finished"] = {"slug": ["pilot"]}
@@ -123,6 +125,8 @@ def page_paths(world: World, rule: Rule, client: str) -> list[str]:
         "set_id": world.names["set_id"][-1],
         "day": world.names[day_name][0],
         "token": world.names["token"][0],
+        "worker_id": "5f1a2b3c",
+        "run": world.names["run"][0],
     }
     paths = []
     for slug in slugs:

@@ -23,6 +23,8 @@ class Context:
     info: dict  # the export's manifest (empty for roft.csv)
     provenance: dict
     shared: dict = field(default_factory=dict)  # results one section hands to a later one
+    # Crowd workers the decisions step left out, and why (analysis.cleaning.decision_filter).
+    left_out: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def boot(self) -> int:

@@ -52,6 +52,15 @@ def run(ctx: Context) -> Section:
     ]
     if causes:
         lines += [md_table(mismatches)]
+    left_out = ctx.left_out
+    if len(left_out):
+        lines += [
+            "Crowd workers left out by the decisions step, and why (all in `left_out.csv`; "
+            "`--all-workers` keeps everyone):",
+            "",
+            md_table(cleaning.left_out_summary(left_out)),
+            md_table(left_out.head(50)),
+        ]
     if len(impossible):
         lines += [
             f"Impossible stored values ({len(impossible)} row(s); all in `impossible_points.csv`):",
@@ -64,6 +73,7 @@ def run(ctx: Context) -> Section:
             "filter_steps": ctx.steps,
             "points_mismatches": mismatches,
             "impossible_points": impossible,
+            "left_out": left_out,
         },
         summary={
             "all": a,
@@ -72,5 +82,7 @@ def run(ctx: Context) -> Section:
             "duplicates": ctx.duplicates,
             "points_mismatch_causes": causes,
             "impossible_points": len(impossible),
+            "left_out": left_out.to_dict(orient="records"),
+            "min_rounds": ctx.settings.min_rounds,
         },
     )

@@ -376,11 +376,11 @@ def register_study_cli(app: Flask) -> None:
                 if amount is None:
                     raise click.UsageError("--bonus needs --amount")
                 row = review.give_bonus(study, bonus_id, amount, reason)
-                line = f"{bonus_id},{verify._money(row.amount_minor)}\n"
+                line = review.bonus_file(study, row.run)
                 click.echo(
                     f"Recorded run {row.run}: a bonus of {verify._money(row.amount_minor)} "
-                    f"{config.currency} for {bonus_id} ({row.reason}). Pay it once, e.g. as "
-                    f"Prolific's bulk bonus line: {line.strip()}"
+                    f"{config.currency} for {bonus_id} ({row.reason}). Pay it once, with "
+                    f"this bonus file:\n{line.strip()}"
                 )
                 if out is not None:
                     out.mkdir(parents=True, exist_ok=True)

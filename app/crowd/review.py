@@ -8,18 +8,24 @@ next `flask study verify` keeps a person's decision and writes it into the platf
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
-from app.crowd import verify
+from app.crowd import fraud, schedule, verify
+from app.crowd.config import StudyConfig
 from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
 from app.crowd.studies import config_of
-from app.errors import BadRequest, Conflict
+from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
-from app.models import Study, StudyBonus, StudyDecision
+from app.game import rounds as game
+from app.models import Example, Participant, Round, Study, StudyBonus, StudyDecision
 from app.models.base import utcnow
 from app.models.studies import BONUS_LIVE, StudyRun
+from roftcore.spreadsheet import neutralise
 
 # Prolific's rejection categories (its API documentation).
 CATEGORIES = (
@@ -45,10 +51,40 @@ def waiting(study: Study) -> list[Waiting]:
     return found
 
 
+def bonus_limit(config: StudyConfig) -> int:
+    """The largest bonus one person may give in review, in minor units: the study's reward or
+    its score-bonus cap, whichever is larger. A bigger figure is most likely a slip (50 for
+    0.50), and money sent cannot be taken back."""
+    cap = config.bonus.cap if config.bonus else 0.0
+    return round(max(config.reward, cap) * 100)
+
+
+REVIEW_PREFIX = "review: "  # the ledger reasons of bonuses given in review
+MAX_AMOUNT = 1_000_000  # beyond any bonus: a figure this large is not money
+
+
+def _plain(text: str, what: str) -> str:
+    if "\x00" in text:
+        raise BadRequest(f"the {what} contains a NUL character; please remove it")
+    return text
+
+
+def parse_amount(text: str) -> float:
+    """A bonus typed into a form ("0.50", "0,50", "1") as a number; BadRequest otherwise."""
+    cleaned = (text or "").strip().replace(",", ".")
+    try:
+        value = Decimal(cleaned)
+    except InvalidOperation:
+        raise BadRequest(f"the bonus amount {text!r} is not a number, e.g. 0.50") from None
+    if not value.is_finite() or abs(value) > MAX_AMOUNT:
+        raise BadRequest(f"the bonus amount {text!r} is not a sensible amount, e.g. 0.50")
+    return float(value)
+
+
 def _worker(study: Study, worker_id: str) -> WorkerStats:
     found = next((w for w in worker_stats(study) if w.worker_id == worker_id), None)
     if found is None:
-        raise BadRequest(f"no worker {worker_id!r} in study {study.slug!r}")
+        raise NotFound(f"no worker {worker_id!r} in study {study.slug!r}")
     return found
 
 
@@ -65,7 +101,7 @@ def decide(
     decision (with that message) is already the one in force."""
     if decision not in (verify.APPROVE, verify.REJECT):
         raise BadRequest("a review decides approve or reject")
-    message = " ".join(message.split())
+    message = " ".join(_plain(message, "message").split())
     if decision == verify.REJECT:
         if len(message) < verify.MIN_MESSAGE:
             raise BadRequest(
@@ -78,12 +114,16 @@ def decide(
     else:
         message, category = "", None
     w = _worker(study, worker_id)
-    before = verify.hand_decisions(study).get(w.participant_id)
-    if before is not None and (before.decision, before.message) == (decision, message):
-        return None
     now = utcnow()
     try:
+        # Claim the run number first: a decision made at the same moment either waits for this
+        # one and then sees it below, or is refused by the database (one row per run number).
         run = _new_run(study, now)
+        db.session.flush()
+        before = verify.hand_decisions(study).get(w.participant_id)
+        if before is not None and (before.decision, before.message) == (decision, message):
+            db.session.rollback()
+            return None
         db.session.add(
             StudyDecision(
                 study_id=study.id,
@@ -98,6 +138,12 @@ def decide(
             )
         )
         db.session.commit()
+    except IntegrityError:
+        db.session.rollback()
+        raise Conflict(
+            "another decision for this study was recorded at the same moment; reload and check "
+            "before deciding again"
+        ) from None
     except Exception:
         db.session.rollback()
         raise
@@ -107,14 +153,25 @@ def decide(
 def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> StudyBonus:
     """A bonus a person gives, once per (worker, reason): the ledger row is `issued`, for the
     bonus file the CLI writes. Giving the same reason again is refused."""
-    reason = " ".join(reason.split())
+    reason = " ".join(_plain(reason, "reason").split())
     if not reason:
         raise BadRequest("a bonus needs a reason")
+    if not math.isfinite(amount) or abs(amount) > MAX_AMOUNT:
+        raise BadRequest(f"the bonus amount {amount} is not a sensible amount of money")
+    config = config_of(study)
     minor = round(amount * 100)
     if minor <= 0 or abs(amount * 100 - minor) > 1e-6:
-        raise BadRequest(f"the bonus must be a positive amount in {config_of(study).currency}")
+        raise BadRequest(
+            f"the bonus must be a positive amount in {config.currency}, in whole cents (e.g. 0.50)"
+        )
+    limit = bonus_limit(config)
+    if minor > limit:
+        raise BadRequest(
+            f"a bonus from review is at most {verify._money(limit)} {config.currency} (the "
+            f"study's reward or bonus cap, whichever is larger); {verify._money(minor)} is more"
+        )
     w = _worker(study, worker_id)
-    key = f"review: {reason}"[:120]
+    key = f"{REVIEW_PREFIX}{reason}"[:120]
     live = db.session.scalar(
         select(StudyBonus.id).where(
             StudyBonus.study_id == study.id,
@@ -139,7 +196,208 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
         )
         db.session.add(row)
         db.session.commit()
+    except IntegrityError:
+        # A second request at the same moment: the database keeps one row per live key.
+        db.session.rollback()
+        if key in verify._live_reasons(study, w.participant_id):
+            raise Conflict(
+                f"{worker_id} already has a bonus for {reason!r}: it is paid once"
+            ) from None
+        raise Conflict(
+            "another decision was recorded at the same moment; reload and check"
+        ) from None
     except Exception:
         db.session.rollback()
         raise
     return row
+
+
+# -- the review page ------------------------------------------------------------------------
+
+# What the page's worker list can show: the worker's current decision (the newest of verify's
+# and a person's), "undecided" when there is none.
+SHOW = ("all", "review", "approved", "rejected", "undecided")
+_STATE = {verify.REVIEW: "review", verify.APPROVE: "approved", verify.REJECT: "rejected"}
+
+
+def state_of(decision: str | None) -> str:
+    """The list's word for a current decision: review, approved, rejected, undecided, or the
+    decision itself (returned, pending)."""
+    if decision is None:
+        return "undecided"
+    return _STATE.get(decision, decision)
+
+
+@dataclass(frozen=True)
+class RoundView:
+    """One answered round as a reviewer sees it; positions are 0-based sentence indices."""
+
+    number: int  # in the worker's play order, as in verify's reasons and the finish page
+    kind: str  # "normal" or "check"
+    sentences: list[str]
+    revealed: int
+    guess: int
+    boundary: int
+    points: int | None
+    seconds: float | None
+    explanation: str
+    check: str | None = None  # "inside" or "all_human" for a check
+    verdict: str | None = None  # pass / fail / void for a check
+
+    @property
+    def evidence_seen(self) -> bool | None:
+        """For a check: was its instruction on screen before the answer? (None: no check.)"""
+        if self.check is None:
+            return None
+        return self.check != "inside" or self.revealed > self.boundary
+
+    @property
+    def all_human(self) -> bool:
+        return self.boundary >= len(self.sentences)
+
+
+@dataclass(frozen=True)
+class BonusView:
+    run: int
+    amount: str
+    reason: str
+    state: str
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    worker: WorkerStats
+    state: str
+    decision: StudyDecision | None
+    flags: list[fraud.Flag] = field(default_factory=list)
+    rounds: list[RoundView] = field(default_factory=list)
+    bonuses: list[BonusView] = field(default_factory=list)
+
+    @property
+    def checks(self) -> list[RoundView]:
+        return [r for r in self.rounds if r.check is not None]
+
+    @property
+    def explanations(self) -> list[RoundView]:
+        return [r for r in self.rounds if r.explanation]
+
+
+def _rounds(participant_id: int) -> list[RoundView]:
+    """The worker's answered rounds (practice left out) in play order, numbered as
+    reports.worker_stats numbers them."""
+    rows = db.session.execute(
+        select(Round, Example)
+        .join(Example, Example.id == Round.example_id)
+        .where(Round.participant_id == participant_id, Round.guess.is_not(None))
+        .order_by(Round.answered_at)
+    ).all()
+    found = []
+    for r, example in rows:
+        if r.kind == game.PRACTICE:
+            continue
+        check = (example.source or {}).get("check", "all_human") if r.kind == game.CHECK else None
+        found.append(
+            RoundView(
+                number=len(found) + 1,
+                kind="check" if check else "normal",
+                sentences=list(example.sentences),
+                revealed=r.revealed,
+                guess=r.guess,
+                boundary=example.boundary,
+                points=r.points,
+                seconds=(r.answered_at - r.started_at).total_seconds() if r.answered_at else None,
+                explanation=r.explanation or "",
+                check=check,
+                verdict=schedule.check_verdict(check, r.guess, example.boundary) if check else None,
+            )
+        )
+    return found
+
+
+def _bonuses(study: Study, participant_id: int) -> list[BonusView]:
+    rows = db.session.scalars(
+        select(StudyBonus)
+        .where(StudyBonus.study_id == study.id, StudyBonus.participant_id == participant_id)
+        .order_by(StudyBonus.id)
+    )
+    return [
+        BonusView(
+            b.run,
+            verify._money(b.amount_minor)
+            if b.amount_minor >= 0
+            else "-" + verify._money(-b.amount_minor),
+            b.reason,
+            b.state,
+        )
+        for b in rows
+    ]
+
+
+def worker_list(study: Study, show: str = "all") -> list[WorkerView]:
+    """The study's workers with their current decision and fraud flags, in joining order; `show`
+    keeps one state (see SHOW). Rounds are left out: worker_view gives them."""
+    if show not in SHOW:
+        raise BadRequest(f"unknown filter {show!r}: choose one of {', '.join(SHOW)}")
+    current = latest_decisions(study)
+    flags = fraud.flags_by_participant(study)
+    found = []
+    for w in worker_stats(study):
+        row = current.get(w.participant_id)
+        state = state_of(row.decision if row else None)
+        if show != "all" and state != show:
+            continue
+        flagged = flags.get(w.participant_id)
+        found.append(WorkerView(w, state, row, list(flagged.flags) if flagged else []))
+    return found
+
+
+def worker_view(study: Study, worker_id: str) -> WorkerView:
+    """Everything a reviewer needs about one worker: rounds, checks (with whether their
+    evidence was seen), time, fraud flags, explanations, decision and bonuses."""
+    w = _worker(study, worker_id)
+    row = latest_decisions(study).get(w.participant_id)
+    flagged = fraud.flags_by_participant(study).get(w.participant_id)
+    return WorkerView(
+        w,
+        state_of(row.decision if row else None),
+        row,
+        list(flagged.flags) if flagged else [],
+        _rounds(w.participant_id),
+        _bonuses(study, w.participant_id),
+    )
+
+
+def bonus_file(study: Study, run: int) -> str:
+    """The bonuses given in review run `run`, in the platform's format: for MTurk, SendBonus's
+    WorkerId, AssignmentId, BonusAmount and Reason (the reason given in review, which the
+    worker reads); otherwise one `worker id,amount` line each (Prolific's bulk bonus). What the
+    researcher uploads, once."""
+    rows = db.session.execute(
+        select(
+            Participant.worker_id,
+            Participant.platform_session,
+            StudyBonus.amount_minor,
+            StudyBonus.reason,
+        )
+        .join(Participant, Participant.id == StudyBonus.participant_id)
+        .where(
+            StudyBonus.study_id == study.id,
+            StudyBonus.run == run,
+            StudyBonus.reason.startswith(REVIEW_PREFIX),
+            StudyBonus.state.in_(BONUS_LIVE),
+        )
+        .order_by(StudyBonus.id)
+    ).all()
+    if not rows:
+        raise NotFound(f"study {study.slug!r} has no bonus given in review run {run}")
+    if study.platform == "mturk":
+        return verify._csv(
+            [
+                [worker, session or "", verify._money(amount), reason.removeprefix(REVIEW_PREFIX)]
+                for worker, session, amount, reason in rows
+            ],
+            ["WorkerId", "AssignmentId", "BonusAmount", "Reason"],
+        )
+    return "".join(
+        f"{neutralise(worker)},{verify._money(amount)}\n" for worker, _, amount, _ in rows
+    )

@@ -17,7 +17,8 @@ from flask import (
 from flask_login import current_user, login_required
 
 from app import paging
-from app.crowd import fraud, links, reports, studies
+from app.crowd import fraud, links, reports, review, studies, verify
+from app.errors import ServiceError
 from app.game import insights
 from app.leaderboard import integrity
 from app.research import overview
@@ -78,6 +79,138 @@ def study_csv(slug: str):
         reports.workers_csv(report),
         mimetype="text/csv",
         headers={"Content-Disposition": f"attachment; filename={slug}-workers.csv"},
+    )
+
+
+# -- review: a person decides each worker, through the service `flask study review` uses -------
+
+
+@bp.get("/studies/<slug>/review")
+def review_list(slug: str):
+    found = studies.get_study(slug)
+    show = request.args.get("show", "review")
+    if show not in review.SHOW:
+        show = "review"
+    everyone = review.worker_list(found)
+    workers = [w for w in everyone if show == "all" or w.state == show]
+    counts = {key: sum(key == "all" or w.state == key for w in everyone) for key in review.SHOW}
+    return render_template(
+        "research/review.html", study=found, workers=workers, show=show, counts=counts
+    )
+
+
+def _worker_page(found, worker_id: str, status: int = 200, error: str | None = None):
+    view = review.worker_view(found, worker_id)
+    config = studies.config_of(found)
+    waiting = [item.worker.worker_id for item in review.waiting(found)]
+    after = [other for other in waiting if other != worker_id]
+    # After a refused form, its fields come back as typed, with the reason.
+    form = request.form if request.method == "POST" else {}
+    return (
+        render_template(
+            "research/review_worker.html",
+            study=found,
+            view=view,
+            config=config,
+            categories=review.CATEGORIES,
+            min_message=verify.MIN_MESSAGE,
+            bonus_limit=verify._money(review.bonus_limit(config)),
+            error=error,
+            form=form,
+            show=request.values.get("show", "review"),
+            next_worker=after[0] if after else None,
+        ),
+        status,
+    )
+
+
+@bp.get("/studies/<slug>/review/<worker_id>")
+def review_worker(slug: str, worker_id: str):
+    return _worker_page(studies.get_study(slug), worker_id)
+
+
+def _decided(found, worker_id: str, action):
+    """Run one decision; a refusal shows the worker's page again with the reason (4xx), a
+    success goes back to it (so a reload does not send the form again)."""
+    try:
+        note = action()
+    except ServiceError as refused:
+        return _worker_page(found, worker_id, refused.status, refused.message)
+    flash(note)
+    return redirect(
+        url_for(
+            "research.review_worker",
+            slug=found.slug,
+            worker_id=worker_id,
+            show=request.form.get("show", "review"),
+        )
+    )
+
+
+@bp.post("/studies/<slug>/review/<worker_id>/approve")
+def review_approve(slug: str, worker_id: str):
+    found = studies.get_study(slug)
+
+    def act() -> str:
+        run = review.decide(found, worker_id, verify.APPROVE)
+        if run is None:
+            return f"{worker_id} was already approved; nothing new was recorded."
+        return (
+            f"{worker_id} approved (run {run}). The next `flask study verify` puts them in "
+            "approve.txt with the bonus they are owed."
+        )
+
+    return _decided(found, worker_id, act)
+
+
+@bp.post("/studies/<slug>/review/<worker_id>/reject")
+def review_reject(slug: str, worker_id: str):
+    found = studies.get_study(slug)
+
+    def act() -> str:
+        run = review.decide(
+            found,
+            worker_id,
+            verify.REJECT,
+            request.form.get("message", ""),
+            request.form.get("category") or None,
+        )
+        if run is None:
+            return f"{worker_id} was already rejected with this message; nothing new was recorded."
+        return (
+            f"{worker_id} rejected (run {run}). The next `flask study verify` puts them in "
+            "reject.csv with your message."
+        )
+
+    return _decided(found, worker_id, act)
+
+
+@bp.post("/studies/<slug>/review/<worker_id>/bonus")
+def review_bonus(slug: str, worker_id: str):
+    found = studies.get_study(slug)
+
+    def act() -> str:
+        amount = review.parse_amount(request.form.get("amount", ""))
+        row = review.give_bonus(found, worker_id, amount, request.form.get("reason", ""))
+        money = verify._money(row.amount_minor)
+        return (
+            f"Bonus of {money} {studies.config_of(found).currency} for {worker_id} recorded "
+            f"(run {row.run}). Pay it once: download the bonus file below and upload it, "
+            "or add the line to a bulk bonus."
+        )
+
+    return _decided(found, worker_id, act)
+
+
+@bp.get("/studies/<slug>/review/bonus-<int:run>.csv")
+def review_bonus_file(slug: str, run: int):
+    """The bonuses given in one review run, in Prolific's bulk bonus format (id,amount): the
+    file `flask study review --bonus --out` writes."""
+    text = review.bonus_file(studies.get_study(slug), run)
+    return Response(
+        text,
+        mimetype="text/csv",
+        headers={"Content-Disposition": f"attachment; filename={slug}-review-bonus-{run}.csv"},
     )
 
 

@@ -134,3 +134,18 @@ def test_cleaning_filters_each_report_their_effect():
     assert steps.loc["straight_lining", "rows_removed"] == 4
     assert set(result.frame["annotator"]) == {"good"} and len(result.frame) == 4
     assert result.frame["guess"].tolist() == [3, 4, 5, 6]  # the first answer to e0 is kept
+
+
+def test_a_check_answered_before_its_instruction_is_void_not_failed():
+    # An instruction at sentence 6 of a 10-sentence text: flagging sentence 3 came before it
+    # was shown (void); flagging sentence 8 went past it (failed); an all-human check (boundary
+    # N) flagged anywhere is failed.
+    df = frame([("early", "c1", 6, 3), ("late", "c1", 6, 8), ("human", "c2", 10, 2),
+                ("early", "e1", 4, 4), ("late", "e1", 4, 4), ("human", "e1", 4, 4)])  # fmt: skip
+    check = df["example"].str.startswith("c")
+    df.loc[check, "attention_check"] = True
+    df.loc[check, "attention_passed"] = 0.0
+    assert cleaning.void_checks(df).tolist() == [True, False, False, False, False, False]
+    assert sorted(cleaning.failed_attention(df)) == ["human", "late"]
+    kept = cleaning.clean(df, cleaning.FilterSettings(min_median_seconds=0)).frame
+    assert kept["annotator"].tolist() == ["early"]
