@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from app.crowd import verify
+from app.crowd.lookup import config_of
 from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
-from app.crowd.studies import config_of
 from app.errors import BadRequest, Conflict
 from app.extensions import db
 from app.models import Study, StudyBonus, StudyDecision

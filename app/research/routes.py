@@ -17,7 +17,7 @@ from flask import (
 from flask_login import current_user, login_required
 
 from app import paging
-from app.crowd import fraud, links, reports, studies
+from app.crowd import fraud, links, lookup, reports
 from app.game import insights
 from app.leaderboard import integrity
 from app.research import overview
@@ -55,7 +55,7 @@ def restore_player(player_id: int):
 
 @bp.get("/studies/<slug>")
 def study(slug: str):
-    found = studies.get_study(slug)
+    found = lookup.get_study(slug)
     return render_template(
         "research/study.html",
         study=found,
@@ -68,12 +68,12 @@ def study(slug: str):
 
 @bp.get("/studies/<slug>.json")
 def study_json(slug: str):
-    return jsonify(reports.study_report(studies.get_study(slug)).to_json())
+    return jsonify(reports.study_report(lookup.get_study(slug)).to_json())
 
 
 @bp.get("/studies/<slug>.csv")
 def study_csv(slug: str):
-    report = reports.study_report(studies.get_study(slug))
+    report = reports.study_report(lookup.get_study(slug))
     return Response(
         reports.workers_csv(report),
         mimetype="text/csv",
