@@ -20,6 +20,7 @@ from app.models import (
     Study,
     StudyBonus,
     StudyDecision,
+    StudySlot,
 )
 from app.models.studies import StudyRun
 
@@ -140,6 +141,7 @@ def delete_study(study: Study, force: bool = False) -> int:
             db.session.execute(delete(model).where(model.study_id == study.id))
         if ids:
             db.session.execute(delete(Round).where(Round.participant_id.in_(ids)))
+            db.session.execute(delete(StudySlot).where(StudySlot.participant_id.in_(ids)))
             db.session.execute(delete(Participant).where(Participant.id.in_(ids)))
             for player in db.session.scalars(select(Player).where(Player.id.in_(players))):
                 db.session.delete(player)  # the ORM events keep the leaderboard counts right

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.crowd import codes, schedule
+from app.crowd import codes, schedule, slots
 from app.crowd.config import StudyConfig
-from app.crowd.lookup import LEFT, config_of, find_participant
+from app.crowd.lookup import config_of, find_participant, holding_place, time_cutoff
 from app.crowd.platforms import Entry
 from app.errors import BadRequest, Conflict, Forbidden
 from app.extensions import db
@@ -33,21 +33,6 @@ def _may_resume(participant: Participant, entry: Entry, bound_id: int | None) ->
         and participant.platform_session
         and codes.codes_match(entry.session, participant.platform_session)
     )
-
-
-def _cutoff(config: StudyConfig, now: datetime) -> datetime | None:
-    """Workers who started before this are out of time (None: the study has no time limit)."""
-    if config.time_limit_minutes is None:
-        return None
-    return now - timedelta(minutes=config.time_limit_minutes)
-
-
-def holding_place(config: StudyConfig, now: datetime):
-    """Participants who hold a place: anyone finished, or started and still within the time."""
-    started = Participant.status == ParticipantStatus.started
-    cutoff = _cutoff(config, now)
-    in_time = started if cutoff is None else and_(started, Participant.started_at >= cutoff)
-    return or_(Participant.status.not_in(LEFT | {ParticipantStatus.started}), in_time)
 
 
 def places_taken(study: Study) -> int:
@@ -113,6 +98,10 @@ def enter(
     if config.screening is not None and screening not in config.screening.accept:
         finish(participant, config, ParticipantStatus.screened_out)
     try:
+        if participant.status == ParticipantStatus.started:
+            db.session.flush()
+            # The whole schedule, texts included, now: a reload or a return serves the same.
+            slots.build(study, participant)
         db.session.commit()
     except IntegrityError:
         # The same worker's other tab got in first: resume that participant instead.
@@ -149,7 +138,7 @@ def check_time(participant: Participant) -> None:
 
 def expire_overdue(study: Study) -> int:
     """Mark every started worker past the time limit as timed out; returns how many."""
-    cutoff = _cutoff(config_of(study), utcnow())
+    cutoff = time_cutoff(config_of(study), utcnow())
     if cutoff is None:
         return 0
     result = db.session.execute(

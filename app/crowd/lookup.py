@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, or_, select
 
 from app.crowd.config import SLUG_RE, StudyConfig
-from app.errors import Conflict, NotFound
+from app.errors import NotFound
 from app.extensions import db
 from app.models import (
     Participant,
     ParticipantStatus,
-    Round,
     Study,
 )
 
@@ -23,14 +24,6 @@ FINISHED = {
 }
 # Workers who returned the task or ran out of time: their place is free again.
 LEFT = {ParticipantStatus.returned, ParticipantStatus.timed_out}
-
-
-class RatingsPending(Conflict):
-    """The worker's last round still needs its ratings before anything else."""
-
-    def __init__(self, round_: Round):
-        super().__init__("Please give your ratings for this text before you go on.")
-        self.round = round_
 
 
 def config_of(study: Study) -> StudyConfig:
@@ -64,3 +57,22 @@ def participant_count(study: Study) -> int:
 
 
 # Settings that decide what each worker plays and how they are judged: fixed once anyone joined.
+
+
+def time_cutoff(config: StudyConfig, now: datetime) -> datetime | None:
+    """Workers who started before this are out of time (None: the study has no time limit)."""
+    if config.time_limit_minutes is None:
+        return None
+    return now - timedelta(minutes=config.time_limit_minutes)
+
+
+def holding_place(config: StudyConfig, now: datetime):
+    """Participants who hold a place: anyone finished, or started and still within the time."""
+    return or_(Participant.status.not_in(LEFT | {ParticipantStatus.started}), in_time(config, now))
+
+
+def in_time(config: StudyConfig, now: datetime):
+    """Participants still playing: started, and within the time limit."""
+    started = Participant.status == ParticipantStatus.started
+    cutoff = time_cutoff(config, now)
+    return started if cutoff is None else and_(started, Participant.started_at >= cutoff)

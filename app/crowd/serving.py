@@ -5,12 +5,14 @@ from __future__ import annotations
 import random
 
 from sqlalchemy import exists, func, or_, select
+from sqlalchemy.exc import IntegrityError
 
-from app.crowd import schedule
-from app.crowd.admission import check_time, comprehension_pending, holding_place
+from app.crowd import schedule, slots
+from app.crowd.admission import check_time, comprehension_pending
 from app.crowd.config import StudyConfig
-from app.crowd.lookup import FINISHED, config_of
+from app.crowd.lookup import FINISHED, config_of, holding_place
 from app.crowd.ratings import criteria
+from app.crowd.slots import SLOT_POOLS, required_rounds
 from app.errors import Conflict
 from app.extensions import db
 from app.game import rounds
@@ -23,6 +25,7 @@ from app.models import (
     Player,
     Round,
     Study,
+    StudySlot,
 )
 from app.models.base import utcnow
 
@@ -136,27 +139,6 @@ def pending_ratings(study: Study, participant: Participant) -> Round | None:
     )
 
 
-SLOT_POOLS = {
-    schedule.CHECK: ("checks",),
-    schedule.INSIDE: ("inside_checks",),
-    # Studies made before spare checks existed use their all-human checks.
-    schedule.SPARE: ("spare_checks", "checks"),
-    schedule.SPARE_ADDED: ("spare_checks", "checks"),
-}
-
-
-def required_rounds(config: StudyConfig, participant: Participant) -> int:
-    """Rounds this worker must play: the study's, plus any spare check added for a void one."""
-    return config.rounds + participant.schedule.count(schedule.SPARE_ADDED)
-
-
-def spare_ids(study: Study) -> list[int]:
-    for name in SLOT_POOLS[schedule.SPARE]:
-        if ids := study.pool.get(name):
-            return ids
-    return []
-
-
 def next_round(study: Study, participant: Participant, extra: bool = False) -> Round | None:
     """The worker's open round, or a new one for their next slot; None when they are done.
 
@@ -189,22 +171,45 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
     if slot >= len(participant.schedule) or (slot >= required and not extra):
         return None
     kind = participant.schedule[slot]
-    if kind in SLOT_POOLS:
-        ids = spare_ids(study) if kind in (schedule.SPARE, schedule.SPARE_ADDED) else None
-        ids = ids if ids is not None else study.pool.get(SLOT_POOLS[kind][0], [])
-        example = pick_from(ids, participant, ordered=False)
-        if example is None:
-            # Every check left shows a passage this worker read: a repeat beats a dead end,
-            # and a check's answer is its instruction, not the passage.
-            example = pick_from(ids, participant, ordered=False, unread=False)
-        round_kind = rounds.CHECK
-    else:
-        example = _pick_normal(study, participant, config)
-        round_kind = rounds.NORMAL
+    round_kind = rounds.CHECK if kind in SLOT_POOLS else rounds.NORMAL
+    stored = _stored_slot(study, participant, slot)
+    example = None
+    if stored is not None and stored.example_id is not None:
+        example = db.session.get(Example, stored.example_id)
+    if example is None:
+        # No text was left for this slot when the schedule was made: pick one now.
+        example = _pick_now(study, participant, config, kind)
+        if example is not None and stored is not None:
+            stored.example_id = example.id  # committed with the round
     if example is None:
         raise Conflict("We have run out of texts for this study. Please contact the researcher.")
     made = rounds.create_round(player, example, study.slug, round_kind, participant.id)
     return made or open_round(participant)
+
+
+def _stored_slot(study: Study, participant: Participant, position: int) -> StudySlot | None:
+    """The worker's slot at this position, from the schedule stored when they entered; a worker
+    who entered before schedules were stored gets theirs now."""
+    if not slots.has_schedule(participant):
+        try:
+            slots.build(study, participant)
+            db.session.commit()
+        except IntegrityError:
+            db.session.rollback()  # another tab of this worker stored it first
+    return slots.slot_at(participant, position)
+
+
+def _pick_now(
+    study: Study, participant: Participant, config: StudyConfig, kind: str
+) -> Example | None:
+    if kind not in SLOT_POOLS:
+        return _pick_normal(study, participant, config)
+    ids = slots.pool_for(study, kind)
+    # Every check left shows a passage this worker read: a repeat beats a dead end, and a
+    # check's answer is its instruction, not the passage.
+    return pick_from(ids, participant, ordered=False) or pick_from(
+        ids, participant, ordered=False, unread=False
+    )
 
 
 def slot_progress(study: Study, participant: Participant) -> tuple[int, int]:

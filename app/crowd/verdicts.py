@@ -7,11 +7,11 @@ from urllib.parse import quote
 
 from sqlalchemy import select, update
 
-from app.crowd import schedule
+from app.crowd import schedule, slots
 from app.crowd.admission import finish, out_of_time
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import FINISHED, LEFT, config_of
-from app.crowd.serving import pick_from, required_rounds, spare_ids
+from app.crowd.slots import required_rounds
 from app.errors import Conflict
 from app.extensions import db
 from app.game import rounds
@@ -85,9 +85,9 @@ def _check_verdict(participant_id: int, passed: bool) -> str:
 
 def _schedule_spare(participant: Participant, config: StudyConfig) -> None:
     """After a void check: if the checks still to come cannot make up the study's number, put
-    a spare check in the worker's plan, at the soonest round (see schedule.spare_slot), when the
-    study has a spare text this worker has not read. Otherwise nothing: verify sends a worker
-    with void checks to review."""
+    a spare check in the worker's stored schedule, at the soonest round (see slots.add_spare),
+    when the study has a spare text on a passage their schedule does not hold. Otherwise
+    nothing: verify sends a worker with void checks to review."""
     plan = participant.schedule
     required = required_rounds(config, participant)
     wanted = sum(
@@ -97,11 +97,7 @@ def _schedule_spare(participant: Participant, config: StudyConfig) -> None:
     done = participant.rounds_done
     if counted + schedule.checks_left(plan, done, required) >= wanted:
         return
-    if pick_from(spare_ids(participant.study), participant, ordered=False) is None:
-        return
-    new = schedule.spare_slot(plan, done, required)
-    if new is not None:
-        participant.schedule = new
+    slots.add_spare(participant.study, participant, config)
 
 
 def failed_checks_message(participant: Participant) -> str | None:

@@ -12,6 +12,7 @@ from app.models.studies import (
     Study,
     StudyBonus,
     StudyDecision,
+    StudySlot,
 )
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "Study",
     "StudyBonus",
     "StudyDecision",
+    "StudySlot",
     "System",
     "TruthView",
 ]
