@@ -92,6 +92,7 @@ def enter(
         submit_to=entry.submit_to,
         schedule=plan,
         consent_at=utcnow(),
+        started_at=utcnow(),
         status=ParticipantStatus.started,
     )
     db.session.add(participant)

@@ -5,6 +5,7 @@ New code imports the module it needs:
 - pool: a study's texts and attention checks;
 - admin: create, edit, open or close, delete a study;
 - admission: entry, places, time limits, returns, instructions and comprehension;
+- slots: each worker's schedule, texts included, computed at entry and stored;
 - serving: each worker's rounds from their stored schedule, and the round page;
 - verdicts: answers, attention-check verdicts, spare checks, outcomes and completion codes;
 - ratings: Likert ratings of rounds.
