@@ -9,7 +9,7 @@ from collections import Counter
 
 from sqlalchemy import delete, select
 
-from app.crowd import schedule, serving, slots
+from app.crowd import lookup, schedule, serving, slots
 from app.extensions import db
 from app.models import ExamplePassage, Participant, Round, StudySlot
 from tests import factories
@@ -152,3 +152,26 @@ def test_a_worker_who_entered_before_schedules_were_stored_keeps_playing(ctx):
     assert played(worker) == [e for _p, _k, e in plan]
     assert max(passages_of(played(worker)).values()) == 1
     assert db.session.get(Participant, worker.id).rounds_done == 5
+
+
+def test_a_spare_added_after_the_last_required_round_moves_the_extra_rounds_on(ctx):
+    versions(14, 2)
+    study = make_study(rounds=4, max_rounds=6, attention_check_rate=0.25, target_per_example=1)
+    worker = join(study, "w1", "s1")
+    before = stored(worker)
+    assert [s.optional for s in slots.stored(worker)] == [
+        False, False, False, False, True, True,
+    ]  # fmt: skip
+    # As if the void check were the last required round: one more round, right there.
+    worker.rounds_done = 4
+    assert slots.add_spare(study, worker, lookup.config_of(study))
+    db.session.commit()
+    after = stored(worker)
+    assert [p for p, _k, _e in after] == list(range(7))
+    assert [k for _p, k, _e in after] == worker.schedule
+    assert after[4][1] == schedule.SPARE_ADDED and after[4][2] in study.pool["spare_checks"]
+    # The rounds before stay; the optional ones move one on, with their texts.
+    assert [(k, e) for _p, k, e in after[:4]] == [(k, e) for _p, k, e in before[:4]]
+    assert [(k, e) for _p, k, e in after[5:]] == [(k, e) for _p, k, e in before[4:]]
+    assert [s.optional for s in slots.stored(worker)][4:] == [False, True, True]
+    assert max(passages_of(e for _p, _k, e in after).values()) == 1
