@@ -94,9 +94,9 @@ def _chunks(ids: list[int], size: int = 500) -> Iterable[list[int]]:
 
 def _already_shown(participant: Participant) -> set[Token]:
     """Passages and texts this worker's player has been shown (practice included)."""
-    played = list(db.session.scalars(select(Round.example_id).where(
-        Round.player_id == participant.player_id
-    )))  # fmt: skip
+    played = list(
+        db.session.scalars(select(Round.example_id).where(Round.player_id == participant.player_id))
+    )
     shown: set[Token] = set().union(*_tokens(played).values()) if played else set()
     shown.update(
         ("passage", p)
@@ -195,8 +195,9 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
         found = _first_free(candidates, tokens, used)
         if found is None and candidates:
             # Every check left shows a passage in this schedule: a repeat beats a dead end, and
-            # a check's answer is its instruction, not the passage.
-            found = candidates[0]
+            # a check's answer is its instruction, not the passage (still never the same text).
+            fresh = [c for c in candidates if ("example", c) not in used]
+            found = (fresh or candidates)[0]
         chosen[position] = found
         if found is not None:
             used |= tokens[found]
