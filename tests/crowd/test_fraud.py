@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from app.crowd import admission, fraud, lookup, serving, verdicts
+from app.crowd import admission, fraud, lookup, serving, slots, verdicts
 from app.extensions import db
 from app.game import rounds
 from app.leaderboard import standings
@@ -40,7 +40,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (rounds, admission, serving, verdicts, standings):
+    for module in (rounds, admission, serving, verdicts, slots, standings):
         monkeypatch.setattr(module, "utcnow", fake)
     return fake
 
