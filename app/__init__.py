@@ -97,6 +97,9 @@ def create_app(overrides: dict | None = None) -> Flask:
     blueprints = (pages_bp, game_bp, accounts_bp, leaderboard_bp, research_bp, crowd_bp, health_bp)
     for blueprint in blueprints:
         app.register_blueprint(blueprint)
+    from app.crowd import hooks as crowd_hooks
+
+    crowd_hooks.connect()  # the studies' part in the game's rounds
 
     from app.cli import register_cli
     from app.leaderboard import integrity

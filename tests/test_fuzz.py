@@ -49,7 +49,7 @@ from werkzeug.routing import IntegerConverter, PathConverter, Rule, UnicodeConve
 from app import PROJECT_ROOT
 from app.accounts import service as accounts
 from app.accounts.survey import NAMES as SURVEY_NAMES
-from app.crowd import studies
+from app.crowd import admin
 from app.extensions import db
 from app.game.reasons import REASONS
 from app.models import DailyChallenge, GameSet, Round
@@ -473,7 +473,7 @@ def build_world(app: Flask) -> World:
             screening={"question": "Are you fluent?", "options": ["yes", "no"], "accept": ["yes"]},
         )
         closed = make_study(slug="closed", title="Closed study", platform="generic")
-        studies.set_open(closed, False)
+        admin.set_open(closed, False)
         factories.player("private_player")
         accounts.sign_up("lab", PASSWORD, consent=False, researcher=True)
 

@@ -22,7 +22,7 @@ import pytest
 from flask import Flask
 from werkzeug.routing import Rule
 
-from app.crowd import review, studies
+from app.crowd import lookup, review
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import play_slot
@@ -50,9 +50,9 @@ def world(app) -> World:
     fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page))
     client.post("/study/pilot/join", data={**fields, "consent": "yes"})
     with app.app_context():
-        study = studies.get_study("pilot")
-        participant = studies.find_participant(study, "finisher")
-        while participant.status not in studies.FINISHED:
+        study = lookup.get_study("pilot")
+        participant = lookup.find_participant(study, "finisher")
+        while participant.status not in lookup.FINISHED:
             play_slot(study, participant)
         assert participant.status == "completed"
         # A bonus given in review, so that its bonus file has a page to render.

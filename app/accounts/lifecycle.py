@@ -217,7 +217,7 @@ def my_data(player: Player) -> dict:
         .options(selectinload(Round.reveals))
         .order_by(Round.order_index)
     ).all()
-    from app.crowd.studies import truth_hidden  # issue 21: crowd workers in a blind study
+    from app.crowd.serving import truth_hidden  # issue 21: crowd workers in a blind study
 
     hidden = truth_hidden(player.id)
     rounds = []

@@ -267,7 +267,7 @@ def _render_profile(player: Player, own: bool):
 def past_rounds():
     """Every answered round of the player, newest first, each opening again with its reveal."""
     per_page = profiles.ROUNDS_PER_PAGE
-    from app.crowd.studies import truth_hidden  # issue 21: crowd workers in a blind study
+    from app.crowd.serving import truth_hidden  # issue 21: crowd workers in a blind study
 
     if truth_hidden(current_user.id):
         abort(404)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from flask import Flask, current_app
 
-from app.crowd import links, reports, review, schedule, studies, verify
+from app.crowd import admin, links, lookup, reports, review, schedule, verify
 from app.crowd.config import (
     PayRules,
     StudyConfig,
@@ -24,7 +24,7 @@ from app.research.exports import ExportError, ExportOptions, export, pseudonym, 
 
 def _study(slug: str):
     try:
-        return studies.get_study(slug)
+        return lookup.get_study(slug)
     except ServiceError as missing:
         raise click.ClickException(f"no study called {slug!r}") from missing
 
@@ -90,7 +90,7 @@ def register_study_cli(app: Flask) -> None:
         """Create a study from a TOML FILE (see docs/running-a-study.md) and print its link."""
         config = _load_checked(file)
         try:
-            study = studies.create_study(config)
+            study = admin.create_study(config)
         except ServiceError as refused:
             raise click.ClickException(f"{file}: {refused.message}") from None
         human, inside = schedule.check_mix(
@@ -135,7 +135,7 @@ def register_study_cli(app: Flask) -> None:
         study = _study(slug)
         config = _load_checked(file)
         try:
-            changed = studies.edit_study(study, config)
+            changed = admin.edit_study(study, config)
         except ServiceError as refused:
             raise click.ClickException(f"{file}: {refused.message}") from None
         if changed:
@@ -238,7 +238,7 @@ def register_study_cli(app: Flask) -> None:
             f"{source_name}: {len(rows)} row(s), {len(submissions)} worker(s)"
             + (f" ({duplicates} duplicate row(s) counted once)." if duplicates else ".")
         )
-        for line in decision_lines(decisions, studies.config_of(study).currency):
+        for line in decision_lines(decisions, lookup.config_of(study).currency):
             click.echo(line)
         applied = verify.apply_decisions(study, decisions, via_api=send) if apply else None
         fieldnames = (list(rows[0].row or {}) if rows else []) if mturk_batch else None
@@ -359,7 +359,7 @@ def register_study_cli(app: Flask) -> None:
         actions = [a for a in (approve_id, reject_id, bonus_id) if a]
         if len(actions) > 1:
             raise click.UsageError("give one of --approve, --reject, --bonus at a time")
-        config = studies.config_of(study)
+        config = lookup.config_of(study)
         try:
             if approve_id or reject_id:
                 decision = verify.APPROVE if approve_id else verify.REJECT
@@ -414,14 +414,14 @@ def register_study_cli(app: Flask) -> None:
     @click.argument("slug")
     def close(slug: str) -> None:
         """Stop admitting new workers to study SLUG (those already in can finish)."""
-        studies.set_open(_study(slug), False)
+        admin.set_open(_study(slug), False)
         click.echo(f"Study {slug!r} is closed to new workers.")
 
     @study_group.command("reopen")
     @click.argument("slug")
     def reopen(slug: str) -> None:
         """Admit new workers to study SLUG again."""
-        studies.set_open(_study(slug), True)
+        admin.set_open(_study(slug), True)
         click.echo(f"Study {slug!r} is open to new workers.")
 
     @study_group.command("delete")
@@ -445,7 +445,7 @@ def register_study_cli(app: Flask) -> None:
         written first, and nothing is deleted if it fails.
         """
         study = _study(slug)
-        count = studies.participant_count(study)
+        count = lookup.participant_count(study)
         if count and not force:
             raise click.ClickException(
                 f"study {slug!r} has {count} participant(s). To delete it with their rounds, "
@@ -471,7 +471,7 @@ def register_study_cli(app: Flask) -> None:
                 reports.workers_csv(reports.study_report(study)), encoding="utf-8"
             )
             click.echo(f"Exported {result.counts['rounds']} rounds to {result.folder}.")
-        deleted = studies.delete_study(study, force=force)
+        deleted = admin.delete_study(study, force=force)
         click.echo(f"Deleted study {slug!r} ({deleted} participant(s)).")
 
 

@@ -7,7 +7,7 @@ import json
 import click
 from flask import Flask
 
-from app.crowd import fraud, studies
+from app.crowd import fraud, lookup
 from app.errors import ServiceError
 
 
@@ -25,7 +25,7 @@ def register_flags_command(app: Flask) -> None:
         the rounds and texts behind each flag. Flags are for a person to look into; they never
         reject anyone (see docs/running-a-study.md, "Fraud signals")."""
         try:
-            study = studies.get_study(slug)
+            study = lookup.get_study(slug)
         except ServiceError as missing:
             raise click.ClickException(f"no study called {slug!r}") from missing
         flagged = fraud.study_flags(study)

@@ -35,9 +35,10 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.crowd import links
+from app.crowd.admission import mark_left
+from app.crowd.lookup import FINISHED, config_of
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import latest_decisions
-from app.crowd.studies import FINISHED, config_of, mark_left
 from app.crowd.verify import (
     APPROVE,
     FAILED,

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from flask import Flask, current_app
 
-from app.crowd import prolific, studies
+from app.crowd import lookup, prolific
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.verify import _money
 from app.errors import ServiceError
@@ -18,7 +18,7 @@ from app.errors import ServiceError
 
 def _study(slug: str):
     try:
-        return studies.get_study(slug)
+        return lookup.get_study(slug)
     except ServiceError as missing:
         raise click.ClickException(f"no study called {slug!r}") from missing
 
@@ -44,7 +44,7 @@ def _run(action, *args):
 
 
 def _unconfirmed_lines(study) -> list[str]:
-    currency = studies.config_of(study).currency
+    currency = lookup.config_of(study).currency
     return [
         f"Payment {payment} ({_money(amount)} {currency}) went out but Prolific's answer never "
         f"came: it is not paid again. Look it up on Prolific, then run `flask study prolific "
@@ -246,7 +246,7 @@ def register_prolific_commands(app: Flask) -> None:
         `apply` sets them up anew and pays them)."""
         study = _study(slug)
         done = _run(prolific.resolve_payment, study, payment, paid)
-        currency = studies.config_of(study).currency
+        currency = lookup.config_of(study).currency
         if done.paid:
             click.echo(f"Recorded {done.rows} bonus(es), {_money(done.minor)} {currency}, as paid.")
         else:

@@ -11,8 +11,9 @@ from statistics import median
 
 from sqlalchemy import func, select
 
-from app.crowd import agreement, quality, schedule, studies
-from app.crowd.studies import FINISHED, LEFT, completion_code, config_of
+from app.crowd import admission, agreement, quality, schedule, serving
+from app.crowd.lookup import FINISHED, LEFT, config_of
+from app.crowd.verdicts import completion_code
 from app.extensions import db
 from app.game import rounds as game
 from app.models import Example, Participant, ParticipantStatus, Round, Study, StudyDecision
@@ -169,7 +170,7 @@ def worker_stats(study: Study) -> list[WorkerStats]:
         gaps = quality.seconds_between([r.answered_at for r in mine])
         # The required rounds come first; optional extra rounds do not change pay (the finish
         # page says so), so points and exact hits, the bonus's basis, count the required only.
-        required = studies.required_rounds(config, participant)
+        required = serving.required_rounds(config, participant)
         scored = [r for r in mine[:required] if r.kind == game.NORMAL]
         checks = schedule.check_rounds(
             [
@@ -236,7 +237,7 @@ def study_agreement(study: Study) -> agreement.Agreement:
 
 def study_report(study: Study) -> StudyReport:
     config = config_of(study)
-    studies.expire_overdue(study)
+    admission.expire_overdue(study)
     workers = worker_stats(study)
     statuses = Counter(w.status for w in workers)
     finished = sum(n for s, n in statuses.items() if ParticipantStatus(s) in FINISHED)
@@ -287,7 +288,7 @@ def study_report(study: Study) -> StudyReport:
         workers=workers,
         is_open=study.is_open,
         places=config.places,
-        places_taken=studies.places_taken(study),
+        places_taken=admission.places_taken(study),
         time_limit_minutes=config.time_limit_minutes,
         left=sum(n for s, n in statuses.items() if ParticipantStatus(s) in LEFT),
         speed_threshold_seconds=speed_threshold(config, all_rounds),

@@ -17,8 +17,8 @@ from sqlalchemy.exc import IntegrityError
 
 from app.crowd import fraud, schedule, verify
 from app.crowd.config import StudyConfig
+from app.crowd.lookup import config_of
 from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
-from app.crowd.studies import config_of
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
 from app.game import rounds as game

@@ -11,7 +11,7 @@ from flask_login import current_user
 from sqlalchemy import select
 
 from app.accounts.sessions import sign_in
-from app.crowd import studies
+from app.crowd import admission, lookup, ratings, serving, verdicts
 from app.crowd.platforms import EntryError, parse_entry
 from app.errors import BadRequest, Forbidden, ServiceError
 from app.extensions import db, limiter
@@ -60,7 +60,7 @@ def bound_participant(study) -> Participant:
 
 def load_study(slug: str) -> Study:
     """The study of this page; MTurk shows it in a frame, so the headers allow MTurk's origins."""
-    study = studies.get_study(slug)
+    study = lookup.get_study(slug)
     g.allow_mturk_frame = study.platform == "mturk"
     return study
 
@@ -71,7 +71,7 @@ def render_landing(study, entry, params: dict, error: str | None = None):
     page = render_template(
         "crowd/landing.html",
         study=study,
-        config=studies.config_of(study),
+        config=lookup.config_of(study),
         entry=entry,
         params=params,
         error=error,
@@ -82,7 +82,7 @@ def render_landing(study, entry, params: dict, error: str | None = None):
 @bp.before_app_request
 def _no_reveal_after_time():
     """A worker out of time, or marked returned, reveals no more sentences: the game's reveal
-    is refused here, as their answer would be (studies.record_answer)."""
+    is refused here, as their answer would be (verdicts.record_answer)."""
     if request.endpoint != "game.reveal" or request.method != "POST":
         return None
     if not current_user.is_authenticated or getattr(current_user, "kind", None) != "crowd":
@@ -92,12 +92,12 @@ def _no_reveal_after_time():
     )
     if participant is None:
         return None
-    studies.check_time(participant)
-    if participant.status not in studies.LEFT:
+    admission.check_time(participant)
+    if participant.status not in lookup.LEFT:
         return None
     study = participant.study
     page = render_template(
-        "crowd/left.html", study=study, config=studies.config_of(study), participant=participant
+        "crowd/left.html", study=study, config=lookup.config_of(study), participant=participant
     )
     return page, 409
 
@@ -120,7 +120,7 @@ def _landing_with(slug: str, params: dict, flag: str) -> str:
 @bp.get("/<slug>")
 def landing(slug: str):
     study = load_study(slug)
-    config = studies.config_of(study)
+    config = lookup.config_of(study)
     try:
         entry = parse_entry(study.platform, request.args, config.display_platform)
     except EntryError as error:
@@ -143,7 +143,7 @@ def landing(slug: str):
             submit_to=f"{entry.submit_to}/mturk/externalSubmit",
             assignment_id=entry.session,
         )
-    existing = studies.find_participant(study, entry.worker_id)
+    existing = lookup.find_participant(study, entry.worker_id)
     if existing is not None and session.get(BOUND) == existing.id:
         return redirect(url_for("crowd.resume", slug=slug))
     if existing is None and not study.is_open:
@@ -158,11 +158,11 @@ def landing(slug: str):
 def join(slug: str):
     study = load_study(slug)
     try:
-        entry = parse_entry(study.platform, request.form, studies.config_of(study).display_platform)
+        entry = parse_entry(study.platform, request.form, lookup.config_of(study).display_platform)
     except EntryError as error:
         return render_template("crowd/problem.html", study=study, message=str(error)), 400
     try:
-        participant = studies.enter(
+        participant = admission.enter(
             study,
             entry,
             session.get(BOUND),
@@ -184,7 +184,7 @@ def join(slug: str):
 
 def render_left(study, participant):
     """The page of a worker who returned the task or ran out of time: no code, no more rounds."""
-    config = studies.config_of(study)
+    config = lookup.config_of(study)
     return render_template(
         "crowd/left.html", study=study, config=config, participant=participant
     ), 410
@@ -197,11 +197,11 @@ def render_instructions(study, participant, error: str | None = None):
     return render_template(
         "crowd/instructions.html",
         study=study,
-        config=studies.config_of(study),
+        config=lookup.config_of(study),
         practice=bool(study.pool["tutorial"]),
         error=error,
         try_token=session[TRY_TOKEN],
-        tries_left=studies.COMPREHENSION_TRIES - participant.comprehension_failures,
+        tries_left=admission.COMPREHENSION_TRIES - participant.comprehension_failures,
     ), 400 if error else 200
 
 
@@ -209,19 +209,19 @@ def render_instructions(study, participant, error: str | None = None):
 def resume(slug: str):
     study = load_study(slug)
     participant = bound_participant(study)
-    studies.check_time(participant)
-    if participant.status in studies.LEFT:
+    admission.check_time(participant)
+    if participant.status in lookup.LEFT:
         return render_left(study, participant)
-    if (waiting := studies.pending_ratings(study, participant)) is not None:
+    if (waiting := serving.pending_ratings(study, participant)) is not None:
         return redirect(url_for("game.show", round_id=waiting.id, _anchor="result"))
-    if participant.status in studies.FINISHED:
+    if participant.status in lookup.FINISHED:
         return redirect(url_for("crowd.done", slug=slug))
     if participant.instructions_at is None:
         return render_instructions(study, participant)
-    current = studies.open_round(participant)
+    current = serving.open_round(participant)
     if current is not None:
         return redirect(url_for("game.show", round_id=current.id))
-    number, total = studies.slot_progress(study, participant)
+    number, total = serving.slot_progress(study, participant)
     return render_template("crowd/ready.html", study=study, number=number, total=total)
 
 
@@ -236,7 +236,7 @@ def comprehension(slug: str):
     participant = bound_participant(study)
     expected, sent = session.pop(TRY_TOKEN, None), request.form.get("try", "")
     fresh = bool(expected) and hmac.compare_digest(expected, sent)
-    outcome = studies.answer_comprehension(study, participant, request.form, graded=fresh)
+    outcome = admission.answer_comprehension(study, participant, request.form, graded=fresh)
     if outcome == "screened_out":
         return redirect(url_for("crowd.done", slug=slug))
     if outcome == "stale":
@@ -258,12 +258,12 @@ def comprehension(slug: str):
 
 def _start_next(study, participant, extra: bool = False):
     try:
-        made = studies.next_round(study, participant, extra=extra)
-    except studies.RatingsPending as waiting:
+        made = serving.next_round(study, participant, extra=extra)
+    except serving.RatingsPending as waiting:
         flash(waiting.message)
         return redirect(url_for("game.show", round_id=waiting.round.id, _anchor="result"))
     # Only now: a refused request (another's round, missing ratings) must change nothing.
-    studies.finish_instructions(participant)
+    admission.finish_instructions(participant)
     if made is None:
         return redirect(url_for("crowd.done", slug=study.slug))
     return redirect(url_for("game.show", round_id=made.id))
@@ -279,7 +279,7 @@ def next_round(slug: str):
         if previous is None or previous.participant_id != participant.id:
             raise Forbidden("That round is not part of your session.")
         try:
-            studies.save_ratings(participant, previous, request.form)
+            ratings.save_ratings(participant, previous, request.form)
         except BadRequest as missing:
             return (
                 render_template(
@@ -298,19 +298,19 @@ def next_round(slug: str):
 def done(slug: str):
     study = load_study(slug)
     participant = bound_participant(study)
-    if participant.status not in studies.FINISHED or studies.pending_ratings(study, participant):
+    if participant.status not in lookup.FINISHED or serving.pending_ratings(study, participant):
         # No code before the quota is met and the last round is rated.
         return redirect(url_for("crowd.resume", slug=slug))
     mturk = study.platform == "mturk" and participant.submit_to
     return render_template(
         "crowd/done.html",
         study=study,
-        config=studies.config_of(study),
+        config=lookup.config_of(study),
         participant=participant,
-        code=studies.completion_code(participant),
-        failed_checks=studies.failed_checks_message(participant),
-        extra_left=studies.extra_rounds_left(study, participant),
-        redirect_url=studies.completion_url(participant),
+        code=verdicts.completion_code(participant),
+        failed_checks=verdicts.failed_checks_message(participant),
+        extra_left=serving.extra_rounds_left(study, participant),
+        redirect_url=verdicts.completion_url(participant),
         # In a tab of its own the task is submitted from MTurk's tab, where the worker pastes it.
         mturk_submit=f"{participant.submit_to}/mturk/externalSubmit" if mturk else None,
         in_tab=bool(session.get("in_tab")),

@@ -26,7 +26,9 @@ from pathlib import Path
 from sqlalchemy import delete, func, select
 
 from app.crowd import codes, schedule
+from app.crowd.admission import expire_overdue, mark_left
 from app.crowd.config import StudyConfig
+from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.reports import (
     VOID_FLAG,
     WorkerStats,
@@ -34,7 +36,6 @@ from app.crowd.reports import (
     speed_threshold,
     worker_stats,
 )
-from app.crowd.studies import FINISHED, LEFT, config_of, expire_overdue, mark_left
 from app.errors import Conflict
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Study, StudyBonus, StudyDecision

@@ -34,6 +34,7 @@ from sqlalchemy.sql.elements import BindParameter
 from app.catalog.records import SLUG_RE
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import commit_keeping, db
+from app.game import hooks
 from app.game import reasons as reason_catalogue
 from app.game.scoring import Verdict, verdict
 from app.leaderboard import integrity, standings
@@ -547,10 +548,8 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
         # A round that does not count (its truth was seen by another identity) still moves the
         # set on, but adds nothing to its score.
         _count_in_set(current, result if scored and uncounted is None else None)
-    if current.participant_id is not None:
-        from app.crowd import studies  # the crowd service imports this module
-
-        studies.record_answer(current.participant_id, current.kind, guess == example.boundary)
+    # A study counts the answer in the same transaction (app/crowd/hooks.py).
+    hooks.answer_stored.send(current, guess == example.boundary)
     category_slug = example.category.slug
     for column, value in stored_values.items():
         set_committed_value(current, column, value)

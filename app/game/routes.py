@@ -25,10 +25,9 @@ from sqlalchemy import exists, select
 
 from app.accounts import profile as profiles
 from app.accounts import service as accounts
-from app.crowd import studies
 from app.errors import NotFound, ServiceError
 from app.extensions import db, limiter
-from app.game import charts, daily, insights, rounds, sets, tally, tutorial, typing_signals
+from app.game import charts, daily, hooks, insights, rounds, sets, tally, tutorial, typing_signals
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
 from app.leaderboard import standings
 from app.models import Round
@@ -232,9 +231,9 @@ def _render_round(round_, status: int = 200, error: str | None = None, flag: boo
             boundary=example.boundary,
             **_teaching(round_),
         )
-    if round_.participant_id is not None:
-        context.update(studies.round_context(round_))
-    # A study may show an answered round on its own page (app/crowd: round_context).
+    for extra in hooks.round_page.send(round_):
+        # A study may show an answered round on its own page (app/crowd/serving.round_context).
+        context.update(extra)
     template = context.pop("template", None) or (
         "game/_round.html" if _wants_fragment() else "game/round.html"
     )
@@ -297,12 +296,11 @@ def answer(round_id: int):
             request.form.get("confidence"),
         )
         # A study may ask for ratings of the flagged sentence before the truth is shown.
-        ratings = (
-            studies.ratings_from(round_, "before", request.form) if choice == "machine" else None
-        )
+        after = hooks.answer_form.send(round_, request.form, choice == "machine")
         round_ = rounds.submit_answer(current_user, round_id, parsed)
-        if ratings is not None:
-            studies.store_ratings(round_id, ratings)
+        for step in after:
+            if step is not None:
+                step()
         # Pasted or typed, and how fast: signals only, never a reason to refuse the answer.
         typing_signals.store(round_id, typing_signals.parse(request.form, parsed.explanation))
     except rounds.AlreadyAnswered as already:

@@ -13,6 +13,7 @@ from app.models.studies import (
     StudyBonus,
     StudyDecision,
     StudyMessage,
+    StudySlot,
 )
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "StudyBonus",
     "StudyDecision",
     "StudyMessage",
+    "StudySlot",
     "System",
     "TruthView",
 ]

@@ -112,6 +112,28 @@ class Participant(db.Model):
     player: Mapped[Player] = relationship()
 
 
+class StudySlot(db.Model):
+    """One round of a worker's schedule, fixed when they enter the study: the text they read
+    in it (app/crowd/slots.py). A reload or a return serves the same text; no source passage
+    appears twice among one worker's slots, attention checks included."""
+
+    __tablename__ = "study_slots"
+    __table_args__ = (UniqueConstraint("participant_id", "position"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    participant_id: Mapped[int] = mapped_column(ForeignKey("participants.id", ondelete="CASCADE"))
+    # 0-based, in play order (practice rounds come before and are not slots).
+    position: Mapped[int] = mapped_column(Integer)
+    # The slot's kind, as in Participant.schedule ("normal", "check", "inside_check", ...).
+    kind: Mapped[str] = mapped_column(String(24))
+    # None when no text was left for the slot (it is then picked when the worker reaches it).
+    example_id: Mapped[int | None] = mapped_column(
+        ForeignKey("examples.id", ondelete="SET NULL"), nullable=True
+    )
+    # One of the optional rounds after the required ones (up to max_rounds).
+    optional: Mapped[bool] = mapped_column(default=False)
+
+
 class StudyDecision(db.Model):
     """One `flask study verify --apply` decision about one participant.
 

@@ -17,7 +17,7 @@ from flask import (
 from flask_login import current_user, login_required
 
 from app import paging
-from app.crowd import fraud, links, reports, review, studies, verify
+from app.crowd import fraud, links, lookup, reports, review, verify
 from app.errors import ServiceError
 from app.game import insights
 from app.leaderboard import integrity
@@ -56,7 +56,7 @@ def restore_player(player_id: int):
 
 @bp.get("/studies/<slug>")
 def study(slug: str):
-    found = studies.get_study(slug)
+    found = lookup.get_study(slug)
     return render_template(
         "research/study.html",
         study=found,
@@ -69,12 +69,12 @@ def study(slug: str):
 
 @bp.get("/studies/<slug>.json")
 def study_json(slug: str):
-    return jsonify(reports.study_report(studies.get_study(slug)).to_json())
+    return jsonify(reports.study_report(lookup.get_study(slug)).to_json())
 
 
 @bp.get("/studies/<slug>.csv")
 def study_csv(slug: str):
-    report = reports.study_report(studies.get_study(slug))
+    report = reports.study_report(lookup.get_study(slug))
     return Response(
         reports.workers_csv(report),
         mimetype="text/csv",
@@ -87,7 +87,7 @@ def study_csv(slug: str):
 
 @bp.get("/studies/<slug>/review")
 def review_list(slug: str):
-    found = studies.get_study(slug)
+    found = lookup.get_study(slug)
     show = request.args.get("show", "review")
     if show not in review.SHOW:
         show = "review"
@@ -101,7 +101,7 @@ def review_list(slug: str):
 
 def _worker_page(found, worker_id: str, status: int = 200, error: str | None = None):
     view = review.worker_view(found, worker_id)
-    config = studies.config_of(found)
+    config = lookup.config_of(found)
     waiting = [item.worker.worker_id for item in review.waiting(found)]
     after = [other for other in waiting if other != worker_id]
     # After a refused form, its fields come back as typed, with the reason.
@@ -126,7 +126,7 @@ def _worker_page(found, worker_id: str, status: int = 200, error: str | None = N
 
 @bp.get("/studies/<slug>/review/<worker_id>")
 def review_worker(slug: str, worker_id: str):
-    return _worker_page(studies.get_study(slug), worker_id)
+    return _worker_page(lookup.get_study(slug), worker_id)
 
 
 def _decided(found, worker_id: str, action):
@@ -149,7 +149,7 @@ def _decided(found, worker_id: str, action):
 
 @bp.post("/studies/<slug>/review/<worker_id>/approve")
 def review_approve(slug: str, worker_id: str):
-    found = studies.get_study(slug)
+    found = lookup.get_study(slug)
 
     def act() -> str:
         run = review.decide(found, worker_id, verify.APPROVE)
@@ -165,7 +165,7 @@ def review_approve(slug: str, worker_id: str):
 
 @bp.post("/studies/<slug>/review/<worker_id>/reject")
 def review_reject(slug: str, worker_id: str):
-    found = studies.get_study(slug)
+    found = lookup.get_study(slug)
 
     def act() -> str:
         run = review.decide(
@@ -187,14 +187,14 @@ def review_reject(slug: str, worker_id: str):
 
 @bp.post("/studies/<slug>/review/<worker_id>/bonus")
 def review_bonus(slug: str, worker_id: str):
-    found = studies.get_study(slug)
+    found = lookup.get_study(slug)
 
     def act() -> str:
         amount = review.parse_amount(request.form.get("amount", ""))
         row = review.give_bonus(found, worker_id, amount, request.form.get("reason", ""))
         money = verify._money(row.amount_minor)
         return (
-            f"Bonus of {money} {studies.config_of(found).currency} for {worker_id} recorded "
+            f"Bonus of {money} {lookup.config_of(found).currency} for {worker_id} recorded "
             f"(run {row.run}). Pay it once: download the bonus file below and upload it, "
             "or add the line to a bulk bonus."
         )
@@ -206,7 +206,7 @@ def review_bonus(slug: str, worker_id: str):
 def review_bonus_file(slug: str, run: int):
     """The bonuses given in one review run, in Prolific's bulk bonus format (id,amount): the
     file `flask study review --bonus --out` writes."""
-    text = review.bonus_file(studies.get_study(slug), run)
+    text = review.bonus_file(lookup.get_study(slug), run)
     return Response(
         text,
         mimetype="text/csv",

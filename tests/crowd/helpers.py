@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.crowd import studies
+from app.crowd import admin, admission, lookup, ratings, serving
 from app.crowd.config import parse_study
 from app.crowd.platforms import Entry
 from app.extensions import db
@@ -37,12 +37,12 @@ def make_pool(normal: int = 12, human: int = 4) -> None:
 
 def make_study(**changes):
     config = parse_study({**BASE, **changes}, "test-study")
-    return studies.create_study(config)
+    return admin.create_study(config)
 
 
 def join(study, worker: str = "w1", session: str = "s1", bound=None, consent=True, screening=None):
     entry = Entry(worker_id=worker, session=session, study="st")
-    return studies.enter(study, entry, bound, consent=consent, screening=screening)
+    return admission.enter(study, entry, bound, consent=consent, screening=screening)
 
 
 def answer(round_, guess: int, player=None):
@@ -69,7 +69,7 @@ def play_slot(
     """Play the worker's next round: checks answered right (or wrongly), others flagged at
     `flag_at` (None: the right answer, every time); then give every rating the study asks for
     after the reveal (`rating` None: give none)."""
-    round_ = studies.next_round(study, participant)
+    round_ = serving.next_round(study, participant)
     example = round_.example
     if round_.kind == rounds.CHECK:
         right = example.boundary
@@ -79,15 +79,15 @@ def play_slot(
     done = answer(round_, guess)
     db.session.refresh(participant)
     if rating is not None:
-        config = studies.config_of(study)
+        config = lookup.config_of(study)
         values = {f"rating_{c.name}": rating for c in config.likert}
-        studies.save_ratings(participant, done, values)
+        ratings.save_ratings(participant, done, values)
     return done
 
 
 def play_lazy(study, participant: Participant, strategy: str):
     """Play every round as a lazy worker: "human" presses H to the end of every text, "first"
     says machine at the first chance (the second sentence; the first is always human)."""
-    while (round_ := studies.next_round(study, participant)) is not None:
+    while (round_ := serving.next_round(study, participant)) is not None:
         answer(round_, round_.example.n_sentences if strategy == "human" else 1)
         db.session.refresh(participant)

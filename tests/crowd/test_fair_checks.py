@@ -12,7 +12,7 @@ import io
 import pytest
 from sqlalchemy import select
 
-from app.crowd import schedule, studies, verify
+from app.crowd import lookup, schedule, serving, verdicts, verify
 from app.extensions import db
 from app.game import rounds
 from app.models import Participant, ParticipantStatus, Round
@@ -57,7 +57,7 @@ def play(study, participant, early_on_checks: int = 0):
     """A careful worker who, on the first `early_on_checks` inside checks, honestly flags the
     sentence before the check's sentence (they thought the machine had taken over)."""
     early = early_on_checks
-    while (round_ := studies.next_round(study, participant)) is not None:
+    while (round_ := serving.next_round(study, participant)) is not None:
         example = round_.example
         check = (example.source or {}).get("check")
         if check == "inside" and early:
@@ -74,7 +74,7 @@ def study(runner, ctx, tmp_path):
     # A strict study: one failed check is enough to fail.
     strict = STUDY_TOML.replace("rounds = 6", "rounds = 6\nfail_after_checks = 1")
     assert create(runner, tmp_path, strict).exit_code == 0
-    return studies.get_study("pilot")
+    return lookup.get_study("pilot")
 
 
 def test_an_honest_early_guess_voids_the_check_and_a_spare_takes_its_place(study, tmp_path):
@@ -122,7 +122,7 @@ def test_a_rejection_carries_the_reason_shown_and_the_rounds(study, app, runner,
     worker = db.session.scalar(select(Participant).where(Participant.worker_id == "5f1a2b3c"))
     db.session.refresh(worker)
     assert worker.status == ParticipantStatus.failed_checks
-    shown = studies.failed_checks_message(worker)
+    shown = verdicts.failed_checks_message(worker)
     failed = [i + 1 for i, kind in enumerate(worker.schedule[:6]) if kind in schedule.CHECK_KINDS]
     assert f"rounds {failed[0]} and {failed[1]}" in shown
     assert shown in html.unescape(page)  # the finish page shows these words

@@ -26,7 +26,7 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import delete, func, select
 
-from app.crowd import review, studies, verify
+from app.crowd import lookup, review, verify
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import worker_stats
 from app.errors import Conflict
@@ -97,7 +97,7 @@ class Researcher(RuleBasedStateMachine):
         return verify.from_prolific_api(self.fake.submissions.values())
 
     def owed(self) -> dict[str, int]:
-        config = studies.config_of(self.study)
+        config = lookup.config_of(self.study)
         return {w.worker_id: verify.owed_minor(config, w) for w in worker_stats(self.study)}
 
     def owed_in_all(self) -> dict[str, int]:
@@ -230,7 +230,7 @@ def test_every_bonus_is_paid_exactly_once_whatever_the_commands(
 ):
     make_pool(normal=20, human=6)
     assert create(runner, tmp_path, BONUS).exit_code == 0
-    study = studies.get_study("pilot")
+    study = lookup.get_study("pilot")
     a = join(study, "w-a", "sa")
     for _ in range(6):
         play_slot(study, a, flag_at=None)  # 4 exact hits: 0.20 at most
@@ -264,7 +264,7 @@ def test_the_api_path_records_what_prolific_answered_and_never_pays_a_row_twice(
 ):
     make_pool(normal=20, human=6)
     assert create(runner, tmp_path, BONUS).exit_code == 0
-    study = studies.get_study("pilot")
+    study = lookup.get_study("pilot")
     worker = join(study, "w-a", "sa")
     for _ in range(6):
         play_slot(study, worker, flag_at=None)

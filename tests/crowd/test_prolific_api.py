@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.crowd import studies
+from app.crowd import lookup
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from tests.crowd.helpers import join, make_pool, play_lazy, play_slot
 from tests.crowd.prolific_standin import TOKEN, FakeProlific, serve
@@ -25,7 +25,7 @@ def prolific():
 def test_verify_through_the_api_acts_once_and_pays_once(app, runner, ctx, tmp_path, prolific):
     make_pool(normal=20, human=6)
     assert create(runner, tmp_path, BONUS).exit_code == 0
-    study = studies.get_study("pilot")
+    study = lookup.get_study("pilot")
     good = join(study, "5f00good", "sub-a")
     for _ in range(6):
         play_slot(study, good, flag_at=None)

@@ -9,7 +9,7 @@ import io
 import pytest
 from sqlalchemy import func, select
 
-from app.crowd import studies
+from app.crowd import lookup
 from app.extensions import db
 from app.models import StudyBonus, StudyDecision
 from tests.crowd.helpers import join, make_pool, play_slot
@@ -25,7 +25,7 @@ MESSAGE = (
 def study(runner, ctx, tmp_path):
     make_pool(normal=20, human=6)
     assert create(runner, tmp_path, BONUS).exit_code == 0
-    made = studies.get_study("pilot")
+    made = lookup.get_study("pilot")
     for name in ("w-typo", "w-other"):
         worker = join(made, name, name)
         for _ in range(6):

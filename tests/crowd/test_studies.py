@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
-from app.crowd import studies
+from app.crowd import admin, pool, ratings, serving, verdicts
 from app.errors import BadRequest, Conflict, Forbidden
 from app.extensions import db
 from app.game import rounds
@@ -36,8 +36,8 @@ def test_create_study_fixes_pool_and_builds_both_kinds_of_check(ctx):
     for check in inside:
         # The boundary is the check sentence, never the first (always human) sentence.
         assert 1 <= check.boundary < check.n_sentences == 10
-        assert check.sentences[check.boundary] == studies.INSIDE_INSTRUCTION
-        assert studies.INSIDE_INSTRUCTION not in check.sentences[: check.boundary]
+        assert check.sentences[check.boundary] == pool.INSIDE_INSTRUCTION
+        assert pool.INSIDE_INSTRUCTION not in check.sentences[: check.boundary]
         original = sources[check.source["from_example"]].sentences
         assert check.sentences[: check.boundary] == original[: check.boundary]
     assert len({c.boundary for c in inside}) > 1  # not always the same sentence
@@ -73,7 +73,7 @@ def test_a_worker_plays_the_quota_and_gets_one_code_only_then(ctx):
     participant = join(study)
     kinds = []
     for slot in range(10):
-        assert studies.completion_code(participant) is None  # no code before the quota
+        assert verdicts.completion_code(participant) is None  # no code before the quota
         assert participant.status == ParticipantStatus.started
         kinds.append(play_slot(study, participant).kind)
         assert participant.rounds_done == slot + 1
@@ -81,9 +81,9 @@ def test_a_worker_plays_the_quota_and_gets_one_code_only_then(ctx):
     assert [k == rounds.CHECK for k in kinds] == [k != "normal" for k in participant.schedule]
     assert participant.status == ParticipantStatus.completed
     assert participant.checks_passed == 2
-    assert studies.completion_code(participant) == "C1DONE01"
-    assert studies.completion_url(participant).endswith("cc=C1DONE01")
-    assert studies.next_round(study, participant) is None
+    assert verdicts.completion_code(participant) == "C1DONE01"
+    assert verdicts.completion_url(participant).endswith("cc=C1DONE01")
+    assert serving.next_round(study, participant) is None
 
 
 def test_checks_earn_no_points_and_stay_off_totals(ctx):
@@ -115,7 +115,7 @@ def test_failing_two_checks_gives_the_failure_outcome_and_code(ctx):
         play_slot(study, participant, pass_check=False)
     assert participant.checks_failed == 2
     assert participant.status == ParticipantStatus.failed_checks
-    code = studies.completion_code(participant)
+    code = verdicts.completion_code(participant)
     assert code and code != "C1DONE01" and len(code) == 12  # per-worker code: none configured
 
 
@@ -127,7 +127,7 @@ def test_per_worker_codes_are_unique_on_generic_platforms(ctx):
         participant = join(study, worker=f"w{i}", session=None)
         for _ in range(3):
             play_slot(study, participant)
-        made.append(studies.completion_code(participant))
+        made.append(verdicts.completion_code(participant))
     assert len(set(made)) == 4 and all(made)
 
 
@@ -169,15 +169,15 @@ def test_consent_and_screening(ctx):
         join(study, consent=False)
     out = join(study, worker="w2", session="s2", screening="no")
     assert out.status == ParticipantStatus.screened_out
-    assert studies.next_round(study, out) is None
-    assert studies.completion_code(out)  # a per-worker code for the screened-out outcome
+    assert serving.next_round(study, out) is None
+    assert verdicts.completion_code(out)  # a per-worker code for the screened-out outcome
 
 
 def test_closed_study_admits_no_one_new(ctx):
     make_pool()
     study = make_study()
     inside = join(study, worker="w1")
-    studies.set_open(study, False)
+    admin.set_open(study, False)
     with pytest.raises(Conflict, match="closed"):
         join(study, worker="w2", session="s2")
     assert join(study, worker="w1", session="s1").id == inside.id  # those inside can go on
@@ -208,9 +208,9 @@ def test_likert_ratings_are_validated_and_stored_once(ctx):
     participant = join(study)
     done = play_slot(study, participant, rating=None)
     with pytest.raises(BadRequest):
-        studies.save_ratings(participant, done, {"rating_fluency": "9"})
-    studies.save_ratings(participant, done, {"rating_fluency": "4"})
-    studies.save_ratings(participant, done, {"rating_fluency": "1"})  # a replay changes nothing
+        ratings.save_ratings(participant, done, {"rating_fluency": "9"})
+    ratings.save_ratings(participant, done, {"rating_fluency": "4"})
+    ratings.save_ratings(participant, done, {"rating_fluency": "1"})  # a replay changes nothing
     db.session.refresh(done)
     assert done.ratings == {"fluency": 4}
 
@@ -228,7 +228,7 @@ def test_concurrent_next_round_requests_make_one_round(app):
             study = db.session.get(Study, study_id)
             participant = db.session.get(Participant, participant_id)
             barrier.wait()
-            made.append(studies.next_round(study, participant).id)
+            made.append(serving.next_round(study, participant).id)
             db.session.remove()
 
     threads = [threading.Thread(target=worker) for _ in range(4)]
@@ -250,18 +250,18 @@ def test_optional_extra_rounds_up_to_max_rounds_keep_the_code(ctx):
     participant = join(study)
     for _ in range(3):
         play_slot(study, participant)
-    code = studies.completion_code(participant)
+    code = verdicts.completion_code(participant)
     assert participant.status == ParticipantStatus.completed
-    assert studies.next_round(study, participant) is None  # nothing more unless asked for
-    assert studies.extra_rounds_left(study, participant) == 2
+    assert serving.next_round(study, participant) is None  # nothing more unless asked for
+    assert serving.extra_rounds_left(study, participant) == 2
     for _ in range(2):
-        extra = studies.next_round(study, participant, extra=True)
+        extra = serving.next_round(study, participant, extra=True)
         player = db.session.get(Player, participant.player_id)
         rounds.reveal_next(player, extra.id, 1)
         rounds.submit_answer(player, extra.id, rounds.parse_answer("machine", 2, ["generic"], ""))
         db.session.refresh(participant)
     assert participant.rounds_done == 5
-    assert studies.extra_rounds_left(study, participant) == 0
-    assert studies.next_round(study, participant, extra=True) is None
-    assert studies.completion_code(participant) == code
+    assert serving.extra_rounds_left(study, participant) == 0
+    assert serving.next_round(study, participant, extra=True) is None
+    assert verdicts.completion_code(participant) == code
     assert participant.status == ParticipantStatus.completed

@@ -8,7 +8,7 @@ import io
 
 from sqlalchemy import func, select
 
-from app.crowd import studies
+from app.crowd import lookup
 from app.extensions import db
 from app.models import Example, Participant, Player, Round, Study
 from tests.crowd.helpers import join, make_pool, play_slot
@@ -106,7 +106,7 @@ def finish_workers(study):
 def test_report_shows_progress_agreement_and_flags(runner, ctx, tmp_path):
     make_pool()
     create(runner, tmp_path)
-    finish_workers(studies.get_study("pilot"))
+    finish_workers(lookup.get_study("pilot"))
     report = runner.invoke(args=["study", "report", "pilot"])
     assert report.exit_code == 0, report.output
     assert "Participants: 3 (completed 1, failed_checks 1, started 1)" in report.output
@@ -121,7 +121,7 @@ def test_report_shows_progress_agreement_and_flags(runner, ctx, tmp_path):
 def test_edit_changes_wording_but_not_what_workers_play(runner, ctx, tmp_path):
     make_pool()
     create(runner, tmp_path)
-    study = studies.get_study("pilot")
+    study = lookup.get_study("pilot")
     assert len(study.pool["inside_checks"]) == 6  # 2 per worker, three times over
     # Nobody joined yet: anything may change, and the checks are built again.
     path = tmp_path / "study.toml"
@@ -130,7 +130,7 @@ def test_edit_changes_wording_but_not_what_workers_play(runner, ctx, tmp_path):
     assert result.exit_code == 0, result.output
     assert "Study 'pilot' updated: rounds." in result.output
     db.session.refresh(study)
-    assert studies.config_of(study).rounds == 9
+    assert lookup.config_of(study).rounds == 9
     assert len(study.pool["inside_checks"]) == 9  # 3 per worker now
     # Spares: one per round and per inside check (3 + 9), so that a worker who read a passage
     # in every other round still finds one unread; the pool has 16 texts.
@@ -156,7 +156,7 @@ def test_close_and_reopen(runner, ctx, tmp_path):
     make_pool()
     create(runner, tmp_path)
     assert "closed" in runner.invoke(args=["study", "close", "pilot"]).output
-    study = studies.get_study("pilot")
+    study = lookup.get_study("pilot")
     assert not study.is_open
     assert "open to new workers" in runner.invoke(args=["study", "reopen", "pilot"]).output
     db.session.refresh(study)
@@ -166,7 +166,7 @@ def test_close_and_reopen(runner, ctx, tmp_path):
 def test_delete_needs_force_and_an_export_when_workers_joined(runner, ctx, tmp_path):
     make_pool()
     create(runner, tmp_path)
-    study = studies.get_study("pilot")
+    study = lookup.get_study("pilot")
     finish_workers(study)
     examples_before = db.session.scalar(select(func.count()).select_from(Example))
     checks = sum(len(study.pool[k]) for k in ("inside_checks", "checks", "spare_checks"))

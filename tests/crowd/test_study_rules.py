@@ -158,7 +158,7 @@ def test_agreement_counts_pairs_and_matches_the_reference_alpha():
 
 def test_a_sona_style_completion_url_takes_the_participant_id(ctx):
     """SONA's survey_code is the participant id: `{pid}` alone is enough, and is filled in."""
-    from app.crowd import studies
+    from app.crowd import admission, verdicts
     from app.crowd.platforms import Entry
     from tests.crowd.helpers import make_pool, make_study
 
@@ -169,9 +169,9 @@ def test_a_sona_style_completion_url_takes_the_participant_id(ctx):
         screening={"question": "Q", "options": ["a", "b"], "accept": ["a"]},
     )  # fmt: skip
     entry = Entry(worker_id="id 4&5", session=None, study=None)
-    worker = studies.enter(study, entry, None, consent=True, screening="b")  # screened out
-    assert studies.completion_url(worker) == url.replace("{pid}", "id%204%265")
+    worker = admission.enter(study, entry, None, consent=True, screening="b")  # screened out
+    assert verdicts.completion_url(worker) == url.replace("{pid}", "id%204%265")
     both = "https://x.org/done?pid={pid}&code={code}"
     study.config = {**study.config, "completion_url": both}
-    code = studies.completion_code(worker)
-    assert studies.completion_url(worker) == f"https://x.org/done?pid=id%204%265&code={code}"
+    code = verdicts.completion_code(worker)
+    assert verdicts.completion_url(worker) == f"https://x.org/done?pid=id%204%265&code={code}"

@@ -16,7 +16,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from app.crowd import studies, verify
+from app.crowd import admission, lookup, serving, verdicts, verify
+from app.errors import Conflict
 from app.extensions import db
 from app.models import ParticipantStatus, Round, StudyBonus, StudyDecision
 from tests.crowd.helpers import answer, join, make_pool, play_lazy, play_slot
@@ -45,7 +46,7 @@ def study(runner, ctx, tmp_path):
     make_pool(normal=20, human=6)
     result = create(runner, tmp_path, BONUS.replace("rounds = 6", "rounds = 6\nplaces = 6"))
     assert result.exit_code == 0, result.output
-    made = studies.get_study("pilot")
+    made = lookup.get_study("pilot")
     workers = {}
     careful = workers["w-careful"] = join(made, "w-careful", "s1")
     for _ in range(6):
@@ -61,7 +62,7 @@ def study(runner, ctx, tmp_path):
     pace(nocode, 18)
     returned = workers["w-returned"] = join(made, "w-returned", "s5")
     play_slot(made, returned)
-    studies.next_round(made, returned)  # the round they left open
+    serving.next_round(made, returned)  # the round they left open
     slow = workers["w-slow"] = join(made, "w-slow", "s6")
     play_slot(made, slow)
     for w in workers.values():
@@ -164,7 +165,7 @@ def test_apply_stores_decisions_apart_and_a_second_run_agrees(study, runner, tmp
     assert w["w-returned"].status == ParticipantStatus.returned
     assert w["w-slow"].status == ParticipantStatus.timed_out
     # Their places are free again.
-    assert studies.places_taken(made) == 4
+    assert admission.places_taken(made) == 4
     second = run_verify(runner, path, tmp_path / "two", "--apply")
     assert "Nothing new to record: all 6 decision(s) are as recorded before" in second.output
     one = read_rows(tmp_path / "one" / "decisions.csv")
@@ -245,16 +246,16 @@ def test_extra_rounds_do_not_change_the_bonus_as_the_finish_page_says(runner, ct
     make_pool(normal=20, human=6)
     text = BONUS.replace("rounds = 6", "rounds = 6\nmax_rounds = 10")
     assert create(runner, tmp_path, text).exit_code == 0
-    made = studies.get_study("pilot")
+    made = lookup.get_study("pilot")
     worker = join(made, "w-keen", "s1")
     for _ in range(6):
         play_slot(made, worker, flag_at=None)
     before = verify.decide(made, [verify.Submission("w-keen")])[0].bonus_minor
     assert before == 20
-    page = studies.extra_rounds_left(made, worker)
+    page = serving.extra_rounds_left(made, worker)
     assert page == 4
     for _ in range(4):
-        round_ = studies.next_round(made, worker, extra=True)
+        round_ = serving.next_round(made, worker, extra=True)
         answer(round_, round_.example.boundary)  # right every time: would raise the bonus
     db.session.refresh(worker)
     assert worker.rounds_done == 10
@@ -264,14 +265,14 @@ def test_extra_rounds_do_not_change_the_bonus_as_the_finish_page_says(runner, ct
 
 def test_a_worker_out_of_time_frees_the_place_without_a_verify(study):
     made, w = study
-    assert studies.config_of(made).places == 6
-    assert studies.places_taken(made) == 6  # everyone who joined holds a place
-    with pytest.raises(studies.Conflict, match="full"):
+    assert lookup.config_of(made).places == 6
+    assert admission.places_taken(made) == 6  # everyone who joined holds a place
+    with pytest.raises(Conflict, match="full"):
         join(made, "w-late", "s7")
     made.config = {**made.config, "time_limit_minutes": 60}
     w["w-slow"].started_at -= timedelta(hours=2)
     db.session.commit()
-    assert studies.places_taken(made) == 5  # the slow worker is out of time
+    assert admission.places_taken(made) == 5  # the slow worker is out of time
     assert join(made, "w-late", "s7").status == ParticipantStatus.started
     db.session.refresh(w["w-slow"])
     assert w["w-slow"].status == ParticipantStatus.timed_out  # marked on the way in
@@ -280,13 +281,13 @@ def test_a_worker_out_of_time_frees_the_place_without_a_verify(study):
 def test_mturk_batch_gets_approve_and_reject_filled_in(runner, ctx, tmp_path):
     make_pool()
     create(runner, tmp_path, BONUS.replace('platform = "prolific"', 'platform = "mturk"'))
-    made = studies.get_study("pilot")
+    made = lookup.get_study("pilot")
     good = join(made, "A-good", "AS1")
     for _ in range(6):
         play_slot(made, good, flag_at=None)  # right every time: a bonus
     bad = join(made, "A-bad", "AS2")
     play_lazy(made, bad, "human")
-    code = studies.completion_code(good)
+    code = verdicts.completion_code(good)
     batch = tmp_path / "batch.csv"
     batch.write_text(
         "HITId,AssignmentId,WorkerId,AssignmentStatus,Answer.completion_code\n"
@@ -312,7 +313,7 @@ def test_mturk_batch_gets_approve_and_reject_filled_in(runner, ctx, tmp_path):
 def test_plain_id_lists_and_bad_input(runner, ctx, tmp_path):
     make_pool()
     create(runner, tmp_path)
-    made = studies.get_study("pilot")
+    made = lookup.get_study("pilot")
     good = join(made, "w-good", "s1")
     for _ in range(6):
         play_slot(made, good)
@@ -357,7 +358,7 @@ def test_speeders_are_flagged_against_the_study_not_a_fixed_minimum(runner, ctx,
 
     make_pool(normal=20, human=6)
     create(runner, tmp_path)
-    made = studies.get_study("pilot")
+    made = lookup.get_study("pilot")
     for name, seconds in (("w-a", 9.0), ("w-b", 10.5), ("w-c", 7.7), ("w-d", 12.0), ("w-e", 2.0)):
         worker = join(made, name, name)
         for _ in range(6):

@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from app.crowd import studies
+from app.crowd import admin
 from app.crowd.config import parse_study
 from tests.e2e.conftest import press
 
@@ -31,8 +31,8 @@ STUDY = {
 @pytest.fixture
 def study_server(app, live_server):
     with app.app_context():
-        studies.create_study(parse_study(STUDY, "test"))
-        studies.create_study(
+        admin.create_study(parse_study(STUDY, "test"))
+        admin.create_study(
             parse_study({**STUDY, "slug": "turk", "platform": "mturk", "completion_codes": {}}, "t")
         )
     return live_server

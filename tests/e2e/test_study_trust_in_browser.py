@@ -19,7 +19,7 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from app.accounts import service as accounts
-from app.crowd import studies
+from app.crowd import admin
 from app.crowd.config import parse_study
 from app.extensions import db
 from app.models import Participant, Round
@@ -45,7 +45,7 @@ LIKERT = {
 
 def make(app, **changes):
     with app.app_context():
-        return studies.create_study(parse_study({**STUDY, **changes}, "test")).slug
+        return admin.create_study(parse_study({**STUDY, **changes}, "test")).slug
 
 
 @pytest.fixture
@@ -132,7 +132,7 @@ def test_dashboard_refreshes_workers_status_and_agreement(make_app, db_uri, brow
         from app.catalog.importer import import_file
 
         import_file(PROJECT_ROOT / "data" / "demo" / "examples.jsonl")
-        studies.create_study(
+        admin.create_study(
             parse_study({**STUDY, "attention_check_rate": 0, "time_limit_minutes": 30}, "t")
         )
         accounts.sign_up("lab", "a long password here", consent=False, researcher=True)
@@ -213,7 +213,7 @@ def test_mturk_task_works_with_third_party_cookies_blocked(make_app, db_uri, cer
         from app.catalog.importer import import_file
 
         import_file(PROJECT_ROOT / "data" / "demo" / "examples.jsonl")
-        studies.create_study(
+        admin.create_study(
             parse_study(
                 {
                     **STUDY,

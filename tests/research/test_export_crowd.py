@@ -6,7 +6,7 @@ import pandas as pd
 from sqlalchemy import select
 
 from analysis.load import load
-from app.crowd import studies
+from app.crowd import ratings
 from app.extensions import db
 from app.models import Example
 from app.research import exports
@@ -31,9 +31,9 @@ def test_study_rounds_export_with_checks_ratings_and_pseudonyms(ctx, tmp_path):
     play_slot(study, failer)
     for _ in range(5):
         done = play_slot(study, passer, pass_check=True, rating=None)
-        studies.save_ratings(passer, done, {"rating_fluency": "4"})
+        ratings.save_ratings(passer, done, {"rating_fluency": "4"})
         done = play_slot(study, failer, pass_check=False, rating=None)
-        studies.save_ratings(failer, done, {"rating_fluency": "2"})
+        ratings.save_ratings(failer, done, {"rating_fluency": "2"})
 
     result = exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
     rounds = pd.read_csv(tmp_path / "dump" / "rounds.csv")

@@ -1,0 +1,156 @@
+"""Managing studies: create, edit, open or close, delete."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, func, select, update
+
+from app.crowd.config import StudyConfig
+from app.crowd.lookup import config_of, participant_count
+from app.crowd.pool import build_pool, drop_checks
+from app.errors import BadRequest, Conflict
+from app.extensions import db
+from app.game import rounds
+from app.leaderboard import standings
+from app.models import (
+    Category,
+    Example,
+    Participant,
+    Player,
+    Round,
+    Study,
+    StudyBonus,
+    StudyDecision,
+    StudySlot,
+)
+from app.models.studies import StudyRun
+
+
+def create_study(config: StudyConfig) -> Study:
+    """Create a study from a validated file: fix its pool and build its attention checks."""
+    if db.session.scalar(select(Study.id).where(Study.slug == config.slug)):
+        raise Conflict(f"a study called {config.slug!r} already exists")
+    try:
+        study = Study(
+            slug=config.slug,
+            title=config.title,
+            platform=config.platform,
+            config=config.to_json(),
+            pool=build_pool(config),
+        )
+        db.session.add(study)
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    return study
+
+
+def set_open(study: Study, is_open: bool) -> None:
+    study.is_open = is_open
+    db.session.commit()
+
+
+LOCKED_ONCE_JOINED = (
+    "platform", "rounds", "max_rounds", "attention_check_rate", "all_human_checks",
+    "fail_after_checks", "categories", "systems", "examples", "tutorial", "likert_when",
+    "screening",
+)  # fmt: skip
+
+
+def _likert_shape(config: StudyConfig) -> list[tuple[str, str]]:
+    return [(c.name, c.target) for c in config.likert]
+
+
+def edit_study(study: Study, new: StudyConfig) -> list[str]:
+    """Replace the study's settings with a new version of its file; returns the changed keys.
+
+    Before anyone joined, anything may change (the pool and checks are built again). After,
+    only wording, pay, codes, limits and similar may change: the settings that decide what
+    workers play and how they are judged, and the names of the ratings, stay as they were.
+    """
+    if new.slug != study.slug:
+        raise BadRequest(f"slug: the file is for {new.slug!r}, not {study.slug!r}")
+    old = config_of(study)
+    before, after = old.to_json(), new.to_json()
+    changed = sorted(k for k in after if before.get(k) != after[k])
+    if not changed:
+        return []
+    try:
+        if participant_count(study):
+            locked = [k for k in LOCKED_ONCE_JOINED if before.get(k) != after[k]]
+            if _likert_shape(old) != _likert_shape(new):
+                locked.append("likert (names or targets)")
+            if locked:
+                raise BadRequest(
+                    f"workers have joined, so these settings cannot change: {', '.join(locked)}"
+                )
+        else:
+            drop_checks(study)
+            study.pool = build_pool(new)
+            study.platform = new.platform
+        study.title = new.title
+        study.config = after
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    return changed
+
+
+def delete_study(study: Study, force: bool = False) -> int:
+    """Delete a study and everything it made: its checks, its workers' rounds and accounts,
+    decisions and bonus records. Refused while it has participants unless `force` (the CLI
+    exports first). Returns the number of participants deleted."""
+    participants = list(
+        db.session.scalars(select(Participant).where(Participant.study_id == study.id))
+    )
+    if participants and not force:
+        raise Conflict(
+            f"study {study.slug!r} has {len(participants)} participant(s); export first and "
+            "pass --force to delete them with it"
+        )
+    try:
+        ids = [p.id for p in participants]
+        players = [p.player_id for p in participants]
+        categories = set()
+        if ids:
+            scored = db.session.execute(
+                select(Round.example_id, func.count(Round.id))
+                .where(
+                    Round.participant_id.in_(ids),
+                    Round.kind == rounds.NORMAL,
+                    Round.guess.is_not(None),
+                )
+                .group_by(Round.example_id)
+            ).all()
+            for example_id, n in scored:
+                db.session.execute(
+                    update(Example)
+                    .where(Example.id == example_id)
+                    .values(annotation_count=Example.annotation_count - n)
+                )
+            categories = set(
+                db.session.scalars(
+                    select(Category.slug)
+                    .join(Example, Example.category_id == Category.id)
+                    .join(Round, Round.example_id == Example.id)
+                    .where(Round.participant_id.in_(ids))
+                )
+            )
+        for model in (StudyDecision, StudyBonus, StudyRun):
+            db.session.execute(delete(model).where(model.study_id == study.id))
+        if ids:
+            db.session.execute(delete(Round).where(Round.participant_id.in_(ids)))
+            db.session.execute(delete(StudySlot).where(StudySlot.participant_id.in_(ids)))
+            db.session.execute(delete(Participant).where(Participant.id.in_(ids)))
+            for player in db.session.scalars(select(Player).where(Player.id.in_(players))):
+                db.session.delete(player)  # the ORM events keep the leaderboard counts right
+        drop_checks(study)
+        db.session.delete(study)
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    for slug in categories:
+        standings.invalidate(slug)
+    return len(participants)

@@ -1,0 +1,78 @@
+"""Looking up studies and their workers, and the statuses that say where a worker stands."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, or_, select
+
+from app.crowd.config import SLUG_RE, StudyConfig
+from app.errors import NotFound
+from app.extensions import db
+from app.models import (
+    Participant,
+    ParticipantStatus,
+    Study,
+)
+
+FINISHED = {
+    ParticipantStatus.completed,
+    ParticipantStatus.failed_checks,
+    ParticipantStatus.screened_out,
+    ParticipantStatus.approved,
+    ParticipantStatus.rejected,
+}
+# Workers who returned the task or ran out of time: their place is free again.
+LEFT = {ParticipantStatus.returned, ParticipantStatus.timed_out}
+
+
+def config_of(study: Study) -> StudyConfig:
+    return StudyConfig.from_json(study.config)
+
+
+def get_study(slug: str) -> Study:
+    # A slug no study can have (a NUL byte, 100k characters) is not looked up.
+    study = (
+        db.session.scalar(select(Study).where(Study.slug == slug))
+        if SLUG_RE.fullmatch(slug)
+        else None
+    )
+    if study is None:
+        raise NotFound("There is no study at this address. Please check the link.")
+    return study
+
+
+def find_participant(study: Study, worker_id: str) -> Participant | None:
+    return db.session.scalar(
+        select(Participant).where(
+            Participant.study_id == study.id, Participant.worker_id == worker_id
+        )
+    )
+
+
+def participant_count(study: Study) -> int:
+    return db.session.scalar(
+        select(func.count(Participant.id)).where(Participant.study_id == study.id)
+    )
+
+
+# Settings that decide what each worker plays and how they are judged: fixed once anyone joined.
+
+
+def time_cutoff(config: StudyConfig, now: datetime) -> datetime | None:
+    """Workers who started before this are out of time (None: the study has no time limit)."""
+    if config.time_limit_minutes is None:
+        return None
+    return now - timedelta(minutes=config.time_limit_minutes)
+
+
+def holding_place(config: StudyConfig, now: datetime):
+    """Participants who hold a place: anyone finished, or started and still within the time."""
+    return or_(Participant.status.not_in(LEFT | {ParticipantStatus.started}), in_time(config, now))
+
+
+def in_time(config: StudyConfig, now: datetime):
+    """Participants still playing: started, and within the time limit."""
+    started = Participant.status == ParticipantStatus.started
+    cutoff = time_cutoff(config, now)
+    return started if cutoff is None else and_(started, Participant.started_at >= cutoff)

@@ -1,0 +1,305 @@
+"""Each worker's schedule, fixed when they enter a study: which text they read in which round.
+
+The schedule is computed once, when the worker enters (admission.enter), and stored as
+StudySlot rows; every round is then served from it, so a reload, a second tab or a return
+serves the same texts in the same order. A worker who entered before schedules were stored gets
+theirs on their next round, keeping the texts they have already played.
+
+No source passage appears twice among one worker's slots, attention checks included (a check
+shows the passage it was built from), nor any passage they read in practice. Checks are placed
+first, as their texts are few; then the normal rounds take the pool's least-read texts, under
+the study's target K first, counting the rounds other workers still hold in their schedules.
+A spare check for a void one is put in the stored schedule too, on a passage the worker's
+schedule does not hold, chosen the same way for the same worker and round.
+
+Where the pool has nothing left for a slot, the slot keeps no text and one is picked when the
+worker reaches it (serving.next_round), as before schedules were stored.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterable
+
+from sqlalchemy import func, select, update
+
+from app.crowd import schedule
+from app.crowd.config import StudyConfig
+from app.crowd.lookup import config_of, in_time
+from app.extensions import db
+from app.game import rounds
+from app.models import (
+    ExamplePassage,
+    Participant,
+    PassageRead,
+    Round,
+    Study,
+    StudySlot,
+)
+from app.models.base import utcnow
+
+# The study pool each kind of check slot draws from, in order of preference.
+SLOT_POOLS = {
+    schedule.CHECK: ("checks",),
+    schedule.INSIDE: ("inside_checks",),
+    # Studies made before spare checks existed use their all-human checks.
+    schedule.SPARE: ("spare_checks", "checks"),
+    schedule.SPARE_ADDED: ("spare_checks", "checks"),
+}
+
+Token = tuple[str, int]  # ("passage", id) or ("example", id)
+
+
+def required_rounds(config: StudyConfig, participant: Participant) -> int:
+    """Rounds this worker must play: the study's, plus any spare check added for a void one."""
+    return config.rounds + participant.schedule.count(schedule.SPARE_ADDED)
+
+
+def spare_ids(study: Study) -> list[int]:
+    for name in SLOT_POOLS[schedule.SPARE]:
+        if ids := study.pool.get(name):
+            return ids
+    return []
+
+
+def pool_for(study: Study, kind: str) -> list[int]:
+    """The example ids a slot of this kind draws from."""
+    if kind in (schedule.SPARE, schedule.SPARE_ADDED):
+        return spare_ids(study)
+    if kind in SLOT_POOLS:
+        return study.pool.get(SLOT_POOLS[kind][0], [])
+    return study.pool["normal"]
+
+
+def _tokens(ids: Iterable[int]) -> dict[int, frozenset[Token]]:
+    """What each example shows a worker: its source passages, and itself (an example without
+    a passage is still never shown twice)."""
+    ids = set(ids)
+    found: dict[int, set[Token]] = {i: {("example", i)} for i in ids}
+    for chunk in _chunks(sorted(ids)):
+        for example_id, passage_id in db.session.execute(
+            select(ExamplePassage.example_id, ExamplePassage.passage_id).where(
+                ExamplePassage.example_id.in_(chunk)
+            )
+        ):
+            found[example_id].add(("passage", passage_id))
+    return {i: frozenset(t) for i, t in found.items()}
+
+
+def _chunks(ids: list[int], size: int = 500) -> Iterable[list[int]]:
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def _already_shown(participant: Participant) -> set[Token]:
+    """Passages and texts this worker's player has been shown (practice included)."""
+    played = list(
+        db.session.scalars(select(Round.example_id).where(Round.player_id == participant.player_id))
+    )
+    shown: set[Token] = set().union(*_tokens(played).values()) if played else set()
+    shown.update(
+        ("passage", p)
+        for p in db.session.scalars(
+            select(PassageRead.passage_id).where(PassageRead.player_id == participant.player_id)
+        )
+    )
+    return shown
+
+
+def _loads(study: Study, config: StudyConfig) -> Counter:
+    """Per pool example, the study's normal rounds that count towards its target: answered
+    ones, and the ones still ahead in the schedules of workers playing within their time."""
+    loads: Counter = Counter()
+    answered = db.session.execute(
+        select(Round.example_id, func.count(Round.id))
+        .join(Participant, Participant.id == Round.participant_id)
+        .where(
+            Participant.study_id == study.id,
+            Round.kind == rounds.NORMAL,
+            Round.guess.is_not(None),
+        )
+        .group_by(Round.example_id)
+    )
+    loads.update(dict(answered.all()))
+    ahead = db.session.execute(
+        select(StudySlot.example_id, func.count(StudySlot.id))
+        .join(Participant, Participant.id == StudySlot.participant_id)
+        .where(
+            Participant.study_id == study.id,
+            StudySlot.kind == schedule.NORMAL,
+            StudySlot.example_id.is_not(None),
+            StudySlot.optional.is_(False),
+            StudySlot.position >= Participant.rounds_done,
+            in_time(config, utcnow()),
+        )
+        .group_by(StudySlot.example_id)
+    )
+    loads.update(dict(ahead.all()))
+    return loads
+
+
+def _first_free(
+    candidates: list[int], tokens: dict[int, frozenset[Token]], used: set[Token]
+) -> int | None:
+    return next((i for i in candidates if not tokens[i] & used), None)
+
+
+def _seed(study: Study, participant: Participant) -> int:
+    return schedule.worker_seed(study.slug, participant.worker_id)
+
+
+def has_schedule(participant: Participant) -> bool:
+    return bool(
+        db.session.scalar(
+            select(StudySlot.id).where(StudySlot.participant_id == participant.id).limit(1)
+        )
+    )
+
+
+def build(study: Study, participant: Participant) -> list[StudySlot]:
+    """Compute and store this worker's schedule (the caller commits). Slots already played
+    keep the text played in them (a worker who entered before schedules were stored)."""
+    config = config_of(study)
+    plan = participant.schedule
+    required = required_rounds(config, participant)
+    played = list(
+        db.session.scalars(
+            select(Round).where(
+                Round.participant_id == participant.id, Round.kind != rounds.PRACTICE
+            )
+        )
+    )
+    answered = sorted(
+        (r for r in played if r.guess is not None), key=lambda r: (r.answered_at, r.id)
+    )
+    chosen: dict[int, int | None] = {
+        position: r.example_id
+        for position, r in enumerate(answered + [r for r in played if r.guess is None])
+    }
+    tutorial = study.pool.get("tutorial", [])
+    every = set(study.pool["normal"]) | set(tutorial)
+    for kind in set(plan):
+        every.update(pool_for(study, kind))
+    tokens = _tokens(every)
+    used = _already_shown(participant)
+    if participant.practice_done_at is None:
+        used.update(*(tokens[i] for i in tutorial))  # the practice texts are still to come
+    rng = random.Random(_seed(study, participant))
+    # Checks first: few texts can fill them. Then the normal rounds, least-read texts first.
+    for position, kind in enumerate(plan):
+        if position in chosen or kind == schedule.NORMAL:
+            continue
+        candidates = sorted(pool_for(study, kind))
+        rng.shuffle(candidates)
+        found = _first_free(candidates, tokens, used)
+        if found is None and candidates:
+            # Every check left shows a passage in this schedule: a repeat beats a dead end, and
+            # a check's answer is its instruction, not the passage (still never the same text).
+            fresh = [c for c in candidates if ("example", c) not in used]
+            found = (fresh or candidates)[0]
+        chosen[position] = found
+        if found is not None:
+            used |= tokens[found]
+    loads = _loads(study, config)
+    ties = {i: rng.random() for i in sorted(study.pool["normal"])}
+    normal = sorted(
+        study.pool["normal"],
+        key=lambda i: (loads[i] >= config.target_per_example, loads[i], ties[i]),
+    )
+    for position in range(len(plan)):
+        if position in chosen:
+            continue
+        found = _first_free(normal, tokens, used)
+        chosen[position] = found
+        if found is not None:
+            used |= tokens[found]
+            normal.remove(found)
+    made = [
+        StudySlot(
+            participant_id=participant.id,
+            position=position,
+            kind=kind,
+            example_id=chosen[position],
+            optional=position >= required,
+        )
+        for position, kind in enumerate(plan)
+    ]
+    db.session.add_all(made)
+    db.session.flush()
+    return made
+
+
+def slot_at(participant: Participant, position: int) -> StudySlot | None:
+    return db.session.scalar(
+        select(StudySlot).where(
+            StudySlot.participant_id == participant.id, StudySlot.position == position
+        )
+    )
+
+
+def stored(participant: Participant) -> list[StudySlot]:
+    """The worker's stored schedule, in play order."""
+    return list(
+        db.session.scalars(
+            select(StudySlot)
+            .where(StudySlot.participant_id == participant.id)
+            .order_by(StudySlot.position)
+        )
+    )
+
+
+def add_spare(study: Study, participant: Participant, config: StudyConfig) -> bool:
+    """Put a spare check in the worker's schedule for a void one (see schedule.spare_slot):
+    in their next normal round among the required ones, else as one more round now. Only when
+    a spare text shows no passage of the rest of their schedule; False when none does (verify
+    then sends a worker with void checks to review). Runs inside the answer's transaction."""
+    plan = participant.schedule
+    done = participant.rounds_done
+    new = schedule.spare_slot(plan, done, required_rounds(config, participant))
+    if new is None:
+        return False
+    if not has_schedule(participant):
+        build(study, participant)
+    slots = stored(participant)
+    replaced = next((p for p in range(done, len(plan)) if new[p] != plan[p]), None)
+    inserted = len(new) > len(plan)
+    kept = [s for s in slots if inserted or s.position != replaced]
+    ids = spare_ids(study)
+    tokens = _tokens({*ids, *(s.example_id for s in kept if s.example_id is not None)})
+    used = _already_shown(participant).union(
+        *(tokens[s.example_id] for s in kept if s.example_id is not None)
+    )
+    candidates = sorted(ids)
+    random.Random(f"{_seed(study, participant)}-spare-{done}").shuffle(candidates)
+    found = _first_free(candidates, tokens, used)
+    if found is None:
+        return False
+    if inserted:
+        position = done
+        # Move the later slots one on, in two steps so that no two rows share a position.
+        later = (StudySlot.participant_id == participant.id, StudySlot.position >= position)
+        db.session.execute(update(StudySlot).where(*later).values(position=-StudySlot.position - 1))
+        db.session.execute(
+            update(StudySlot)
+            .where(StudySlot.participant_id == participant.id, StudySlot.position < 0)
+            .values(position=-StudySlot.position)
+        )
+        db.session.add(
+            StudySlot(
+                participant_id=participant.id,
+                position=position,
+                kind=schedule.SPARE_ADDED,
+                example_id=found,
+                optional=False,
+            )
+        )
+    else:
+        db.session.execute(
+            update(StudySlot)
+            .where(StudySlot.participant_id == participant.id, StudySlot.position == replaced)
+            .values(kind=schedule.SPARE, example_id=found)
+        )
+    participant.schedule = new
+    db.session.flush()
+    return True
