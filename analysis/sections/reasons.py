@@ -12,6 +12,7 @@ import pandas as pd
 from analysis import comments, inference, taxonomy
 from analysis.render import errorbars, md_table, save
 from analysis.sections import Context, Section
+from analysis.sections.limits import MIN_COMMENTS_FOR_SHARES, MIN_ROUNDS_PER_REASON
 from roftcore.reasons import REASON_NAMES
 
 
@@ -45,6 +46,8 @@ def run(ctx: Context) -> Section:
         reasons, "category", {name: flags[name] for name in REASON_NAMES}, boot, seed
     )
     reason_pts = comments.reason_points(reasons, boot, seed)
+    few = (reason_pts["rounds"] > 0) & (reason_pts["rounds"] < MIN_ROUNDS_PER_REASON)
+    reason_pts.loc[few, ["mean_points", "ci_low", "ci_high"]] = np.nan
     comment = comments.explanation_report(
         filtered, settings.max_comments, settings.clusters, settings.seed
     )
@@ -70,31 +73,29 @@ def run(ctx: Context) -> Section:
         "Mean points of rounds citing each reason (95% intervals over annotators):",
         "",
         md_table(reason_pts),
+        *(
+            [
+                f"Reasons cited in fewer than {MIN_ROUNDS_PER_REASON} rounds: too few to estimate "
+                f"their mean points ({', '.join(reason_pts.loc[few, 'reason'])}).",
+                "",
+            ]
+            if few.any()
+            else []
+        ),
         f"Explanations: {comment.non_empty} non-empty of {comment.total}; {comment.unique_exact} "
         f"unique after normalising, {comment.unique_near} after merging near-duplicates. "
         + (comment.note or ""),
         "",
-        "Each unique comment gets every reason it states, or `unclassified` when the "
-        "taxonomy is unsure (cue rules with fuzzy matching and negation, plus a model trained on "
-        "the team's labelled development set); RoFT's own reason labels, `other` included, are "
-        "kept as they were given. Every comment, its reasons and what decided them: "
-        "`comments.csv`.",
-        "",
-        f"_{comment.heldout}_",
-        "",
-        md_table(comment.classes),
-        "The most frequent comments:",
-        "",
-        md_table(comment.table.head(15)),
-        "Clusters of the comments given no reason (TF-IDF + NMF):",
-        "",
     ]
-    for c in comment.clusters:
-        lines.append(f"- cluster {c['cluster']} ({c['size']}): {', '.join(c['top_terms'])}")
-        lines += [f"  - “{e}”" for e in c["examples"]]
-    if not comment.clusters:
-        lines.append("_(too few comments to cluster)_")
-    lines.append("")
+    lines += (
+        _comment_lines(comment)
+        if comment.non_empty
+        else [
+            "The input has no free-text explanations: there are no comments to classify or "
+            "cluster.",
+            "",
+        ]
+    )
     return Section(
         markdown=lines,
         tables=tables,
@@ -112,3 +113,41 @@ def run(ctx: Context) -> Section:
             }
         },
     )
+
+
+def _comment_lines(comment: comments.CommentReport) -> list[str]:
+    """Classes, frequent comments and clusters of the free-text explanations."""
+    classes = comment.classes
+    shares = (
+        f"Shares are of the {comment.unique_near} unique comments."
+        if comment.unique_near >= MIN_COMMENTS_FOR_SHARES
+        else f"{comment.unique_near} unique comments: too few for shares (at least "
+        f"{MIN_COMMENTS_FOR_SHARES} needed), so only counts are shown."
+    )
+    if comment.unique_near < MIN_COMMENTS_FOR_SHARES:
+        classes = classes.drop(columns=["share"])
+    lines = [
+        "Each unique comment gets every reason it states, or `unclassified` when the "
+        "taxonomy is unsure (cue rules with fuzzy matching and negation, plus a model trained on "
+        "the team's labelled development set); RoFT's own reason labels, `other` included, are "
+        "kept as they were given. Every comment, its reasons and what decided them: "
+        "`comments.csv`.",
+        "",
+        f"_{comment.heldout}_",
+        "",
+        shares,
+        "",
+        md_table(classes),
+        "The most frequent comments:",
+        "",
+        md_table(comment.table.head(15)),
+        "Clusters of the comments given no reason (TF-IDF + NMF):",
+        "",
+    ]
+    for c in comment.clusters:
+        lines.append(f"- cluster {c['cluster']} ({c['size']}): {', '.join(c['top_terms'])}")
+        lines += [f"  - “{e}”" for e in c["examples"]]
+    if not comment.clusters:
+        lines.append("_(too few comments to cluster)_")
+    lines.append("")
+    return lines
