@@ -48,7 +48,8 @@ def run(ctx: Context) -> Section:
             "must read the same texts for agreement to be measured."
         )
         blank = {"krippendorff_alpha_interval": None, "krippendorff_alpha_nominal": None}
-        ctx.shared["agreement"] = {**agree, **blank}  # the datasheet states none either
+        # The datasheet states no score either, and says why.
+        ctx.shared["agreement"] = {**agree, "krippendorff_alpha_interval": f"none: {withheld}"}
         return Section(
             markdown=["## 6. Agreement", "", withheld, ""],
             tables={"agreement_by_tolerance": curve},

@@ -136,10 +136,12 @@ def _line(name: str, entry: dict) -> list[str]:
 
 
 def _unknown_p(frame: pd.DataFrame) -> list[str]:
-    """Name the systems behind the level 'unknown' of p: its contrast is one of systems."""
+    """Name the systems behind the level 'unknown' of p when it is exactly their texts (the
+    splice baseline has no p): its contrast is then one of systems."""
     machine = frame[frame["boundary"] < frame["n_sentences"]]
     systems = sorted(machine.loc[machine["p"].isna(), "system"].astype(str).unique())
-    if not systems:
+    with_p = set(machine.loc[machine["p"].notna(), "system"].astype(str))
+    if not systems or with_p.intersection(systems):  # no level, or not one of whole systems
         return []
     return [
         f"> ⚠ level 'unknown' of p is the texts without a decoding p (system "

@@ -36,7 +36,7 @@ def figure(
             0.5, 0.5, f"no annotator has {min_rounds} rounds", ha="center", transform=ax.transAxes
         )
     ax.set_xlim(0, 5)
-    ax.set_xlabel("mean points per annotator")
+    ax.set_xlabel("mean points per annotator (all texts)")
     ax.set_ylabel("annotators")
     ax.set_title(f"Mean points ({len(means):,} annotators with ≥ {min_rounds} rounds)")
     if fit is not None and len(fit.annotators):
@@ -74,15 +74,15 @@ def figure(
 def _range_line(skill: dict, chance: float) -> str:
     """The top and bottom 5% of annotators, or why they are withheld."""
     head = f"Of {skill['annotators']} annotators with at least {skill['min_rounds']} rounds"
+    baseline = f"random guessing on the same texts, all texts pooled: {fmt(chance)}"
     if skill["annotators"] < MIN_ANNOTATORS_FOR_RANGE:
         return (
             f"{head}: too few to report the top and bottom 5% (at least "
-            f"{MIN_ANNOTATORS_FOR_RANGE} needed); the histogram shows each of them (random "
-            f"guessing: {fmt(chance)})."
+            f"{MIN_ANNOTATORS_FOR_RANGE} needed); the histogram shows each of them ({baseline})."
         )
     return (
         f"{head}, the top {skill['k']} averaged {fmt(skill['top_mean'])} points and the bottom "
-        f"{skill['k']} {fmt(skill['bottom_mean'])} (random guessing: {fmt(chance)})."
+        f"{skill['k']} {fmt(skill['bottom_mean'])} ({baseline})."
     )
 
 

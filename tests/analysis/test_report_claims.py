@@ -9,6 +9,7 @@ tables, and the limits come from analysis.sections.limits.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
@@ -132,10 +133,24 @@ def test_unknown_p_level_is_named_as_the_systems_without_p(demo):
     machine = rows[rows["boundary"] < rows["n_sentences"]]
     without_p = sorted(machine.loc[machine["p"].isna(), "system"].unique())
     assert without_p, "the demo has a system without a decoding p (the splice baseline)"
+    assert machine.loc[machine["system"].isin(without_p), "p"].isna().all()
     factors = section(demo["text"], 3)
     assert (
         f"level 'unknown' of p is the texts without a decoding p (system {', '.join(without_p)})"
     ) in factors
+
+
+def test_unknown_p_is_not_called_a_system_when_it_spans_systems(tmp_path):
+    # A p missing at random in every system is no system's level: no such note.
+    rows = pd.read_csv(CONFOUNDED)
+    rows.loc[rows.index % 7 == 0, "dec_strat_value"] = None
+    source = tmp_path / "roft.csv"
+    rows.to_csv(source, index=False)
+    report = _report(source, tmp_path / "out")
+    loaded = load(source)
+    machine = loaded[loaded["boundary"] < loaded["n_sentences"]]
+    assert machine.loc[machine["p"].isna(), "system"].nunique() > 1
+    assert "level 'unknown' of p" not in section(report["text"], 3)
 
 
 # -- 4. learning: no test across a handful of annotators; no sessions invented ----------------
@@ -177,6 +192,12 @@ def test_skill_range_is_withheld_below_the_limit(report):
     ) in skill
 
 
+def test_skill_baseline_says_it_pools_all_texts(report):
+    # Section 2's random guessing is on machine texts; this one is on every text.
+    skill = section(report["text"], 5)
+    assert re.search(r"random guessing on the same texts, all texts pooled: \d\.\d{3}", skill)
+
+
 def test_text_difficulty_needs_texts_seen_twice(report):
     rows = filtered_rows(report)
     per_text = rows.groupby("example")["annotator"].nunique()
@@ -213,6 +234,8 @@ def test_agreement_is_withheld_without_enough_shared_texts(report):
         ) in agreement
         assert "agreement.png" not in agreement
         assert "agreement.png" not in report["summary"]["figures"]
+        heds = json.loads((report["out"] / "heds.json").read_text())
+        assert heds["criterion"]["agreement_score"].startswith("none: ")
     else:
         assert "Krippendorff's alpha (interval) 0." in agreement
 
