@@ -38,6 +38,24 @@ def figure(out: Path, reasons_cat: pd.DataFrame) -> str:
     return save(fig, out / "reasons_by_category.png")
 
 
+def _denominator(reasons: pd.DataFrame) -> str:
+    """What the shares are of: every round, those that could cite no reason included."""
+    human = int((reasons["guess"] >= reasons["n_sentences"]).sum())
+    padded = ";" + reasons["reasons"].astype("str").fillna("") + ";"
+    outside = {
+        label: int(padded.str.contains(f";{label};", regex=False).sum())
+        for label in comments.REASON_LABELS
+        if label not in REASON_NAMES
+    }
+    listed = ", ".join(f"'{label}' {count}" for label, count in outside.items() if count)
+    none = int((padded == ";;").sum())
+    return (
+        f"Shares (figure and table) are of all {len(reasons):,} rounds, of which {human:,} "
+        f"answered 'all human' and {none:,} cite no reason"
+        + (f"; rounds citing labels the figure does not show: {listed}." if listed else ".")
+    )
+
+
 def run(ctx: Context) -> Section:
     filtered, boot, seed, settings = ctx.filtered, ctx.boot, ctx.seed, ctx.settings
     reasons = filtered.assign(reasons=comments.canonical_reasons(filtered["reasons"]))
@@ -69,6 +87,8 @@ def run(ctx: Context) -> Section:
         "## 7. Reasons and comments",
         "",
         "![reasons by category](reasons_by_category.png)",
+        "",
+        _denominator(reasons),
         "",
         "Mean points of rounds citing each reason (95% intervals over annotators):",
         "",

@@ -257,6 +257,19 @@ def test_reason_means_are_withheld_on_few_rounds(report):
         ) in text
 
 
+def test_reason_shares_name_their_denominator(report):
+    rows = filtered_rows(report)
+    human = int((rows["guess"] >= rows["n_sentences"]).sum())
+    none = int((rows["reasons"].astype(str) == "").sum())
+    text = section(report["text"], 7)
+    assert (
+        f"Shares (figure and table) are of all {len(rows):,} rounds, of which {human:,} answered "
+        f"'all human' and {none:,} cite no reason"
+    ) in text
+    hunch = int(rows["reasons"].astype(str).str.contains("hunch").sum())
+    assert (f"'hunch' {hunch}" in text) == bool(hunch)
+
+
 def test_demo_has_a_rarely_cited_reason(demo):
     table = pd.read_csv(demo["out"] / "reason_points.csv").set_index("reason")
     assert 0 < table.loc["coreference", "rounds"] < limits.MIN_ROUNDS_PER_REASON
