@@ -29,6 +29,7 @@ def figure(out: Path, order_t, session_t, trends: dict, chance: float) -> str:
         1, len(panels), figsize=(5.6 * len(panels), 4.0), sharey=True, squeeze=False
     )
     for ax, (table, column, key, label) in zip(axes[0], panels, strict=True):
+        n = int(table["rows"].sum()) if len(table) else 0  # every annotation, drawn or not
         table = drawn(table)
         if not table.empty:
             ax.fill_between(
@@ -51,7 +52,6 @@ def figure(out: Path, order_t, session_t, trends: dict, chance: float) -> str:
             + f"\npoints with ≥ {MIN_ANNOTATORS_PER_POINT} annotators"
         )
         trend = trends.get(key)
-        n = int(table["rows"].sum()) if len(table) else 0
         title = f"{label.capitalize()} (n = {n:,} annotations)"
         if trend is None:
             title += "\norder not established: no trend reported"
