@@ -311,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print(
         f"{a['n_annotations']} annotations ({f['n_annotations']} after filters) from "
-        f"{a['n_annotators']} annotators; mean points {f['mean_points']}; report in {args.out} "
+        f"{a['n_annotators']} annotators; mean points (all texts) {f['mean_points']:.3f}; "
+        f"report in {args.out} "
         f"({time.perf_counter() - started:.1f} s)"
     )
     return 0

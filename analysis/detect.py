@@ -851,6 +851,13 @@ def _num(value: float) -> str:
     return "–" if np.isnan(value) else f"{value:.3f}"
 
 
+def _tpr(value: float, n_negative: int, rate: float) -> str:
+    """A TPR at a fixed FPR, only when the negatives can measure that FPR (n >= 1/rate)."""
+    if n_negative * rate < 1:
+        return f"– (< {round(1 / rate)} negatives)"
+    return _num(value)
+
+
 def markdown_tables(result: dict) -> list[str]:
     """The detection table and the play table, in Markdown."""
     lines = [
@@ -861,8 +868,9 @@ def markdown_tables(result: dict) -> list[str]:
     for r in result["metrics"].itertuples():
         lines.append(
             f"| {r.model} | {r.level} | {r.negatives} | {r.n_positive} | {r.n_negative} | "
-            f"{r.auroc:.3f} [{r.auroc_low:.3f}, {r.auroc_high:.3f}] | {_num(r.tpr_at_1pct_fpr)} | "
-            f"{_num(r.tpr_at_5pct_fpr)} |"
+            f"{r.auroc:.3f} [{r.auroc_low:.3f}, {r.auroc_high:.3f}] | "
+            f"{_tpr(r.tpr_at_1pct_fpr, r.n_negative, 0.01)} | "
+            f"{_tpr(r.tpr_at_5pct_fpr, r.n_negative, 0.05)} |"
         )
     lines += [
         "",
@@ -894,8 +902,10 @@ def markdown(result: dict) -> list[str]:
         "and commits at the first sentence whose score reaches a threshold chosen on other "
         "texts. Random is the exact expectation of a uniform pick among the N answers. "
         "Mean points per text with 95% bootstrap intervals over texts (comparison.csv also "
-        "weights every row by annotations). With n negatives, a false-positive rate under 1/n "
-        "allows no false alarm at all.",
+        "weights every row by annotations); the players' intervals here resample texts, so "
+        "they differ from section 2's, which resample annotators. A true-positive rate at a "
+        "false-positive rate r needs at least 1/r negatives (100 for 1%, 20 for 5%): with fewer, "
+        "a single false alarm is already more than r, and the rate is not given.",
         "",
         *markdown_tables(result),
         "",

@@ -10,6 +10,7 @@ import pandas as pd
 from analysis import agreement as agreement_mod
 from analysis.render import HUMAN, PLAYERS, RANDOM, errorbars, fmt, md_table, save
 from analysis.sections import Context, Section
+from analysis.sections.limits import MIN_TEXTS_FOR_AGREEMENT
 
 
 def figure(out: Path, curve: pd.DataFrame, alpha: dict) -> str:
@@ -39,6 +40,29 @@ def run(ctx: Context) -> Section:
     agree = agreement_mod.agreement(ctx.filtered)
     alpha, curve = agreement_mod.intervals(ctx.filtered, ctx.boot, ctx.seed)
     ctx.shared["agreement"] = agree
+    shared = agree["examples_with_2plus"]
+    if shared < MIN_TEXTS_FOR_AGREEMENT:
+        withheld = (
+            f"{shared} text(s) have two or more annotations: too few to measure agreement (at "
+            f"least {MIN_TEXTS_FOR_AGREEMENT} needed); {agree['pairs']} annotation pairs. Players "
+            "must read the same texts for agreement to be measured."
+        )
+        blank = {"krippendorff_alpha_interval": None, "krippendorff_alpha_nominal": None}
+        # The datasheet states no score either, and says why.
+        ctx.shared["agreement"] = {**agree, "krippendorff_alpha_interval": f"none: {withheld}"}
+        return Section(
+            markdown=["## 6. Agreement", "", withheld, ""],
+            tables={"agreement_by_tolerance": curve},
+            summary={
+                "agreement": {
+                    **agree,
+                    **blank,
+                    "alpha_interval_ci": None,
+                    "withheld": withheld,
+                    "by_tolerance": curve.to_dict("records"),
+                }
+            },
+        )
     lines = [
         "## 6. Agreement",
         "",

@@ -85,9 +85,10 @@ def run(ctx: Context) -> Section:
         "machine texts:",
         "",
         md_table(_stat_rows(stats, baselines)),
-        f"Players found the exact boundary {fmt(sm.loc['exact_rate', 'estimate'])} of the time "
-        f"on machine texts, against {fmt(baselines['random_guessing']['exact_rate'])} by "
-        "chance.",
+        f"Players found the exact boundary {ci(sm.loc['exact_rate'])} of the time on "
+        f"{len(machine):,} annotations of machine texts, against "
+        f"{fmt(baselines['random_guessing']['exact_rate'])} by random guessing; all-human texts: "
+        f"{len(human):,} annotations.",
         "",
     ]
     return Section(

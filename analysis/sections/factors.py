@@ -135,6 +135,22 @@ def _line(name: str, entry: dict) -> list[str]:
     return lines
 
 
+def _unknown_p(frame: pd.DataFrame) -> list[str]:
+    """Name the systems behind the level 'unknown' of p when it is exactly their texts (the
+    splice baseline has no p): its contrast is then one of systems."""
+    machine = frame[frame["boundary"] < frame["n_sentences"]]
+    systems = sorted(machine.loc[machine["p"].isna(), "system"].astype(str).unique())
+    with_p = set(machine.loc[machine["p"].notna(), "system"].astype(str))
+    if not systems or with_p.intersection(systems):  # no level, or not one of whole systems
+        return []
+    return [
+        f"> ⚠ level 'unknown' of p is the texts without a decoding p (system "
+        f"{', '.join(systems)}): its difference from the p bins is also a difference between "
+        "systems, not an effect of p.",
+        "",
+    ]
+
+
 def run(ctx: Context) -> Section:
     factor = factors.by_factor(ctx.filtered, ctx.boot, ctx.seed)
     lines = [
@@ -152,6 +168,8 @@ def run(ctx: Context) -> Section:
     ]
     for name, entry in shown(factor):
         lines += _line(name, entry)
+        if name == "p":
+            lines += _unknown_p(ctx.filtered)
         columns = [
             entry["column"],
             "rows",

@@ -11,6 +11,14 @@ import matplotlib.ticker
 from analysis import boundary, learning
 from analysis.render import PLAYERS, RANDOM, fmt, fmt_pe, save
 from analysis.sections import Context, Section
+from analysis.sections.limits import MIN_ANNOTATORS_FOR_TEST, MIN_ANNOTATORS_PER_POINT
+
+
+def drawn(table):
+    """The points of a learning curve that rest on enough annotators to be drawn."""
+    if table.empty or "annotators" not in table:
+        return table
+    return table[table["annotators"] >= MIN_ANNOTATORS_PER_POINT]
 
 
 def figure(out: Path, order_t, session_t, trends: dict, chance: float) -> str:
@@ -21,6 +29,8 @@ def figure(out: Path, order_t, session_t, trends: dict, chance: float) -> str:
         1, len(panels), figsize=(5.6 * len(panels), 4.0), sharey=True, squeeze=False
     )
     for ax, (table, column, key, label) in zip(axes[0], panels, strict=True):
+        n = int(table["rows"].sum()) if len(table) else 0  # every annotation, drawn or not
+        table = drawn(table)
         if not table.empty:
             ax.fill_between(
                 table[column],
@@ -36,9 +46,12 @@ def figure(out: Path, order_t, session_t, trends: dict, chance: float) -> str:
             )
         ax.axhline(chance, color=RANDOM, ls="--", lw=1.2, label=f"random guessing ({chance:.2f})")
         pooled = len(table) and key == "long_term" and table[column].max() >= 50
-        ax.set_xlabel(label + (" (50 pools the later rounds)" if pooled else ""))
+        ax.set_xlabel(
+            label
+            + (" (50 pools the later rounds)" if pooled else "")
+            + f"\npoints with ≥ {MIN_ANNOTATORS_PER_POINT} annotators"
+        )
         trend = trends.get(key)
-        n = int(table["rows"].sum()) if len(table) else 0
         title = f"{label.capitalize()} (n = {n:,} annotations)"
         if trend is None:
             title += "\norder not established: no trend reported"
@@ -65,12 +78,24 @@ def _slope(t) -> str:
     )
 
 
+def _wilcoxon(trend: dict) -> str:
+    """The Wilcoxon test of the annotators' trends, or why there is none."""
+    if trend["annotators"] < MIN_ANNOTATORS_FOR_TEST:
+        return (
+            f"{trend['annotators']} annotators are too few to test across annotators (at least "
+            f"{MIN_ANNOTATORS_FOR_TEST} needed)"
+        )
+    return f"Wilcoxon p {fmt_pe(trend['wilcoxon_p_value'])}"
+
+
 def run(ctx: Context) -> Section:
     s, filtered, boot, seed = ctx.settings, ctx.filtered, ctx.boot, ctx.seed
     order_t = learning.by_order(filtered, cap=50, n_boot=boot, seed=seed)
     session_t = learning.by_session_position(filtered, s.session_length, boot, seed)
     per_annotator = learning.annotator_trends(filtered, s.min_rounds)
     trend = learning.trend_summary(filtered, s.min_rounds)
+    if trend["annotators"] < MIN_ANNOTATORS_FOR_TEST:  # withheld in summary.json too
+        trend = {**trend, "wilcoxon_p_value": None, "wilcoxon_withheld": _wilcoxon(trend)}
     trends = learning.clustered_trends(filtered, s.session_length, seed)
     chance = boundary.random_baseline(filtered)["mean_points"]  # learning: all texts
     basis = trends["order"]
@@ -88,8 +113,15 @@ def run(ctx: Context) -> Section:
             "",
             f"Descriptive: of {trend['annotators']} annotators with at least "
             f"{trend['min_rounds']} rounds, the mean per-annotator Spearman rho (points vs order) "
-            f"is {fmt(trend['mean_rho'])} (median {fmt(trend['median_rho'])}; Wilcoxon p "
-            f"{fmt_pe(trend['wilcoxon_p_value'])}).",
+            f"is {fmt(trend['mean_rho'])} (median {fmt(trend['median_rho'])}; {_wilcoxon(trend)}).",
+            "",
+        ]
+    hidden = len(order_t) - len(drawn(order_t))
+    if hidden:
+        lines += [
+            f"The figure draws a round only where at least {MIN_ANNOTATORS_PER_POINT} annotators "
+            f"played it ({hidden} later round(s) rest on fewer; all are in "
+            "`learning_by_order.csv`).",
             "",
         ]
     lines += [trends["sessions_note"]]

@@ -8,6 +8,7 @@ import pandas as pd
 from analysis import cleaning
 from analysis.render import md_table
 from analysis.sections import Context, Section
+from analysis.sections.limits import MIN_ANNOTATORS_FOR_INTERVALS
 
 
 def headline(frame: pd.DataFrame) -> dict:
@@ -22,6 +23,19 @@ def headline(frame: pd.DataFrame) -> dict:
         "points_mismatch_rows": cleaning.points_mismatch(frame),
         "duplicate_pairs": cleaning.duplicate_pairs(frame),
     }
+
+
+def _few_annotators(annotators: int) -> list[str]:
+    """The warning every interval over annotators needs when there are few of them."""
+    if annotators >= MIN_ANNOTATORS_FOR_INTERVALS:
+        return []
+    return [
+        f"> ⚠ {annotators} annotators after cleaning, fewer than {MIN_ANNOTATORS_FOR_INTERVALS} "
+        "annotators: the 95% intervals that resample annotators (sections 2, 3, 4 and 7) are "
+        "too narrow with so few, so read them as rough; the permutation tests over texts are "
+        "not affected.",
+        "",
+    ]
 
 
 def run(ctx: Context) -> Section:
@@ -40,6 +54,11 @@ def run(ctx: Context) -> Section:
                 ]
             )
         ),
+        "exact_rate, mean_points and mean_signed_distance here pool machine and all-human texts "
+        "(on an all-human text the only right answer is the last sentence); section 2 gives them "
+        "apart, with intervals and baselines.",
+        "",
+        *_few_annotators(f["n_annotators"]),
         "Filters, in order (each says what it removed and why, or that it does not apply):",
         "",
         md_table(
