@@ -341,9 +341,11 @@ def create_round(
     kind: str = NORMAL,
     participant_id: int | None = None,
     game_set: GameSet | None = None,
+    uncounted: str | None = None,
 ) -> Round | None:
     """Insert the player's next round with s[0] revealed, in `game_set` if given; None if another
-    request won the race.
+    request won the race. `uncounted` is why its answer will not count, when known already (a
+    challenge's text whose passage the player read before).
 
     The example's passages count as read from this moment.
     """
@@ -364,6 +366,7 @@ def create_round(
         started_at=now,
         reasons=[],
         explanation="",
+        uncounted=uncounted,
     )
     new.reveals.append(Reveal(sentence_index=0, revealed_at=now))
     db.session.add(new)
@@ -515,6 +518,8 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     # The answer page shows the truth: record it, and do not count an answer whose truth another
     # player was shown in this browser or from this address (app/leaderboard/integrity.py).
     uncounted = integrity.answer_seen(player.id, example.id, scored, now)
+    # A reason known when the round started (a passage read before) stands.
+    uncounted = current.uncounted or uncounted
     stored_values = {
         "guess": guess,
         # Attention checks and practice rounds earn no points.

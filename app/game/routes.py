@@ -339,6 +339,10 @@ def next_in_set(set_id: int):
 def _summary_url(game_set) -> str:
     if game_set.day is not None:
         return url_for("game.daily_results", day=game_set.day.isoformat())
+    if game_set.challenge_of_id is not None:
+        from app.game import challenge_views
+
+        return challenge_views.page_url(game_set)
     return url_for("game.set_summary", set_id=game_set.id)
 
 
@@ -347,14 +351,17 @@ def set_summary(set_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
     summary = sets.summary(current_user, set_id)
-    if summary.game_set.day is not None:
+    if summary.game_set.day is not None or summary.game_set.challenge_of_id is not None:
         return redirect(_summary_url(summary.game_set))
     choice = sets.last_category(summary.game_set)
+    from app.game import challenge_views
+
     return render_template(
         "game/set_summary.html",
         summary=summary,
         choice=choice,
         choice_name=_category_name(choice),
+        challenge=challenge_views.panel(summary.game_set),
     )
 
 

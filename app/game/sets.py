@@ -20,7 +20,7 @@ from app.extensions import commit_keeping, db
 from app.game import daily, rounds, tally
 from app.game.scoring import verdict
 from app.models import Example, GameSet, Player, Round
-from app.models.sets import DAILY_SET, NORMAL_SET
+from app.models.sets import CHALLENGE_SET, DAILY_SET, NORMAL_SET
 
 _OPEN_NORMAL_SET = select(GameSet).where(
     GameSet.player_id == bindparam("player_id"),
@@ -139,6 +139,7 @@ class Call:
     # Mean points of the other players who answered the same text; None when nobody else has.
     others_mean: float | None
     others: int
+    example_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,12 @@ class Summary:
 
 def summary(player: Player, set_id: int) -> Summary:
     """The answered texts of one of the player's sets, with the other players' results."""
-    game_set = get_own(player, set_id)
+    return summary_of(get_own(player, set_id))
+
+
+def summary_of(game_set: GameSet) -> Summary:
+    """The answered texts of a set, with the results of players other than its owner: what its
+    summary shows, and what a challenge compares (app/game/challenge.py)."""
     rows = db.session.execute(
         select(Round, Example)
         .join(Example, Example.id == Round.example_id)
@@ -206,7 +212,7 @@ def summary(player: Player, set_id: int) -> Summary:
             select(Round.example_id, func.count(Round.id), func.sum(Round.points))
             .where(
                 Round.example_id.in_(example_ids),
-                Round.player_id != player.id,
+                Round.player_id != game_set.player_id,
                 Round.guess.is_not(None),
                 tally.COUNTED,
             )
@@ -229,6 +235,7 @@ def summary(player: Player, set_id: int) -> Summary:
                 counted=tally.counts(round_),
                 others_mean=(total / count) if count else None,
                 others=count,
+                example_id=example.id,
             )
         )
     return Summary(game_set, calls)
@@ -247,6 +254,10 @@ def next_round(player: Player, set_id: int) -> Round:
         raise SetFinished(game_set)
     if game_set.kind == DAILY_SET:
         return daily.next_round(player, game_set)
+    if game_set.kind == CHALLENGE_SET:
+        from app.game import challenge  # the challenge service builds on this module
+
+        return challenge.next_round(player, game_set)
     return rounds.start_round(player, last_category(game_set), game_set=game_set)
 
 
