@@ -78,7 +78,7 @@ def play_challenge(client, token: str, path: str, flag_at: int = 3) -> list[int]
         page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
         next_form = re.search(r'action="(/sets/\d+/next)"', page)
         if next_form is None:
-            assert "See your set summary" in page
+            assert "See both results" in page
             return played
         start = next_form.group(1)
 

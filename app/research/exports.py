@@ -183,7 +183,8 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "set_kind": (
         "string",
         "",
-        "'normal' (a set of texts), 'daily' (the daily challenge) or empty (no set)",
+        "'normal' (a set of texts), 'daily' (the daily challenge), 'challenge' (a friend's run "
+        "of another player's set) or empty (no set)",
     ),
     "explanation_upvotes": ("integer", "votes", "up-votes other players gave the explanation"),
     "explanation_hidden": (
@@ -208,7 +209,8 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "",
         "why the round counts on no total or leaderboard: truth_seen_device / truth_seen_address "
         "(its answer had been shown to another player in the same browser / from the same "
-        "address); empty when it counts",
+        "address), passage_read_before (a challenge's text whose passage the player had read "
+        "in another text); empty when it counts",
     ),
     **PROVENANCE_COLUMNS,
 }
