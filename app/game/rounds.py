@@ -178,14 +178,15 @@ def category_by_slug(slug: str) -> Category | None:
     return db.session.scalar(select(Category).where(Category.slug == slug))
 
 
-def _unplayed(player: Player | None, category: Category | None) -> Select:
+def _unplayed(player: Player | None, category: Category | None, level: str | None = None) -> Select:
     """The examples of normal play the player (None: a new guest) may be served, in the category
-    if given: never played, and (unless the operator allows repeats) built from no passage the
-    player has already read in any variant."""
+    and of the difficulty level if given: never played, and (unless the operator allows repeats)
+    built from no passage the player has already read in any variant."""
     return _unplayed_by_ids(
         player.id if player is not None else None,
         category.id if category is not None else None,
         current_app.config["AVOID_REPEATED_PASSAGES"],
+        level,
     )
 
 
@@ -193,8 +194,11 @@ def _unplayed_by_ids(
     player_id: int | BindParameter | None,
     category_id: int | BindParameter | None,
     avoid_repeats: bool,
+    level: str | BindParameter | None = None,
 ) -> Select:
     query = select(Example).where(Example.kind == NORMAL)
+    if level is not None:
+        query = query.where(Example.level == level)
     if player_id is not None:
         already = select(Round.example_id).where(Round.player_id == player_id)
         query = query.where(Example.id.not_in(already))
@@ -211,10 +215,15 @@ def _unplayed_by_ids(
 
 
 @functools.cache
-def _pick_statements(by_category: bool, avoid_repeats: bool) -> tuple[Select, Select]:
+def _pick_statements(
+    by_category: bool, avoid_repeats: bool, by_level: bool = False
+) -> tuple[Select, Select]:
     """The two statements of `_pick_example`, built once per kind of pick."""
     eligible = _unplayed_by_ids(
-        bindparam("player_id"), bindparam("category_id") if by_category else None, avoid_repeats
+        bindparam("player_id"),
+        bindparam("category_id") if by_category else None,
+        avoid_repeats,
+        bindparam("level") if by_level else None,
     )
     lowest = (
         eligible.with_only_columns(Example.annotation_count)
@@ -234,7 +243,9 @@ def _pick_statements(by_category: bool, avoid_repeats: bool) -> tuple[Select, Se
     return after, before
 
 
-def _pick_example(player: Player, category: Category | None) -> Example | None:
+def _pick_example(
+    player: Player, category: Category | None, level: str | None = None
+) -> Example | None:
     """A text the player may be served: one of the least-annotated, at random among them.
 
     Its cost does not grow with the pool: two walks of `ix_examples_pick` in index order, each
@@ -243,11 +254,13 @@ def _pick_example(player: Player, category: Category | None) -> Example | None:
     range (the last one before it when none is after).
     """
     after, before = _pick_statements(
-        category is not None, current_app.config["AVOID_REPEATED_PASSAGES"]
+        category is not None, current_app.config["AVOID_REPEATED_PASSAGES"], level is not None
     )
     params = {"player_id": player.id, "fraction": random.random()}
     if category is not None:
         params["category_id"] = category.id
+    if level is not None:
+        params["level"] = level
     return db.session.scalars(after, params).first() or db.session.scalars(before, params).first()
 
 
@@ -261,7 +274,13 @@ def _chosen_category(category_slug: str) -> Category | None:
     return category
 
 
-def _nothing_left(category: Category | None) -> NoExamplesLeft:
+def _nothing_left(category: Category | None, level: str | None = None) -> NoExamplesLeft:
+    if level is not None:
+        where = f" in {category.name}" if category else ""
+        return NoExamplesLeft(
+            f"You have read every {level} text{where} we have rated so far. Thank you! "
+            "Try another level or category."
+        )
     return NoExamplesLeft(
         f"You have read every text in {category.name}. Thank you! Try another category."
         if category
@@ -269,7 +288,7 @@ def _nothing_left(category: Category | None) -> NoExamplesLeft:
     )
 
 
-def check_start(player: Player | None, category_slug: str) -> None:
+def check_start(player: Player | None, category_slug: str, level: str | None = None) -> None:
     """Raise what `start_round` would refuse with (NotFound, NoExamplesLeft), storing nothing.
 
     Callers check first when they store something before the round (a new guest, a consent), so
@@ -278,8 +297,8 @@ def check_start(player: Player | None, category_slug: str) -> None:
     category = _chosen_category(category_slug)
     if player is not None and open_round(player) is not None:
         return
-    if not db.session.scalar(select(_unplayed(player, category).exists())):
-        raise _nothing_left(category)
+    if not db.session.scalar(select(_unplayed(player, category, level).exists())):
+        raise _nothing_left(category, level)
 
 
 def start_round(
@@ -287,9 +306,11 @@ def start_round(
     category_slug: str,
     game_set: GameSet | None = None,
     open_set: Callable[[], GameSet] | None = None,
+    level: str | None = None,
 ) -> Round:
-    """Resume the player's open round, or start a new one in the chosen category ("random": any),
-    as part of `game_set`, or of the set `open_set()` returns once a text is found.
+    """Resume the player's open round, or start a new one in the chosen category ("random": any)
+    and difficulty level (None: any), as part of `game_set`, or of the set `open_set()` returns
+    once a text is found.
 
     Raises NotFound for an unknown category and NoExamplesLeft when the player has read every
     text there; either way nothing is stored.
@@ -299,9 +320,9 @@ def start_round(
         current = open_round(player)
         if current is not None:
             return current
-        example = _pick_example(player, category)
+        example = _pick_example(player, category, level)
         if example is None:
-            raise _nothing_left(category)
+            raise _nothing_left(category, level)
         if open_set is not None:
             game_set = open_set()
         new = create_round(player, example, category_slug, game_set=game_set)

@@ -28,7 +28,7 @@ from app.accounts import service as accounts
 from app.crowd import studies
 from app.errors import NotFound, ServiceError
 from app.extensions import db, limiter
-from app.game import charts, daily, insights, rounds, sets, tally, tutorial
+from app.game import charts, daily, insights, levels, rounds, sets, tally, tutorial
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
 from app.leaderboard import standings
 from app.models import Round
@@ -112,6 +112,8 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
         choice_name=_category_name(choice),
         notice=notice,
         categories_left=left,
+        # Easy, medium and hard sets, for players past their first text.
+        level_offer=levels.offer(current_user, choice) if signed_in else None,
     )
     return page, status
 
@@ -135,7 +137,7 @@ def home():
     return _render_home()
 
 
-def _player_for_play(category: str | None) -> None:
+def _player_for_play(category: str | None, level: str | None = None) -> None:
     """Sign in a new guest (or record the signed-in player's consent) before play starts.
 
     `category` is checked first, when given, so that a refused start stores nothing.
@@ -145,7 +147,9 @@ def _player_for_play(category: str | None) -> None:
     if category is not None and (
         not signed_in or (consent and current_user.research_consent_at is None)
     ):
-        rounds.check_start(current_user if signed_in else None, category)
+        rounds.check_start(
+            current_user if signed_in else None, category, None if level == levels.ANY else level
+        )
     if not signed_in:
         # A new guest holds nothing yet, so its CSRF secret need not change (pages in other
         # tabs keep working); logins, sign-ups and study joins rotate it.
@@ -166,9 +170,10 @@ def start():
         return redirect(url_for("game.tutorial_page"))
     if request.form.get("tutorial") == "done":
         session[TUTORED] = True
+    level = levels.parse(request.form.get("level"))
     try:
-        _player_for_play(category)
-        round_ = sets.play(current_user, category)
+        _player_for_play(category, level)
+        round_ = sets.play(current_user, category, level)
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
     return _go_to_round(round_)

@@ -51,10 +51,24 @@ def _normal_set(player: Player) -> GameSet:
     raise rounds.Conflict("Could not start a set right now; please try again.")
 
 
-def play(player: Player, category_slug: str) -> Round:
+def play(player: Player, category_slug: str, level: str | None = None) -> Round:
     """The round to show after a category is chosen: the open round, or the next text of the
-    player's set (a new set if none is open) from that category."""
-    return rounds.start_round(player, category_slug, open_set=lambda: _normal_set(player))
+    player's set (a new set if none is open) from that category.
+
+    `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
+    on, "any" from every level; None keeps the open set's level (a new set has none).
+    """
+    current = open_normal_set(player)
+    chosen = (current.level if current is not None else None) if level is None else level
+    chosen = None if chosen == "any" else chosen
+
+    def open_set() -> GameSet:
+        game_set = _normal_set(player)
+        # Committed with the new round.
+        game_set.level = chosen
+        return game_set
+
+    return rounds.start_round(player, category_slug, open_set=open_set, level=chosen)
 
 
 def get_own(player: Player, set_id: int) -> GameSet:
@@ -101,6 +115,8 @@ class Position:
     finished: bool
     # The challenge's day, for daily sets.
     day: date | None
+    # The difficulty level the set's texts come from (None: any).
+    level: str | None = None
 
 
 def position_of(round_: Round) -> Position | None:
@@ -120,6 +136,7 @@ def position_of(round_: Round) -> Position | None:
         game_set.answered,
         game_set.finished,
         game_set.day,
+        game_set.level,
     )
 
 
@@ -258,7 +275,9 @@ def next_round(player: Player, set_id: int) -> Round:
         from app.game import challenge  # the challenge service builds on this module
 
         return challenge.next_round(player, game_set)
-    return rounds.start_round(player, last_category(game_set), game_set=game_set)
+    return rounds.start_round(
+        player, last_category(game_set), game_set=game_set, level=game_set.level
+    )
 
 
 class SetFinished(rounds.Conflict):

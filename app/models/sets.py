@@ -54,6 +54,9 @@ class GameSet(db.Model):
     challenge_of_id: Mapped[int | None] = mapped_column(
         ForeignKey("game_sets.id", ondelete="CASCADE"), nullable=True, index=True
     )
+    # For a normal set: the difficulty level its next texts are drawn from ("easy", "medium",
+    # "hard"; null for any), as the player last chose (app/game/levels.py).
+    level: Mapped[str | None] = mapped_column(String(8), nullable=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
