@@ -21,14 +21,16 @@ from flask.cli import AppGroup
 from sqlalchemy import bindparam, func, select, update
 
 from app.errors import BadRequest
-from app.extensions import db
+from app.extensions import cache, db
 from app.game import rounds, tally
-from app.models import Example, Player, Round
+from app.models import Category, Example, Player, Round
 from roftcore import difficulty
 
 LEVELS = difficulty.LEVELS
 ANY = "any"
 LABELS = {difficulty.EASY: "Easy", difficulty.MEDIUM: "Medium", difficulty.HARD: "Hard"}
+RATED_CACHE_KEY = "levels:rated"
+RATED_SECONDS = 600
 
 
 def parse(value: str | None) -> str | None:
@@ -94,6 +96,7 @@ def refresh(min_answers: int | None = None) -> Refreshed:
             ],
         )
     db.session.commit()
+    cache.delete(RATED_CACHE_KEY)
     per_level = {level: 0 for level in LEVELS}
     for level in levels.values():
         per_level[level] += 1
@@ -128,21 +131,42 @@ class Offer:
         return all(choice.rated >= self.set_size for choice in self.choices)
 
 
+def rated_counts() -> dict[str, int]:
+    """Rated texts of normal play per "category slug:level" and per "random:level"; cached (the
+    home page reads it) until the next refresh, or RATED_SECONDS at most."""
+    found = cache.get(RATED_CACHE_KEY)
+    if found is None:
+        found = {}
+        rows = db.session.execute(
+            select(Category.slug, Example.level, func.count(Example.id))
+            .join(Category, Category.id == Example.category_id)
+            .where(Example.kind == rounds.NORMAL, Example.level.is_not(None))
+            .group_by(Category.slug, Example.level)
+        )
+        for slug, level, count in rows:
+            found[f"{slug}:{level}"] = count
+            found[f"{rounds.RANDOM}:{level}"] = found.get(f"{rounds.RANDOM}:{level}", 0) + count
+        cache.set(RATED_CACHE_KEY, found, timeout=RATED_SECONDS)
+    return found
+
+
 def offer(player: Player | None, category_slug: str) -> Offer:
-    """The levels the home page offers for the chosen category ("random": all of them)."""
-    category = rounds.category_by_slug(category_slug) if category_slug != rounds.RANDOM else None
-    where = [Example.kind == rounds.NORMAL, Example.level.is_not(None)]
-    if category is not None:
-        where.append(Example.category_id == category.id)
-    rated = dict(
-        db.session.execute(
-            select(Example.level, func.count(Example.id)).where(*where).group_by(Example.level)
-        ).all()
-    )
-    if player is None:
-        left = rated
-    else:
-        unplayed = rounds._unplayed(player, category).where(Example.level.is_not(None)).subquery()
+    """The levels the home page offers for the chosen category ("random": all of them).
+
+    Reads no table while the rated counts are cached and levels are not open; the player's
+    unread texts per level are counted only when they are.
+    """
+    counts = rated_counts()
+    rated = {level: counts.get(f"{category_slug}:{level}", 0) for level in LEVELS}
+    size = current_app.config["SET_SIZE"]
+    left = rated
+    if player is not None and all(n >= size for n in rated.values()):
+        unplayed = rounds._unplayed(player, None).where(Example.level.is_not(None))
+        if category_slug != rounds.RANDOM:
+            unplayed = unplayed.join(Category, Category.id == Example.category_id).where(
+                Category.slug == category_slug
+            )
+        unplayed = unplayed.subquery()
         left = dict(
             db.session.execute(
                 select(unplayed.c.level, func.count()).group_by(unplayed.c.level)
@@ -150,7 +174,7 @@ def offer(player: Player | None, category_slug: str) -> Offer:
         )
     return Offer(
         [Choice(lv, LABELS[lv], rated.get(lv, 0), left.get(lv, 0)) for lv in LEVELS],
-        current_app.config["SET_SIZE"],
+        size,
         current_app.config["LEVEL_MIN_ANSWERS"],
     )
 

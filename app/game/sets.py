@@ -33,10 +33,11 @@ def open_normal_set(player: Player) -> GameSet | None:
     return db.session.scalars(_OPEN_NORMAL_SET, {"player_id": player.id}).first()
 
 
-def _normal_set(player: Player) -> GameSet:
-    """The player's unfinished normal set, or a new one."""
-    for _ in range(3):
-        found = open_normal_set(player)
+def _normal_set(player: Player, looked_up: bool = False) -> GameSet:
+    """The player's unfinished normal set, or a new one (`looked_up`: the caller has just found
+    none, so the first look is skipped)."""
+    for attempt in range(3):
+        found = None if looked_up and attempt == 0 else open_normal_set(player)
         if found is not None:
             return found
         new = GameSet(player_id=player.id, kind=NORMAL_SET, size=current_app.config["SET_SIZE"])
@@ -63,7 +64,7 @@ def play(player: Player, category_slug: str, level: str | None = None) -> Round:
     chosen = None if chosen == "any" else chosen
 
     def open_set() -> GameSet:
-        game_set = _normal_set(player)
+        game_set = current if current is not None else _normal_set(player, looked_up=True)
         # Committed with the new round.
         game_set.level = chosen
         return game_set
