@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.extensions import db
 from app.game import challenge, sets, tally
@@ -15,7 +15,7 @@ from app.models import Example, GameSet, Player, Round
 from app.models.sets import CHALLENGE_SET
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import play_over_http
+from tests.game_helpers import answer, finish, play_over_http
 
 ROUND_RE = re.compile(r"/play/round/(\d+)")
 LINK_RE = re.compile(r'<code id="challenge-url">https?://[^/]+(/challenge/[A-Za-z0-9_-]+)</code>')
@@ -221,16 +221,12 @@ def test_a_text_whose_passage_the_friend_read_does_not_count(game):
         first_id, second_id = first.id, second.id
         challenger = factories.player()
         friend = factories.player()
-        from tests.game_helpers import answer
-
         source = GameSet(player_id=challenger.id, kind="normal", size=1)
         db.session.add(source)
         db.session.commit()
         round_ = challenge.rounds.create_round(
             challenger, db.session.get(Example, second_id), "stories", game_set=source
         )
-        from tests.game_helpers import finish
-
         finish(challenger, round_, 2)
         answer(friend, db.session.get(Example, first_id), 2)
         source = challenge.link(challenger, source.id)
@@ -250,8 +246,6 @@ def test_a_text_the_friend_already_played_is_left_out(game):
         source = GameSet(player_id=challenger.id, kind="normal", size=3)
         db.session.add(source)
         db.session.commit()
-        from tests.game_helpers import answer, finish
-
         for example in examples:
             round_ = challenge.rounds.create_round(challenger, example, "news", game_set=source)
             finish(challenger, round_, 2)
@@ -315,3 +309,39 @@ def test_guessed_tokens_are_not_found(game, token):
     assert client.post(f"/challenge/{token}/play", data={"csrf_token": csrf}).status_code == 404
     with game.app_context():
         assert db.session.scalar(select(Player)) is None  # no guest made for a dead link
+
+
+def test_a_refused_start_stores_no_guest_and_no_consent(game):
+    with game.app_context():
+        challenger = factories.player()
+        examples = db.session.scalars(select(Example).order_by(Example.id).limit(3)).all()
+        source = GameSet(player_id=challenger.id, kind="normal", size=3)
+        db.session.add(source)
+        db.session.commit()
+        for example in examples:
+            round_ = challenge.rounds.create_round(challenger, example, "news", game_set=source)
+            finish(challenger, round_, 2)
+        token = challenge.link(challenger, source.id).challenge_token
+        reader = factories.player("reader", "a good password")
+        for example in examples:
+            answer(reader, example, 2)
+        players = db.session.scalar(select(func.count(Player.id)))
+    client = game.test_client()
+    csrf = csrf_token(client)
+    client.post(
+        "/login", data={"csrf_token": csrf, "username": "reader", "password": "a good password"}
+    )
+    csrf = csrf_token(client, "/")
+    refused = client.post(f"/challenge/{token}/play", data={"csrf_token": csrf, "consent": "yes"})
+    assert refused.status_code == 409
+    assert "already played every text" in refused.get_data(as_text=True)
+    with game.app_context():
+        assert db.session.scalar(select(func.count(Player.id))) == players
+        assert (
+            db.session.scalar(select(Player).where(Player.username == "reader")).research_consent_at
+            is None
+        )
+        assert (
+            db.session.scalar(select(func.count(GameSet.id)).where(GameSet.kind == CHALLENGE_SET))
+            == 0
+        )

@@ -120,7 +120,8 @@ def page_paths(world: World, rule: Rule, client: str) -> list[str]:
         # A normal set (a daily set's page redirects to its day), today and its share card.
         "set_id": world.names["set_id"][-1],
         "day": world.names["day"][0],
-        "token": world.names["token"][0],
+        # The daily share card's token, or the challenge link's.
+        "token": world.names["token"][1 if rule.endpoint.startswith("game.challenge") else 0],
     }
     paths = []
     for slug in slugs:

@@ -161,6 +161,26 @@ def _read_before(player: Player, example_id: int) -> bool:
     )
 
 
+def check_start(player: Player | None, token: str) -> None:
+    """Raise what `start` would refuse with (NotFound, OwnChallenge, Conflict), storing nothing:
+    the caller checks first when it stores something before (a new guest, a consent). `player`
+    None stands for a guest not created yet."""
+    source = by_token(token)
+    if player is not None and source.player_id == player.id:
+        raise OwnChallenge()
+    if player is not None and own_run(player, source) is not None:
+        return
+    example_ids = texts(source)
+    played = _played(player, example_ids) if player is not None else set()
+    if len(example_ids) - len(played) <= 0:
+        raise Conflict(
+            "You have already played every text of this challenge, so there is nothing "
+            "new to compare."
+            if played
+            else "This challenge has no texts to play."
+        )
+
+
 def start(player: Player, token: str) -> Round:
     """Start (or resume) the player's run of the challenge behind `token`; the round to show.
 

@@ -76,10 +76,10 @@ def challenge_play(token: str):
     source = challenge.by_token(token)
     if current_user.is_authenticated and current_user.kind == "crowd":
         return redirect(url_for("crowd.current"))
-    if current_user.is_authenticated and current_user.id == source.player_id:
-        return _render(source, challenge.OwnChallenge().message, 409)
-    _player_for_play(None)
     try:
+        # A refused start stores nothing: no new guest, no consent.
+        challenge.check_start(current_user if current_user.is_authenticated else None, token)
+        _player_for_play(None)
         round_ = challenge.start(current_user, token)
     except challenge.AlreadyPlayed:
         return redirect(url_for("game.challenge_page", token=token))
