@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import factories
-from tests.e2e.conftest import audit
+from tests.e2e.test_dark_mode import no_aa_violations
 from tests.e2e.test_game_flows import VIEWPORTS, device, shot
 
 pytestmark = pytest.mark.browser
@@ -60,7 +60,8 @@ def test_a_friend_plays_the_challenge_and_both_see_the_same_results(
         # challenger (who flags the 2nd) and the friend (the 3rd) score differently.
         for boundary in (1, 1, 2, 2, 3):
             factories.example(boundary=boundary, category_slug="puzzles")
-    challenger_context = browser.new_context(**VIEWPORTS["desktop"])
+    # The challenger's system asks for dark mode; the friend's does not.
+    challenger_context = browser.new_context(color_scheme="dark", **VIEWPORTS["desktop"])
     challenger = challenger_context.new_page()
     challenger.set_default_timeout(15000)
     challenger.device = "desktop"
@@ -72,14 +73,14 @@ def test_a_friend_plays_the_challenge_and_both_see_the_same_results(
     link = challenger.locator("#challenge-url").inner_text().strip()
     assert re.search(r"/challenge/[A-Za-z0-9_-]{16,}$", link), link
     expect(challenger.locator("#challenge")).to_contain_text("No friend has finished it yet")
-    audit(challenger, "set summary with a challenge link")
+    no_aa_violations(challenger, "set summary with a challenge link")
     set_url = challenger.url.split("#")[0]
     mine = challenger.locator(".stats-strip strong").first.inner_text()
 
     friend = device
     friend.goto(link)
     expect(friend.get_by_role("heading", name=re.compile("challenged you"))).to_be_visible()
-    audit(friend, "challenge invitation")
+    no_aa_violations(friend, "challenge invitation")
     shot(friend, shots, "challenge-invite")
     friend.get_by_role("button", name="Accept the challenge").click()
     play_five(friend, "See both results", 3)
@@ -90,17 +91,17 @@ def test_a_friend_plays_the_challenge_and_both_see_the_same_results(
     assert friend_totals[0] == mine == "10"
     assert friend_totals[1] == "18"
     assert friend_totals == [str(sum(int(r[i]) for r in friend_rows)) for i in range(2)]
-    audit(friend, "challenge results")
+    no_aa_violations(friend, "challenge results")
     shot(friend, shots, "challenge-results")
 
     challenger.goto(set_url)
     expect(challenger.locator("#challenge table.challenge-table")).to_be_visible()
     rows, totals = side_by_side(challenger)
     assert rows == friend_rows and totals == friend_totals
-    audit(challenger, "set summary with a friend's result")
+    no_aa_violations(challenger, "set summary with a friend's result")
     challenger.goto(link)
     expect(challenger.get_by_role("heading", name="Your challenge")).to_be_visible()
     expect(challenger.get_by_role("button", name="Accept the challenge")).to_have_count(0)
     assert side_by_side(challenger) == (friend_rows, friend_totals)
-    audit(challenger, "own challenge page")
+    no_aa_violations(challenger, "own challenge page")
     challenger_context.close()
