@@ -345,3 +345,36 @@ def test_a_refused_start_stores_no_guest_and_no_consent(game):
             db.session.scalar(select(func.count(GameSet.id)).where(GameSet.kind == CHALLENGE_SET))
             == 0
         )
+
+
+def test_the_challenger_sees_every_friend_and_the_set_summary_agrees(game):
+    with game.app_context():
+        challenger = factories.player("ann")
+        examples = db.session.scalars(select(Example).order_by(Example.id).limit(3)).all()
+        source = GameSet(player_id=challenger.id, kind="normal", size=3)
+        db.session.add(source)
+        db.session.commit()
+        for example in examples:
+            round_ = challenge.rounds.create_round(challenger, example, "news", game_set=source)
+            finish(challenger, round_, example.boundary)  # exact: 5 points each
+        token = challenge.link(challenger, source.id).challenge_token
+        friends = [factories.player(), factories.player(), factories.player("bob")]
+        for late, friend in enumerate(friends):
+            while True:
+                try:
+                    round_ = challenge.start(friend, token)
+                except challenge.AlreadyPlayed:
+                    break
+                finish(friend, round_, round_.example.boundary + late)
+        db.session.expire_all()
+        source = db.session.get(GameSet, source.id)
+        runs = challenge.friends_runs(source)
+        seen = challenge.compare(source, runs, challenger)
+        assert [c.name for c in seen.columns] == ["You", "bob", "Guest 1", "Guest 2"]
+        assert [c.points for c in seen.columns] == [15, 9, 12, 15]
+        assert seen.columns[0].points == sets.summary(challenger, source.id).points
+        assert [[call.points for call in row.calls] for row in seen.rows] == [[5, 3, 4, 5]] * 3
+        assert challenge.friends_count(source) == 3
+        # A friend sees the challenger (by name) and themselves.
+        theirs = challenge.compare(source, [challenge.own_run(friends[2], source)], friends[2])
+        assert [c.name for c in theirs.columns] == ["ann", "You"]

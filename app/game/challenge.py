@@ -311,14 +311,19 @@ def compare(source: GameSet, runs: list[GameSet], viewer: Player | None) -> Comp
             select(Player).where(Player.id.in_([source.player_id, *(r.player_id for r in runs)]))
         )
     }
+    names = [_name(owners[game_set.player_id], viewer) for game_set in (source, *runs)]
+    if names.count("A guest") > 1:
+        # Several guests: numbered, in the order of the columns.
+        numbered = iter(range(1, len(names) + 1))
+        names = [f"Guest {next(numbered)}" if n == "A guest" else n for n in names]
     columns = [
         Column(
-            _name(owners[game_set.player_id], viewer),
+            name,
             viewer is not None and game_set.player_id == viewer.id,
             sets.summary_of(game_set),
             game_set.finished,
         )
-        for game_set in (source, *runs)
+        for name, game_set in zip(names, (source, *runs), strict=True)
     ]
     answered_by_viewer: set[int] = set()
     if viewer is not None and viewer.id != source.player_id:

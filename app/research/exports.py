@@ -155,7 +155,12 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "seed": ("integer", "", "generation seed; empty when unknown"),
     "splitter": ("string", "", "sentence splitter used by generation"),
     "order_index": ("integer", "rounds", "the player's n-th round, from 1"),
-    "chosen_category": ("string", "", "what the player asked for: a category or 'random'"),
+    "chosen_category": (
+        "string",
+        "",
+        "what the player asked for: a category or 'random' ('challenge' for a text of a "
+        "friend's challenge)",
+    ),
     "started_at": ("timestamp", "UTC, ISO 8601", "when the first sentence was shown"),
     "reveal_seconds": (
         "string",
