@@ -168,14 +168,19 @@ def test_the_challengers_points_show_only_on_texts_the_friend_has_answered(game)
     in_progress = friend.get(path).get_data(as_text=True)
     assert "Continue the challenge" in in_progress
     assert table(in_progress) == [["—", "—"]] * 3
+    # Nor a total that would give them away.
+    assert [t for t, _ in TOTALS_RE.findall(in_progress)] == ["0", "0"]
     friend.post(f"/play/round/{round_id}/next", data={"csrf_token": friend_token, "seen": "1"})
     friend.post(
         f"/play/round/{round_id}/answer",
         data={"csrf_token": friend_token, "seen": "2", "choice": "machine", "reasons": "hunch"},
     )
-    after_one = table(friend.get(path).get_data(as_text=True))
+    page = friend.get(path).get_data(as_text=True)
+    after_one = table(page)
     assert after_one[0] != ["—", "—"] and "—" not in after_one[0]
     assert after_one[1:] == [["—", "—"]] * 2
+    assert [t for t, _ in TOTALS_RE.findall(page)] == after_one[0]
+    assert page.count("(so far)") == 2
 
 
 def test_own_link_shows_your_result_and_gives_no_replay(game):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flask import current_app
 from sqlalchemy import exists, func, select
@@ -256,8 +256,13 @@ class Column:
     is_viewer: bool
     summary: sets.Summary
     finished: bool
+    # The texts the viewer may not see this player's points on yet (the challenger's, for a
+    # friend who has not answered them); their points are left out of the total too.
+    hidden: frozenset[int] = frozenset()
 
     def call_for(self, example_id: int) -> sets.Call | None:
+        if example_id in self.hidden:
+            return None
         for call in self.summary.calls:
             if call.example_id == example_id:
                 return call
@@ -265,7 +270,16 @@ class Column:
 
     @property
     def points(self) -> int:
-        return self.summary.points
+        """The set summary's total (`sets.Summary.points`); while texts are hidden, the points
+        of the texts shown."""
+        if not self.hidden:
+            return self.summary.points
+        return sum(call.points for call in self.summary.calls if call.example_id not in self.hidden)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the total is the player's final one, all of it shown."""
+        return self.finished and not self.hidden
 
 
 @dataclass(frozen=True)
@@ -325,26 +339,28 @@ def compare(source: GameSet, runs: list[GameSet], viewer: Player | None) -> Comp
         )
         for name, game_set in zip(names, (source, *runs), strict=True)
     ]
-    answered_by_viewer: set[int] = set()
-    if viewer is not None and viewer.id != source.player_id:
-        answered_by_viewer = set(
-            db.session.scalars(
-                select(Round.example_id).where(
-                    Round.player_id == viewer.id,
-                    Round.example_id.in_([c.example_id for c in columns[0].summary.calls]),
-                    Round.guess.is_not(None),
+    if viewer is None or viewer.id != source.player_id:
+        answered_by_viewer = set()
+        if viewer is not None:
+            answered_by_viewer = set(
+                db.session.scalars(
+                    select(Round.example_id).where(
+                        Round.player_id == viewer.id,
+                        Round.example_id.in_([c.example_id for c in columns[0].summary.calls]),
+                        Round.guess.is_not(None),
+                    )
                 )
             )
+        hidden = frozenset(
+            call.example_id
+            for call in columns[0].summary.calls
+            if call.example_id not in answered_by_viewer
         )
-    rows = []
-    for call in columns[0].summary.calls:
-        shown = []
-        for index, column in enumerate(columns):
-            found = column.call_for(call.example_id)
-            if index == 0 and viewer is not None and viewer.id != source.player_id:
-                found = found if call.example_id in answered_by_viewer else None
-            shown.append(found)
-        rows.append(Row(call.number, call.category, shown))
+        columns[0] = replace(columns[0], hidden=hidden)
+    rows = [
+        Row(call.number, call.category, [column.call_for(call.example_id) for column in columns])
+        for call in columns[0].summary.calls
+    ]
     return Comparison(columns, rows)
 
 
