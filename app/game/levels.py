@@ -70,17 +70,8 @@ def refresh(min_answers: int | None = None) -> Refreshed:
     needed = current_app.config["LEVEL_MIN_ANSWERS"] if min_answers is None else min_answers
     answers = counted_answers()
     fitted = difficulty.fit(answers)
-    normal = (
-        set(
-            db.session.scalars(
-                select(Example.id).where(
-                    Example.kind == rounds.NORMAL, Example.id.in_(list(fitted.difficulty))
-                )
-            )
-        )
-        if fitted.difficulty
-        else set()
-    )
+    # Levels are for normal play (daily and check texts are fitted, for the players' skills).
+    normal = set(db.session.scalars(select(Example.id).where(Example.kind == rounds.NORMAL)))
     levels = difficulty.levels(
         {t: d for t, d in fitted.difficulty.items() if t in normal}, fitted.answers, needed
     )
