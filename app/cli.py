@@ -84,6 +84,9 @@ def register_cli(app: Flask) -> None:
     register_prolific_commands(app)
     register_research_cli(app)
     app.cli.add_command(daily_cli)
+    from app.game.levels import difficulty_cli
+
+    app.cli.add_command(difficulty_cli)
 
     @app.cli.command("import")
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))

@@ -195,6 +195,9 @@ def build_config(instance_path: Path) -> dict:
         "AVOID_REPEATED_PASSAGES": os.environ.get("AVOID_REPEATED_PASSAGES", "1") == "1",
         # Reveal: how many other answers a text needs before their spread is shown.
         "SPREAD_MIN_OTHERS": _int_env("SPREAD_MIN_OTHERS", 1),
+        # Difficulty levels: counted answers a text needs before `flask difficulty refresh`
+        # gives it a level (easy, medium, hard).
+        "LEVEL_MIN_ANSWERS": _int_env("LEVEL_MIN_ANSWERS", 10),
         # Crowd studies (docs/running-a-study.md). PUBLIC_URL is the site's address as workers
         # reach it (https://roft.example.org): every printed and shown link starts with it.
         "PUBLIC_URL": (os.environ.get("PUBLIC_URL") or "").rstrip("/") or None,

@@ -178,6 +178,7 @@ ENTRY_IDS = st.one_of(st.sampled_from(["W1", "fuzz-worker", "5f1a2b3c"]), st.fro
 # check, so the validation behind it is fuzzed too.
 PLAUSIBLE = {
     "category": st.sampled_from(["random", "news", "nothing"]),
+    "level": st.sampled_from(["easy", "medium", "hard", "any", "extreme"]),
     "consent": st.just("yes"),
     "choice": st.sampled_from(["machine", "human"]),
     "reasons": REASON_LISTS,
@@ -213,7 +214,8 @@ FORM_FIELDS = {
     "research.review_reject": ("message", "category", "show"),
     "research.review_bonus": ("amount", "reason", "show"),
     "research.review_approve": ("show",),
-    "game.start": ("category", "consent", "start", "tutorial"),
+    "game.start": ("category", "consent", "start", "tutorial", "level"),
+    "game.challenge_play": ("consent",),
     "game.daily_start": ("consent",),
     "game.practice_start": ("consent",),
     "game.daily_reminder": ("remind", "back"),
@@ -498,6 +500,17 @@ def build_world(app: Flask) -> World:
     rounds["player_answered"], rounds["player_open"] = _play_public_round(player, token)
     with app.app_context():
         normal_set = db.session.get(Round, rounds["player_answered"]).set_id
+        # A finished set of the player's, sent as a challenge (app/game/challenge.py).
+        challenged = GameSet(
+            player_id=db.session.get(Round, rounds["player_answered"]).player_id,
+            kind="normal",
+            size=1,
+            answered=1,
+            finished_at=datetime.now(UTC),
+            challenge_token="fuzz-challenge-token-1",
+        )
+        db.session.add(challenged)
+        db.session.commit()
 
     worker, token = clients["worker"], tokens["worker"]
     _join(worker, "/study/pilot?PROLIFIC_PID=5f1a2b3c&STUDY_ID=st1&SESSION_ID=sess1")
@@ -550,7 +563,7 @@ def build_world(app: Flask) -> World:
         "set_id": [str(daily_set), str(normal_set)],
         "day": [datetime.now(UTC).date().isoformat(), "2020-02-30", "2026-01-01", practice_day],
         "practice_day": [practice_day],
-        "token": [share_token],
+        "token": [share_token, "fuzz-challenge-token-1"],
         "worker_id": ["5f1a2b3c", "joinedonly", "TURKER1"],
     }
     own: dict[str, dict[str, list[str]]] = {name: {} for name in PERSONAS}

@@ -124,7 +124,8 @@ def page_paths(world: World, rule: Rule, client: str) -> list[str]:
         # practice's page: the past day practised).
         "set_id": world.names["set_id"][-1],
         "day": world.names[day_name][0],
-        "token": world.names["token"][0],
+        # The daily share card's token, or the challenge link's.
+        "token": world.names["token"][1 if rule.endpoint.startswith("game.challenge") else 0],
         "worker_id": "5f1a2b3c",
         "run": world.names["run"][0],
     }

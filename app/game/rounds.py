@@ -37,6 +37,7 @@ from app.extensions import commit_keeping, db
 from app.game import hooks
 from app.game import reasons as reason_catalogue
 from app.game.scoring import Verdict, verdict
+from app.game.typing_signals import NOT_REPORTED, Typing
 from app.leaderboard import integrity, standings
 from app.models import (
     Category,
@@ -125,6 +126,9 @@ _ANSWER_FIELDS = (
     "explanation",
     "answered_at",
     "uncounted",
+    "explanation_pasted",
+    "typing_ms",
+    "typed_chars",
     "confidence",
 )
 _STORE_ANSWER = (
@@ -179,14 +183,15 @@ def category_by_slug(slug: str) -> Category | None:
     return db.session.scalar(select(Category).where(Category.slug == slug))
 
 
-def _unplayed(player: Player | None, category: Category | None) -> Select:
+def _unplayed(player: Player | None, category: Category | None, level: str | None = None) -> Select:
     """The examples of normal play the player (None: a new guest) may be served, in the category
-    if given: never played, and (unless the operator allows repeats) built from no passage the
-    player has already read in any variant."""
+    and of the difficulty level if given: never played, and (unless the operator allows repeats)
+    built from no passage the player has already read in any variant."""
     return _unplayed_by_ids(
         player.id if player is not None else None,
         category.id if category is not None else None,
         current_app.config["AVOID_REPEATED_PASSAGES"],
+        level,
     )
 
 
@@ -194,8 +199,11 @@ def _unplayed_by_ids(
     player_id: int | BindParameter | None,
     category_id: int | BindParameter | None,
     avoid_repeats: bool,
+    level: str | BindParameter | None = None,
 ) -> Select:
     query = select(Example).where(Example.kind == NORMAL)
+    if level is not None:
+        query = query.where(Example.level == level)
     if player_id is not None:
         already = select(Round.example_id).where(Round.player_id == player_id)
         query = query.where(Example.id.not_in(already))
@@ -212,10 +220,15 @@ def _unplayed_by_ids(
 
 
 @functools.cache
-def _pick_statements(by_category: bool, avoid_repeats: bool) -> tuple[Select, Select]:
+def _pick_statements(
+    by_category: bool, avoid_repeats: bool, by_level: bool = False
+) -> tuple[Select, Select]:
     """The two statements of `_pick_example`, built once per kind of pick."""
     eligible = _unplayed_by_ids(
-        bindparam("player_id"), bindparam("category_id") if by_category else None, avoid_repeats
+        bindparam("player_id"),
+        bindparam("category_id") if by_category else None,
+        avoid_repeats,
+        bindparam("level") if by_level else None,
     )
     lowest = (
         eligible.with_only_columns(Example.annotation_count)
@@ -235,7 +248,9 @@ def _pick_statements(by_category: bool, avoid_repeats: bool) -> tuple[Select, Se
     return after, before
 
 
-def _pick_example(player: Player, category: Category | None) -> Example | None:
+def _pick_example(
+    player: Player, category: Category | None, level: str | None = None
+) -> Example | None:
     """A text the player may be served: one of the least-annotated, at random among them.
 
     Its cost does not grow with the pool: two walks of `ix_examples_pick` in index order, each
@@ -244,11 +259,13 @@ def _pick_example(player: Player, category: Category | None) -> Example | None:
     range (the last one before it when none is after).
     """
     after, before = _pick_statements(
-        category is not None, current_app.config["AVOID_REPEATED_PASSAGES"]
+        category is not None, current_app.config["AVOID_REPEATED_PASSAGES"], level is not None
     )
     params = {"player_id": player.id, "fraction": random.random()}
     if category is not None:
         params["category_id"] = category.id
+    if level is not None:
+        params["level"] = level
     return db.session.scalars(after, params).first() or db.session.scalars(before, params).first()
 
 
@@ -262,7 +279,13 @@ def _chosen_category(category_slug: str) -> Category | None:
     return category
 
 
-def _nothing_left(category: Category | None) -> NoExamplesLeft:
+def _nothing_left(category: Category | None, level: str | None = None) -> NoExamplesLeft:
+    if level is not None:
+        where = f" in {category.name}" if category else ""
+        return NoExamplesLeft(
+            f"You have read every {level} text{where} we have rated so far. Thank you! "
+            "Try another level or category."
+        )
     return NoExamplesLeft(
         f"You have read every text in {category.name}. Thank you! Try another category."
         if category
@@ -270,7 +293,7 @@ def _nothing_left(category: Category | None) -> NoExamplesLeft:
     )
 
 
-def check_start(player: Player | None, category_slug: str) -> None:
+def check_start(player: Player | None, category_slug: str, level: str | None = None) -> None:
     """Raise what `start_round` would refuse with (NotFound, NoExamplesLeft), storing nothing.
 
     Callers check first when they store something before the round (a new guest, a consent), so
@@ -279,8 +302,8 @@ def check_start(player: Player | None, category_slug: str) -> None:
     category = _chosen_category(category_slug)
     if player is not None and open_round(player) is not None:
         return
-    if not db.session.scalar(select(_unplayed(player, category).exists())):
-        raise _nothing_left(category)
+    if not db.session.scalar(select(_unplayed(player, category, level).exists())):
+        raise _nothing_left(category, level)
 
 
 def start_round(
@@ -288,9 +311,11 @@ def start_round(
     category_slug: str,
     game_set: GameSet | None = None,
     open_set: Callable[[], GameSet] | None = None,
+    level: str | None = None,
 ) -> Round:
-    """Resume the player's open round, or start a new one in the chosen category ("random": any),
-    as part of `game_set`, or of the set `open_set()` returns once a text is found.
+    """Resume the player's open round, or start a new one in the chosen category ("random": any)
+    and difficulty level (None: any), as part of `game_set`, or of the set `open_set()` returns
+    once a text is found.
 
     Raises NotFound for an unknown category and NoExamplesLeft when the player has read every
     text there; either way nothing is stored.
@@ -300,9 +325,9 @@ def start_round(
         current = open_round(player)
         if current is not None:
             return current
-        example = _pick_example(player, category)
+        example = _pick_example(player, category, level)
         if example is None:
-            raise _nothing_left(category)
+            raise _nothing_left(category, level)
         if open_set is not None:
             game_set = open_set()
         new = create_round(player, example, category_slug, game_set=game_set)
@@ -342,9 +367,11 @@ def create_round(
     kind: str = NORMAL,
     participant_id: int | None = None,
     game_set: GameSet | None = None,
+    uncounted: str | None = None,
 ) -> Round | None:
     """Insert the player's next round with s[0] revealed, in `game_set` if given; None if another
-    request won the race.
+    request won the race. `uncounted` is why its answer will not count, when known already (a
+    challenge's text whose passage the player read before).
 
     The example's passages count as read from this moment.
     """
@@ -365,6 +392,7 @@ def create_round(
         started_at=now,
         reasons=[],
         explanation="",
+        uncounted=uncounted,
     )
     new.reveals.append(Reveal(sentence_index=0, revealed_at=now))
     db.session.add(new)
@@ -446,6 +474,8 @@ class Answer:
     explanation: str
     # How sure the player said they were, in percent; None when they did not say.
     confidence: int | None = None
+    # How the explanation was entered, as the page's script reported it (signals only).
+    typing: Typing = NOT_REPORTED
 
 
 def parse_answer(
@@ -516,6 +546,8 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     # The answer page shows the truth: record it, and do not count an answer whose truth another
     # player was shown in this browser or from this address (app/leaderboard/integrity.py).
     uncounted = integrity.answer_seen(player.id, example.id, scored, now)
+    # A reason known when the round started (a passage read before) stands.
+    uncounted = current.uncounted or uncounted
     stored_values = {
         "guess": guess,
         # Attention checks and practice rounds earn no points.
@@ -525,6 +557,9 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
         "answered_at": now,
         "uncounted": uncounted,
         "confidence": answer.confidence,
+        "explanation_pasted": answer.typing.pasted,
+        "typing_ms": answer.typing.ms,
+        "typed_chars": answer.typing.chars,
     }
     stored = db.session.execute(
         _STORE_ANSWER,

@@ -7,6 +7,7 @@ the updated round back as an HTML fragment instead (one request per sentence, no
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 
 from flask import (
@@ -27,7 +28,18 @@ from app.accounts import profile as profiles
 from app.accounts import service as accounts
 from app.errors import NotFound, ServiceError
 from app.extensions import db, limiter
-from app.game import charts, daily, hooks, insights, rounds, sets, tally, tutorial, typing_signals
+from app.game import (
+    charts,
+    daily,
+    hooks,
+    insights,
+    levels,
+    rounds,
+    sets,
+    tally,
+    tutorial,
+    typing_signals,
+)
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
 from app.leaderboard import standings
 from app.models import Round
@@ -112,6 +124,8 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
         choice_name=_category_name(choice),
         notice=notice,
         categories_left=left,
+        # Easy, medium and hard sets, for players past their first text.
+        level_offer=levels.offer(current_user, choice) if signed_in else None,
     )
     return page, status
 
@@ -135,7 +149,7 @@ def home():
     return _render_home()
 
 
-def _player_for_play(category: str | None) -> None:
+def _player_for_play(category: str | None, level: str | None = None) -> None:
     """Sign in a new guest (or record the signed-in player's consent) before play starts.
 
     `category` is checked first, when given, so that a refused start stores nothing.
@@ -145,7 +159,9 @@ def _player_for_play(category: str | None) -> None:
     if category is not None and (
         not signed_in or (consent and current_user.research_consent_at is None)
     ):
-        rounds.check_start(current_user if signed_in else None, category)
+        rounds.check_start(
+            current_user if signed_in else None, category, None if level == levels.ANY else level
+        )
     if not signed_in:
         # A new guest holds nothing yet, so its CSRF secret need not change (pages in other
         # tabs keep working); logins, sign-ups and study joins rotate it.
@@ -166,9 +182,10 @@ def start():
         return redirect(url_for("game.tutorial_page"))
     if request.form.get("tutorial") == "done":
         session[TUTORED] = True
+    level = levels.parse(request.form.get("level"))
     try:
-        _player_for_play(category)
-        round_ = sets.play(current_user, category)
+        _player_for_play(category, level)
+        round_ = sets.play(current_user, category, level)
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
     return _go_to_round(round_)
@@ -295,14 +312,16 @@ def answer(round_id: int):
             request.form.get("explanation", ""),
             request.form.get("confidence"),
         )
+        # Pasted or typed, and how fast: signals only, stored with the answer, never a reason
+        # to refuse it.
+        typing = typing_signals.parse(request.form, parsed.explanation)
+        parsed = dataclasses.replace(parsed, typing=typing)
         # A study may ask for ratings of the flagged sentence before the truth is shown.
         after = hooks.answer_form.send(round_, request.form, choice == "machine")
         round_ = rounds.submit_answer(current_user, round_id, parsed)
         for step in after:
             if step is not None:
                 step()
-        # Pasted or typed, and how fast: signals only, never a reason to refuse the answer.
-        typing_signals.store(round_id, typing_signals.parse(request.form, parsed.explanation))
     except rounds.AlreadyAnswered as already:
         return _render_round(already.round, 409, already.message)
     except (rounds.BadRequest, rounds.Conflict) as refused:
@@ -344,6 +363,10 @@ def _summary_url(game_set) -> str:
         return url_for("game.practice_results", day=game_set.day.isoformat())
     if game_set.day is not None:
         return url_for("game.daily_results", day=game_set.day.isoformat())
+    if game_set.challenge_of_id is not None:
+        from app.game import challenge_views
+
+        return challenge_views.page_url(game_set)
     return url_for("game.set_summary", set_id=game_set.id)
 
 
@@ -352,14 +375,17 @@ def set_summary(set_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
     summary = sets.summary(current_user, set_id)
-    if summary.game_set.day is not None:
+    if summary.game_set.day is not None or summary.game_set.challenge_of_id is not None:
         return redirect(_summary_url(summary.game_set))
     choice = sets.last_category(summary.game_set)
+    from app.game import challenge_views
+
     return render_template(
         "game/set_summary.html",
         summary=summary,
         choice=choice,
         choice_name=_category_name(choice),
+        challenge=challenge_views.panel(summary.game_set),
     )
 
 

@@ -20,7 +20,7 @@ from app.extensions import commit_keeping, db
 from app.game import daily, practice, rounds, tally
 from app.game.scoring import verdict
 from app.models import Example, GameSet, Player, Round
-from app.models.sets import DAILY_SET, NORMAL_SET, PRACTICE_SET
+from app.models.sets import CHALLENGE_SET, DAILY_SET, NORMAL_SET, PRACTICE_SET
 
 _OPEN_NORMAL_SET = select(GameSet).where(
     GameSet.player_id == bindparam("player_id"),
@@ -33,10 +33,11 @@ def open_normal_set(player: Player) -> GameSet | None:
     return db.session.scalars(_OPEN_NORMAL_SET, {"player_id": player.id}).first()
 
 
-def _normal_set(player: Player) -> GameSet:
-    """The player's unfinished normal set, or a new one."""
-    for _ in range(3):
-        found = open_normal_set(player)
+def _normal_set(player: Player, looked_up: bool = False) -> GameSet:
+    """The player's unfinished normal set, or a new one (`looked_up`: the caller has just found
+    none, so the first look is skipped)."""
+    for attempt in range(3):
+        found = None if looked_up and attempt == 0 else open_normal_set(player)
         if found is not None:
             return found
         new = GameSet(player_id=player.id, kind=NORMAL_SET, size=current_app.config["SET_SIZE"])
@@ -51,10 +52,24 @@ def _normal_set(player: Player) -> GameSet:
     raise rounds.Conflict("Could not start a set right now; please try again.")
 
 
-def play(player: Player, category_slug: str) -> Round:
+def play(player: Player, category_slug: str, level: str | None = None) -> Round:
     """The round to show after a category is chosen: the open round, or the next text of the
-    player's set (a new set if none is open) from that category."""
-    return rounds.start_round(player, category_slug, open_set=lambda: _normal_set(player))
+    player's set (a new set if none is open) from that category.
+
+    `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
+    on, "any" from every level; None keeps the open set's level (a new set has none).
+    """
+    current = open_normal_set(player)
+    chosen = (current.level if current is not None else None) if level is None else level
+    chosen = None if chosen == "any" else chosen
+
+    def open_set() -> GameSet:
+        game_set = current if current is not None else _normal_set(player, looked_up=True)
+        # Committed with the new round.
+        game_set.level = chosen
+        return game_set
+
+    return rounds.start_round(player, category_slug, open_set=open_set, level=chosen)
 
 
 def get_own(player: Player, set_id: int) -> GameSet:
@@ -101,6 +116,8 @@ class Position:
     finished: bool
     # The challenge's day, for daily sets.
     day: date | None
+    # The difficulty level the set's texts come from (None: any).
+    level: str | None = None
 
 
 def position_of(round_: Round) -> Position | None:
@@ -120,6 +137,7 @@ def position_of(round_: Round) -> Position | None:
         game_set.answered,
         game_set.finished,
         game_set.day,
+        game_set.level,
     )
 
 
@@ -139,6 +157,7 @@ class Call:
     # Mean points of the other players who answered the same text; None when nobody else has.
     others_mean: float | None
     others: int
+    example_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -192,7 +211,12 @@ class Summary:
 
 def summary(player: Player, set_id: int) -> Summary:
     """The answered texts of one of the player's sets, with the other players' results."""
-    game_set = get_own(player, set_id)
+    return summary_of(get_own(player, set_id))
+
+
+def summary_of(game_set: GameSet) -> Summary:
+    """The answered texts of a set, with the results of players other than its owner: what its
+    summary shows, and what a challenge compares (app/game/challenge.py)."""
     rows = db.session.execute(
         select(Round, Example)
         .join(Example, Example.id == Round.example_id)
@@ -206,7 +230,7 @@ def summary(player: Player, set_id: int) -> Summary:
             select(Round.example_id, func.count(Round.id), func.sum(Round.points))
             .where(
                 Round.example_id.in_(example_ids),
-                Round.player_id != player.id,
+                Round.player_id != game_set.player_id,
                 Round.guess.is_not(None),
                 tally.COUNTED,
             )
@@ -229,6 +253,7 @@ def summary(player: Player, set_id: int) -> Summary:
                 counted=tally.counts(round_),
                 others_mean=(total / count) if count else None,
                 others=count,
+                example_id=example.id,
             )
         )
     return Summary(game_set, calls)
@@ -253,7 +278,13 @@ def next_round(player: Player, set_id: int) -> Round:
         return daily.next_round(player, game_set)
     if game_set.kind == PRACTICE_SET:
         return practice.next_round(player, game_set)
-    return rounds.start_round(player, last_category(game_set), game_set=game_set)
+    if game_set.kind == CHALLENGE_SET:
+        from app.game import challenge  # the challenge service builds on this module
+
+        return challenge.next_round(player, game_set)
+    return rounds.start_round(
+        player, last_category(game_set), game_set=game_set, level=game_set.level
+    )
 
 
 class SetFinished(rounds.Conflict):

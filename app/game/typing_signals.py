@@ -46,6 +46,9 @@ class Typing:
         return self.chars / (self.ms / 1000)
 
 
+NOT_REPORTED = Typing()
+
+
 def _whole(value: object, most: int) -> int | None:
     """A plain whole number (ASCII digits, an optional minus) clamped to 0..most, or None."""
     if not isinstance(value, str):

@@ -41,9 +41,12 @@ DEVICE_WINDOW = timedelta(days=365)
 ADDRESS_WINDOW = timedelta(hours=24)
 SEEN_ON_DEVICE = "truth_seen_device"
 SEEN_FROM_ADDRESS = "truth_seen_address"
+# A challenge's text built from a passage the player had already read (app/game/challenge.py).
+READ_BEFORE = "passage_read_before"
 REASONS = {
     SEEN_ON_DEVICE: "its answer had been shown to another player in this browser",
     SEEN_FROM_ADDRESS: "its answer had been shown to another player from this address today",
+    READ_BEFORE: "you had already read its passage in another text",
 }
 SITE_RATE_CACHE_KEY = "integrity:site-rate"
 SITE_RATE_SECONDS = 600

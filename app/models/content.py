@@ -63,6 +63,11 @@ class Example(db.Model):
     kind: Mapped[str] = mapped_column(String(16), default="normal", server_default="normal")
     # Answered rounds, kept in the same transaction as each answer; selection prefers low counts.
     annotation_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Estimated difficulty (logits; higher is harder) and its level ("easy", "medium", "hard"),
+    # set by `flask difficulty refresh` once enough players answered (app/game/levels.py); null
+    # for a text not rated yet.
+    difficulty: Mapped[float | None] = mapped_column(Float, nullable=True)
+    level: Mapped[str | None] = mapped_column(String(8), nullable=True)
     imported_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     category: Mapped[Category] = relationship()

@@ -14,6 +14,8 @@ NORMAL_SET = "normal"
 DAILY_SET = "daily"
 # A past day's challenge played again for practice (`day` is the challenge's day): never counted.
 PRACTICE_SET = "practice"
+# A friend's run of the same texts as a finished normal set (app/game/challenge.py).
+CHALLENGE_SET = "challenge"
 
 
 class GameSet(db.Model):
@@ -31,11 +33,13 @@ class GameSet(db.Model):
             postgresql_where=text("finished_at IS NULL AND kind = 'normal'"),
         ),
         Index("ix_game_sets_day_finished", "day", "finished_at"),
+        # One run of a challenge per friend.
+        UniqueConstraint("player_id", "challenge_of_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     player_id: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), index=True)
-    # "normal", "daily" or "practice".
+    # "normal", "daily", "practice" or "challenge".
     kind: Mapped[str] = mapped_column(String(16), default="normal")
     size: Mapped[int] = mapped_column(Integer)
     # The challenge's UTC day, for daily and practice sets only.
@@ -46,6 +50,15 @@ class GameSet(db.Model):
     exact: Mapped[int] = mapped_column(Integer, default=0)
     # An unguessable id for the public share card of a finished daily set.
     share_token: Mapped[str | None] = mapped_column(String(32), nullable=True, unique=True)
+    # An unguessable id for the "challenge a friend" link of a finished normal set.
+    challenge_token: Mapped[str | None] = mapped_column(String(32), nullable=True, unique=True)
+    # For a friend's challenge set: the finished set whose texts it plays.
+    challenge_of_id: Mapped[int | None] = mapped_column(
+        ForeignKey("game_sets.id", ondelete="CASCADE"), nullable=True, index=True
+    )
+    # For a normal set: the difficulty level its next texts are drawn from ("easy", "medium",
+    # "hard"; null for any), as the player last chose (app/game/levels.py).
+    level: Mapped[str | None] = mapped_column(String(8), nullable=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 

@@ -155,7 +155,12 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "seed": ("integer", "", "generation seed; empty when unknown"),
     "splitter": ("string", "", "sentence splitter used by generation"),
     "order_index": ("integer", "rounds", "the player's n-th round, from 1"),
-    "chosen_category": ("string", "", "what the player asked for: a category or 'random'"),
+    "chosen_category": (
+        "string",
+        "",
+        "what the player asked for: a category or 'random' ('challenge' for a text of a "
+        "friend's challenge)",
+    ),
     "started_at": ("timestamp", "UTC, ISO 8601", "when the first sentence was shown"),
     "reveal_seconds": (
         "string",
@@ -183,7 +188,8 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "set_kind": (
         "string",
         "",
-        "'normal' (a set of texts), 'daily' (the daily challenge) or empty (no set)",
+        "'normal' (a set of texts), 'daily' (the daily challenge), 'challenge' (a friend's run "
+        "of another player's set) or empty (no set)",
     ),
     "explanation_upvotes": ("integer", "votes", "up-votes other players gave the explanation"),
     "explanation_hidden": (
@@ -208,7 +214,8 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "",
         "why the round counts on no total or leaderboard: truth_seen_device / truth_seen_address "
         "(its answer had been shown to another player in the same browser / from the same "
-        "address); empty when it counts",
+        "address), passage_read_before (a challenge's text whose passage the player had read "
+        "in another text); empty when it counts",
     ),
     "confidence": (
         "integer",
