@@ -81,10 +81,16 @@ def parameter_count(n: int) -> str:
 
 
 def model_name(lm: LoadedModel) -> str:
-    """A hub id as given; a local folder by its last component."""
+    """A hub id as given; a local folder by its architecture and its last two path components
+    (`gpt2 demo/model`): a bare folder name such as "model" says nothing, a full path leaks the
+    machine's layout."""
     name = str(lm.name)
     local = Path(name).expanduser()
-    return local.name if local.exists() else name
+    if not local.exists():
+        return name
+    kind = getattr(lm.model.config, "model_type", None) or type(lm.model).__name__
+    where = f"{local.resolve().parent.name}/{local.name}" if local.resolve().parent.name else name
+    return f"{kind} {where}"
 
 
 def model_label(lm: LoadedModel) -> str:
