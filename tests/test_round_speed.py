@@ -15,7 +15,7 @@ from werkzeug.datastructures import MultiDict
 from app import PROJECT_ROOT
 from app.extensions import commit_keeping, db
 from app.game import rounds
-from app.models import Category, Example, GameSet, Round
+from app.models import Category, Example, GameSet, Player, Round
 from bench.protocol import Choice, Decide, Reply, play_sets
 from tests import factories
 from tests.conftest import csrf_token
@@ -189,15 +189,68 @@ def test_a_round_loads_the_player_and_its_round_once_per_request(app, client):
     for action, runs in by_action.items():
         for run in runs:
             players = [s for s in run if s.lstrip().startswith("SELECT players.id")]
-            round_loads = [s for s in run if "FROM rounds JOIN examples" in s]
-            assert len(players) == 1, (action, run)
-            assert len(round_loads) == (0 if action == "start" else 1), (action, run)
-    # A reveal: the player, the round with its text, set and place in the set, the guarded
-    # update and the reveal row.
-    assert all(len(run) == 4 for run in by_action["reveal"]), by_action["reveal"]
+            round_loads = [s for s in run if "FROM rounds JOIN " in s]
+            if action == "start":
+                assert len(players) == 1 and not round_loads, (action, run)
+            else:
+                # A reveal or an answer loads the player with the round: no SELECT of its own.
+                assert not players and len(round_loads) == 1, (action, run)
+                assert "JOIN players" in round_loads[0], run
+    # A reveal: the round with its player, text, set and place in the set, the guarded update
+    # and the reveal row.
+    assert all(len(run) == 3 for run in by_action["reveal"]), by_action["reveal"]
     # The set comes with the round: no page loads it on its own.
     for run in (*by_action["reveal"], *by_action["answer"]):
         assert not [s for s in run if s.lstrip().startswith("SELECT game_sets")], run
+
+
+def _session_ended_elsewhere(app, player_id: int) -> None:
+    """What "sign out everywhere" or a password change does to a player's other sessions."""
+    with app.app_context():
+        player = db.session.get(Player, player_id)
+        player.session_version += 1
+        db.session.commit()
+
+
+def test_a_round_or_set_loaded_with_its_player_still_checks_the_session(app, client):
+    """The hot routes load the player with the round or set, yet an ended session is still
+    signed out there, and another player's round or set is still not found."""
+    with app.app_context():
+        for passage in ("one", "two", "three"):
+            factories.example(boundary=3, passage=passage)
+    token = csrf_token(client)
+    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    url = ROUND_PATH.search(started.headers["Location"]).group(0)
+    with app.app_context():
+        round_ = db.session.scalar(select(Round))
+        owner, set_id = round_.player_id, round_.set_id
+    # Someone else, signed in as a guest of their own, asks for the first player's round and set.
+    other = app.test_client()
+    other_token = csrf_token(other)
+    other.post("/play", data={"csrf_token": other_token, "category": "news"})
+    assert other.get(url).status_code == 404
+    assert other.get(f"/sets/{set_id}").status_code == 404
+    revealed = other.post(
+        f"{url}/next", data={"csrf_token": other_token, "seen": "1"}, headers=FETCH
+    )
+    assert revealed.status_code == 404
+    # The owner's session is ended elsewhere: the same cookie no longer plays the round.
+    assert client.get(url).status_code == 200
+    _session_ended_elsewhere(app, owner)
+    for response in (
+        client.get(url),
+        client.post(f"{url}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH),
+        client.post(
+            f"{url}/answer",
+            data={"csrf_token": token, "seen": "1", "choice": "human"},
+            headers=FETCH,
+        ),
+        client.get(f"/sets/{set_id}"),
+        client.post(f"/sets/{set_id}/next", data={"csrf_token": token}, headers=FETCH),
+    ):
+        assert response.status_code == 302 and response.headers["Location"] == "/", response
+    with app.app_context():
+        assert db.session.get(Round, round_.id).revealed == 1
 
 
 def test_the_scripts_pages_show_the_set_as_stored(make_app, db_uri):
@@ -279,7 +332,9 @@ def test_the_access_line_names_the_player_without_a_query(make_app, app, capsys)
     ]
     access = [line for line in lines if line.get("message") == "request"]
     assert access and access[-1]["player"] is not None and access[-1]["status"] == 302
-    assert len([s for s in seen if s.lstrip().startswith("SELECT players")]) == 1
+    # The player was loaded once, with the round, and not again for the line.
+    assert len([s for s in seen if "players" in s]) == 1
+    assert not [s for s in seen if s.lstrip().startswith("SELECT players")]
 
 
 # Budgets: the statements and round trips each hot request of the page's protocol may cost.
