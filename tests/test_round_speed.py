@@ -4,6 +4,7 @@ request of a round makes (nothing is loaded twice across a commit, logging reads
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections import Counter
 from contextlib import contextmanager
@@ -462,3 +463,63 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_
         for counted in by_request[key]:
             assert len(counted.statements) <= statements, (key, counted.statements)
             assert counted.round_trips <= round_trips, (key, counted)
+
+
+# Requests per round: what a player's browser sends, with the page's script, per round played.
+
+
+def test_a_round_with_the_script_takes_its_revealed_sentences_plus_at_most_two_requests(app):
+    """Two sets played with the page's script (the requests of bench/protocol.py): inside a set a
+    round is its reveals, its answer and the "Next text" that started it (revealed + 1); a set's
+    first round also has "Play a set" and its redirect, and its last the summary, so over the
+    sets a round takes revealed + 1 + 2 / set size requests on average (+ the home page once)."""
+    size = app.config["SET_SIZE"]
+    with app.app_context():
+        for number in range(2 * size + 2):
+            factories.example(boundary=3 + number % 5, n=8, passage=f"p{number}")
+    client = app.test_client()
+    rng = random.Random(23)
+
+    def decide(view):
+        if view.can_reveal and (not view.can_flag or rng.random() < 0.7):
+            return Choice("reveal")
+        if view.can_flag and (view.can_reveal or rng.random() < 0.5):
+            return Choice("machine", ("hunch",))
+        return Choice("human")
+
+    player = play_sets(decide, script=True, sets=2)
+    request, since_last, per_round = next(player), 0, []  # (requests, revealed) per round
+    while True:
+        kwargs: dict = {"headers": request.headers}
+        if request.method == "POST":
+            kwargs.update(data=MultiDict(request.fields), content_type=request.content_type)
+        response = client.open(request.path, method=request.method, **kwargs)
+        assert response.status_code == request.expect, (request, response.status_code)
+        since_last += 1
+        if request.step == "answer":
+            per_round.append([since_last, int(dict(request.fields)["seen"])])
+            since_last = 0
+        try:
+            request = player.send(
+                Reply(
+                    response.status_code,
+                    response.headers.get("Location"),
+                    response.get_data(as_text=True),
+                    response.headers.get("X-Round-URL"),
+                )
+            )
+        except StopIteration:
+            break
+    per_round[-1][0] += since_last  # the last set's summary
+    assert len(per_round) == 2 * size
+    # The home page, "Play a set" and the round's page, then the reveals and the answer.
+    assert per_round[0][0] == per_round[0][1] + 3
+    # The summary after the last round of the first set, "Play another set", its redirect.
+    assert per_round[size][0] == per_round[size][1] + 3
+    for requests, revealed in per_round[1:size] + per_round[size + 1 : -1]:
+        assert requests == revealed + 1
+    assert per_round[-1][0] == per_round[-1][1] + 2  # the summary
+    requests = sum(r for r, _ in per_round)
+    revealed = sum(s for _, s in per_round)
+    assert requests == revealed + len(per_round) + 2 * 2 + 1
+    assert requests / len(per_round) <= revealed / len(per_round) + 2
