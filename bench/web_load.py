@@ -26,7 +26,7 @@ ones; one that keeps them does not). At each concurrency level (--players) it ru
 unmeasured warm-up, --pairs A-B pairs, the order of the trees alternating from pair to pair:
 
 - script: the page's JavaScript (app/static/game.js): each reveal, answer and "Next text" is one
-  fetch POST with a multipart body and X-Requested-With: fetch, answered with the updated round;
+  fetch POST with an url-encoded body and X-Requested-With: fetch, answered with the updated round;
   the start of a set, its summary and "Play another set" are the browser's own requests;
 - form: JavaScript off; every action is an url-encoded POST, a redirect and the page, plus the
   "why" page;
@@ -174,8 +174,8 @@ class UnexpectedResponse(Exception):
 
 
 def _body(request: Request) -> aiohttp.FormData | None:
-    """The request's fields, encoded as the browser encodes them (multipart for the script's
-    FormData, url-encoded for a form the browser submits itself)."""
+    """The request's fields, encoded as the request says: url-encoded for a form the browser
+    submits itself and for the script's URLSearchParams, multipart for a FormData body."""
     if request.content_type is None:
         return None
     return aiohttp.FormData(
