@@ -109,6 +109,7 @@ PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 # BENCH_PG_PREFIX names them otherwise, so that runs side by side do not drop each other's.
 _PG_PREFIX = os.environ.get("BENCH_PG_PREFIX", "roft_loadbench")
 PG_DATABASES = {"baseline": f"{_PG_PREFIX}_base", "current": f"{_PG_PREFIX}_head"}
+# A server configuration of --configs gets a database of its own: NAME_<config>.
 PASSWORD = "bench-password-1"
 BENCH_PREFIX, SEED_PREFIX = "bench", "seed"
 # Seeded rounds were answered over these many days before now.
@@ -119,6 +120,14 @@ ROUND_URL = re.compile(r"/play/round/(\d+)")
 # Loose enough for a shared 2-core machine at 64 players; a stuck request is an error.
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 MODES = ("script", "form")
+_modes: list[tuple[str, ...]] = [MODES]  # --modes
+
+
+def args_modes() -> tuple[str, ...]:
+    """The modes this run measures (--modes)."""
+    return _modes[0]
+
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # A request on a kept-alive connection the server closed meanwhile fails so; browsers retry it.
 STALE_CONNECTION = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
@@ -355,9 +364,35 @@ async def game_phase(
 
 @dataclass(frozen=True)
 class Tree:
-    name: str  # "baseline" or "current"
+    name: str  # "baseline" or "current", or a server configuration's name (--configs)
     root: Path
     label: str  # the commit
+    env: tuple[tuple[str, str], ...] = ()  # the configuration's environment for gunicorn
+
+
+def parse_env(assignments: str) -> dict[str, str]:
+    """ "KEY=VALUE,KEY=VALUE" -> {KEY: VALUE}."""
+    env = {}
+    for assignment in filter(None, assignments.split(",")):
+        key, equals, value = assignment.partition("=")
+        if not equals or not re.fullmatch(r"[A-Z][A-Z0-9_]*", key):
+            raise SystemExit(f"{assignment!r} is not KEY=value")
+        env[key] = value
+    return env
+
+
+def parse_configs(spec: str) -> list[tuple[str, dict[str, str]]]:
+    """--configs "sync5:GUNICORN_WORKERS=5;gthread3x4:GUNICORN_WORKER_CLASS=gthread,..." ->
+    [(name, environment)], in order (the first is the one the others are divided by)."""
+    configs = []
+    for part in filter(None, (piece.strip() for piece in spec.split(";"))):
+        name, _, assignments = part.partition(":")
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,20}", name) or name in ("baseline", "current"):
+            raise SystemExit(f"--configs: {name!r} is not a usable name (a-z, 0-9, _)")
+        configs.append((name, parse_env(assignments)))
+    if len(configs) < 2 or len({name for name, _ in configs}) != len(configs):
+        raise SystemExit("--configs needs two or more configurations with different names")
+    return configs
 
 
 @dataclass
@@ -415,7 +450,7 @@ def database_url(kind: str, side: Side) -> str:
     if kind == "sqlite":
         side.work.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{side.work / 'bench.sqlite3'}"
-    name = PG_DATABASES[side.tree.name]
+    name = PG_DATABASES.get(side.tree.name, f"{_PG_PREFIX}_{side.tree.name}")
     admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -770,16 +805,25 @@ def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> st
     return line
 
 
-def ratio_line(kind: str, level: int, mode: str, base: list[Tally], head: list[Tally]) -> str:
+def ratio_line(
+    kind: str, level: int, mode: str, base: list[Tally], head: list[Tally], label: str = ""
+) -> str:
     cpu = [h.cpu_per_round / b.cpu_per_round for b, h in zip(base, head, strict=True)]
     rate = [
         h.round_rate / b.round_rate if b.round_rate else math.nan
         for b, h in zip(base, head, strict=True)
     ]
+    # The slowest rounds: the p99 of a round's time, phase by phase.
+    tail = [
+        percentile(h.round_times, 0.99) / percentile(b.round_times, 0.99)
+        for b, h in zip(base, head, strict=True)
+    ]
     return (
-        f"  {kind:<11}{level:>4} {mode:<7} cpu/round {statistics.mean(cpu):.2f}× "
+        f"  {kind:<11}{level:>4} {mode:<7}{label + ' ' if label else ''}"
+        f"cpu/round {statistics.mean(cpu):.2f}× "
         f"(pairs {' '.join(f'{r:.2f}' for r in cpu)}), rounds/s {statistics.mean(rate):.2f}× "
-        f"(pairs {' '.join(f'{r:.2f}' for r in rate)})"
+        f"(pairs {' '.join(f'{r:.2f}' for r in rate)}), round p99 {statistics.mean(tail):.2f}× "
+        f"(pairs {' '.join(f'{r:.2f}' for r in tail)})"
     )
 
 
@@ -982,9 +1026,15 @@ async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str
     env = {"LOGIN_RATE_LIMIT": "100000 per minute"}
     with ExitStack() as stack:
         for side in sides:
+            own = dict(side.tree.env)
+            workers = int(own.get("GUNICORN_WORKERS", args.workers))
             side.server = stack.enter_context(
                 GunicornServer(
-                    side.url, side.work, workers=args.workers, env=env, root=side.tree.root
+                    side.url,
+                    side.work,
+                    workers=workers,
+                    env={**env, **own},
+                    root=side.tree.root,
                 )
             )
         for index, level in enumerate(levels):
@@ -1018,15 +1068,23 @@ def report_level(kind: str, level: int, sides: list[Side], results: dict) -> lis
     """Print the level's rows; its current / baseline lines, for the summary."""
     print(HEADER)
     for side in sides:
-        for mode in (*MODES, "paced"):
+        for mode in (*args_modes(), "paced"):
             print(row(kind, level, side.tree.name, mode, results[level, side.tree.name, mode]))
     if len(sides) < 2:
         return []
+    # Each side against the first (the baseline tree, or the first of --configs).
+    first = sides[0].tree.name
     lines = [
         ratio_line(
-            kind, level, mode, results[level, "baseline", mode], results[level, "current", mode]
+            kind,
+            level,
+            mode,
+            results[level, first, mode],
+            results[level, side.tree.name, mode],
+            f"{side.tree.name} / {first}" if len(sides) > 2 or first != "baseline" else "",
         )
-        for mode in MODES
+        for side in sides[1:]
+        for mode in args_modes()
     ]
     paced = []
     for side in sides:
@@ -1041,14 +1099,14 @@ async def one_level(kind, level, index, sides, logged_in, think, results, args) 
     """Warm-up, the A-B pairs, the profiled phase and the paced phases at one level."""
     if index == 0 and args.warmup > 0:
         for side in sides:
-            for mode in MODES:
+            for mode in args_modes():
                 tally = await measured_phase(
                     side, logged_in[side.tree.name], args.warmup, seed=9_000, mode=mode
                 )
                 merge(side.other, tally)
     for pair in range(args.pairs):
         order = sides if pair % 2 == 0 else sides[::-1]
-        for offset, mode in enumerate(MODES):
+        for offset, mode in enumerate(args_modes()):
             for side in order:
                 results[level, side.tree.name, mode].append(
                     await measured_phase(
@@ -1144,8 +1202,29 @@ def main(argv: list[str] | None = None) -> int:
     add("--seed-rounds", type=int, default=100_000, help="answered rounds stored first")
     add("--seed-players", type=int, default=2000, help="players those rounds are spread over")
     add("--profile", type=Path, metavar="DIR", help="py-spy one worker per tree into DIR")
+    add(
+        "--configs",
+        metavar="SPEC",
+        help="instead of two trees, the current tree under several server configurations, "
+        'A-B-C...: "NAME:KEY=VALUE,KEY=VALUE;NAME2:..." (gunicorn.conf.py\'s GUNICORN_* '
+        "variables); ratios against the first",
+    )
+    add("--modes", default=",".join(MODES), help="the modes measured: script, form or both")
+    add(
+        "--current-env",
+        metavar="KEY=VALUE,...",
+        default="",
+        help="environment for the current tree's server only, e.g. GUNICORN_WORKERS=2 to "
+        "serve each tree with the worker count of its own gunicorn.conf.py",
+    )
     add("--keep", action="store_true", help="keep the SQLite files and gunicorn logs")
     args = parser.parse_args(argv)
+    modes = tuple(m for m in args.modes.split(",") if m)
+    if not modes or set(modes) - set(MODES):
+        parser.error(f"--modes: choose from {', '.join(MODES)}")
+    _modes[0] = modes
+    if args.configs and args.baseline_ref:
+        parser.error("--configs compares configurations of the current tree: no --baseline-ref")
 
     sys.path.insert(0, str(ROOT))  # tests.gunicorn_server, roftcore
     signal.signal(signal.SIGTERM, _interrupted)
@@ -1163,11 +1242,25 @@ def run(args) -> bool:
         trees = []
         if args.baseline_ref:
             trees.append(stack.enter_context(baseline_worktree(args.baseline_ref)))
-        trees.append(current_tree())
+        if args.configs:
+            tree = current_tree()
+            trees += [
+                Tree(name, tree.root, tree.label, tuple(sorted(env.items())))
+                for name, env in parse_configs(args.configs)
+            ]
+            for config in trees:
+                print(f"  {config.name}: {' '.join(f'{k}={v}' for k, v in config.env)}")
+        else:
+            tree = current_tree()
+            own = parse_env(args.current_env)
+            trees.append(Tree(tree.name, tree.root, tree.label, tuple(sorted(own.items()))))
+            if own:
+                print(f"  current: {' '.join(f'{k}={v}' for k, v in sorted(own.items()))}")
         print(
             "trees: "
             + ", ".join(f"{tree.name} = {tree.label} ({tree.root})" for tree in trees)
-            + f"\n{args.workers} gunicorn workers per tree; phases of {args.seconds:g} s, "
+            + (f"\n{args.workers} gunicorn workers per tree" if not args.configs else "")
+            + f"; phases of {args.seconds:g} s, "
             f"{args.pairs} pair(s) per level and mode",
             flush=True,
         )
@@ -1177,7 +1270,8 @@ def run(args) -> bool:
             failed |= not ok
             ratios += lines
         if ratios:
-            print("current / baseline (mean of the pairs' ratios):")
+            versus = f"/ {trees[0].name}" if args.configs else "current / baseline"
+            print(f"{versus} (mean of the pairs' ratios):")
             print("\n".join(ratios))
     return failed
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.gunicorn_server import wait_until
+from tests.gunicorn_server import SYNC_WORKERS, wait_until
 from tests.live.invariants import check_database, check_seen_rounds
 from tests.live.player import ConnectionLost, PlayedRound, Player
 
@@ -272,7 +272,7 @@ def test_database_cut_off_gives_503_and_the_same_server_recovers(app, demo_db, s
         server = serve(
             workers=2,
             database_url=url.set(port=forwarder.port).render_as_string(False),
-            env={"DATABASE_PING_AFTER_IDLE_S": "3600"},
+            env={**SYNC_WORKERS, "DATABASE_PING_AFTER_IDLE_S": "3600"},
         )
         master, workers = server.process.pid, server.worker_pids()
         first, second = workers
