@@ -770,7 +770,7 @@ def fmt_errors(tallies: list[Tally]) -> str:
 
 
 HEADER = (
-    f"{'database':<11}{'players':>7}  {'tree':<9}{'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
+    f"{'database':<11}{'players':>7}  {'tree':<10} {'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
     f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}{'sent/rnd':>9}"
     "  errors"
 )
@@ -791,7 +791,7 @@ def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> st
         round_p50 = f"{percentile(pooled.round_times, 0.5):>8.0f}ms"
         round_p99 = f"{percentile(pooled.round_times, 0.99):>8.0f}ms"
     line = (
-        f"{kind:<11}{level:>7}  {tree:<9}{mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
+        f"{kind:<11}{level:>7}  {tree:<10} {mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
         f"{percentile(pooled.latencies, 0.5):>8.1f}ms{percentile(pooled.latencies, 0.99):>8.1f}ms"
         f"{round_p50}{round_p99}{sentences:>9.1f}  {fmt_errors(tallies)}"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,30 @@ def test_web_load_plays_rounds_without_errors_and_checks_the_database():
     out = run_bench("web_load.py", *TINY_LOAD)
     assert_played_and_checked(out, {"current"})
     assert "current / baseline" not in out
+
+
+def test_web_load_compares_server_configurations_of_the_current_tree():
+    configs = (
+        "sync:GUNICORN_WORKER_CLASS=sync,GUNICORN_WORKERS=2;"
+        "threads:GUNICORN_WORKER_CLASS=gthread,GUNICORN_WORKERS=1,GUNICORN_THREADS=2"
+    )
+    out = run_bench("web_load.py", "--configs", configs, "--modes", "script", "--keep", *TINY_LOAD)
+    kept = Path(re.search(r"gunicorn logs and SQLite files kept in (\S+)", out)[1])
+    try:
+        logs = {tree: (kept / tree / "gunicorn.log").read_text() for tree in ("sync", "threads")}
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+    # Each configuration ran as asked, by its own gunicorn's account.
+    assert "Using worker: sync" in logs["sync"] and "Using worker: gthread" in logs["threads"]
+    rows = load_rows(out)
+    assert set(rows) == {
+        (tree, mode) for tree in ("sync", "threads") for mode in ("script", "paced")
+    }
+    assert all(fields[-1] == "0" for fields in rows.values())  # no errors
+    assert re.search(rf"{DATABASE} +2 script threads / sync cpu/round [\d.]+× .*round p99", out)
+    for tree in ("sync", "threads"):
+        match = re.search(rf"database check \({DATABASE}, {tree}\): (\d+) rounds, (.*)", out)
+        assert match and int(match[1]) > 0 and match[2] == "OK", out[-2000:]
 
 
 @pytest.mark.skipif(DATABASE != "sqlite", reason="the SQLite pass covers the worktree")
