@@ -122,3 +122,27 @@ def test_leaderboard_bench_agrees_with_the_naive_queries():
         "points month recipes",
     ):
         assert f"| rank of one player | {board} |" in out, board
+
+
+@pytest.mark.skipif(DATABASE != "sqlite", reason="in process, on a SQLite file of its own")
+def test_request_overhead_bench_measures_every_variant_and_counts_the_limiters_calls():
+    finished = subprocess.run(
+        [sys.executable, "bench/request_overhead.py", "--requests", "3", "--repeats", "1"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    rows = {
+        line[:46].strip(): line[46:].split()
+        for line in finished.stdout.splitlines()[2:]
+        if line.strip()
+    }
+    assert len(rows) == 11 and rows["multipart, token in body (baseline)"][1] == "1.000"
+    calls = {name: float(fields[2]) for name, fields in rows.items()}
+    # The hot routes have no limits and signed-in players are exempt: no storage call.
+    assert calls["url-encoded, token in body"] == calls["limited view, signed in (exempt)"] == 0
+    # A visitor is counted; the X-RateLimit headers (now off) cost more calls on top.
+    counted = calls["limited view, visitor (counted), CSRF off"]
+    assert 0 < counted < calls["limited view, visitor, CSRF off, headers on"]
