@@ -3,12 +3,19 @@
     .venv/bin/python bench/web_load.py [--baseline-ref REF] [--database sqlite|postgresql|both]
                                        [--players 16,64] [--seconds 15] [--pairs 2] [--workers 5]
                                        [--copies 15] [--seed-rounds 100000] [--seed-players 2000]
-                                       [--think 0.5,1.5] [--profile DIR]
+                                       [--think 0.5,1.5] [--profile DIR] [--modes script,form]
+                                       [--configs "NAME:KEY=VALUE,...;NAME2:..."]
+                                       [--current-env KEY=VALUE,...]
 
 Trees. The current tree (the checkout this script is in, with any uncommitted change) always runs.
 With --baseline-ref, a detached `git worktree` of REF (e.g. the commit before a change) runs too,
 in a temporary folder removed at the end. Each tree is measured with its own code: its own
 migrations, demo texts, wsgi.py and gunicorn.conf.py.
+
+Configurations. With --configs, the sides are the current tree under several gunicorn
+configurations instead (GUNICORN_* variables of gunicorn.conf.py, e.g. the worker class, workers
+and threads), each on its own database, played in turns like two trees; ratios are against the
+first. --current-env sets variables for the current tree only in a --baseline-ref run.
 
 Data. Each tree gets a fresh database (a SQLite file; on PostgreSQL roft_loadbench_base and
 roft_loadbench_head, dropped and recreated; BENCH_PG_PREFIX=NAME makes them NAME_base and
