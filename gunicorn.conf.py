@@ -3,11 +3,17 @@
 import multiprocessing
 import os
 
-workers = int(os.environ.get("GUNICORN_WORKERS", min(2 * multiprocessing.cpu_count() + 1, 8)))
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
-# Threads per worker ("gthread" only) and how long an idle keep-alive connection stays open.
-threads = int(os.environ.get("GUNICORN_THREADS", "1"))
-keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "2"))
+# Threaded workers that keep connections alive, one process per core (at least 2) with 4 threads
+# each: measured against sync workers (5 and 9) and gthread with 5 processes on SQLite and
+# PostgreSQL, they used the least server CPU per round and had the shortest slowest rounds
+# (docs/BENCHMARKS.md, "Worker class and pool size"). Each thread may hold a database
+# connection: workers x threads per host count against PostgreSQL's max_connections.
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
+workers = int(os.environ.get("GUNICORN_WORKERS", min(max(multiprocessing.cpu_count(), 2), 8)))
+# Threads per worker (gthread only: gunicorn turns a sync worker with threads into gthread) and
+# how long an idle keep-alive connection stays open (below the proxy's upstream idle timeout).
+threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread" else "1"))
+keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 # The app writes one JSON access line per request (with its request id) to stderr, so gunicorn's

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 from flask import Flask, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
+from flask_limiter import RateLimitExceeded
 from flask_wtf.csrf import CSRFError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -229,7 +231,16 @@ def _register_error_pages(app: Flask) -> None:
 
     @app.errorhandler(429)
     def too_many(error):
-        return page("Slow down", "Too many attempts. Please wait a minute and try again.", 429)
+        body, status = page(
+            "Slow down", "Too many attempts. Please wait a minute and try again.", 429
+        )
+        # The limit that refused the request: when its window ends (one storage read, only on
+        # a refusal; the limiter's own headers are off).
+        refused = limiter.current_limit if isinstance(error, RateLimitExceeded) else None
+        if refused is None:
+            return body, status
+        wait = max(1, int(refused.reset_at - time.time()))
+        return body, status, {"Retry-After": str(wait)}
 
     @app.errorhandler(OperationalError)
     def database_unavailable(error):

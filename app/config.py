@@ -146,7 +146,10 @@ def build_config(instance_path: Path) -> dict:
         "DATABASE_PING_AFTER_IDLE_S": float(os.environ.get("DATABASE_PING_AFTER_IDLE_S", "1")),
         "REDIS_URL": redis_url,
         "RATELIMIT_STORAGE_URI": redis_url or "memory://",
-        "RATELIMIT_HEADERS_ENABLED": True,
+        # No X-RateLimit-* headers on every limited response: filling them asked the storage
+        # (Redis) for the window again, 4 of the 6 storage calls of a visitor's "Play"
+        # (bench/request_overhead.py). A refusal still says when to try again (app/__init__.py).
+        "RATELIMIT_HEADERS_ENABLED": False,
         # While Redis cannot be reached, each worker counts limits in its own memory instead of
         # refusing the request; an unreachable Redis is given up on after a second.
         "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,

@@ -7,9 +7,10 @@ the `Reply`, so an asynchronous load client, the Flask test client or urllib can
 
 What the browser does, read from the pages themselves (their forms and links):
 
-- A form marked `data-enhance`, with the script, is posted by `fetch` with `new FormData(form)`:
-  a multipart body of the form's fields (the clicked button is not among them) and the header
-  `X-Requested-With: fetch`; the answer is the round, swapped into the page without loading it.
+- A form marked `data-enhance`, with the script, is posted by `fetch` with
+  `new URLSearchParams(new FormData(form))`: an url-encoded body of the form's fields (the
+  clicked button is not among them) and the header `X-Requested-With: fetch`; the answer is the
+  round, swapped into the page without loading it.
 - Any other form, or any form without the script, is submitted by the browser itself: an
   url-encoded body with the clicked button's name and value, a redirect (303/302) and a GET of the
   page it names.
@@ -242,11 +243,12 @@ def submit(
 ) -> Request:
     """The request a browser sends for `form`, by the page's script or by itself."""
     if script and form.enhance == "":
-        # game.js: fetch(form.action, {method: "POST", body: new FormData(form), ...})
+        # game.js: fetch(form.action, {method: "POST",
+        #                              body: new URLSearchParams(new FormData(form)), ...})
         fields = form.fields(None, checked, text)
         if any(control.name == "explanation" for control in form.controls):
             fields += typing_fields(text or "")
-        return Request("POST", path_of(form.action), fields, MULTIPART, True, 200, step)
+        return Request("POST", path_of(form.action), fields, URLENCODED, True, 200, step)
     fields = form.fields(submitter, checked, text)
     if form.method == "GET":
         raise ProtocolError(f"a GET form is not part of a round: {form.action}")

@@ -3,12 +3,19 @@
     .venv/bin/python bench/web_load.py [--baseline-ref REF] [--database sqlite|postgresql|both]
                                        [--players 16,64] [--seconds 15] [--pairs 2] [--workers 5]
                                        [--copies 15] [--seed-rounds 100000] [--seed-players 2000]
-                                       [--think 0.5,1.5] [--profile DIR]
+                                       [--think 0.5,1.5] [--profile DIR] [--modes script,form]
+                                       [--configs "NAME:KEY=VALUE,...;NAME2:..."]
+                                       [--current-env KEY=VALUE,...]
 
 Trees. The current tree (the checkout this script is in, with any uncommitted change) always runs.
 With --baseline-ref, a detached `git worktree` of REF (e.g. the commit before a change) runs too,
 in a temporary folder removed at the end. Each tree is measured with its own code: its own
 migrations, demo texts, wsgi.py and gunicorn.conf.py.
+
+Configurations. With --configs, the sides are the current tree under several gunicorn
+configurations instead (GUNICORN_* variables of gunicorn.conf.py, e.g. the worker class, workers
+and threads), each on its own database, played in turns like two trees; ratios are against the
+first. --current-env sets variables for the current tree only in a --baseline-ref run.
 
 Data. Each tree gets a fresh database (a SQLite file; on PostgreSQL roft_loadbench_base and
 roft_loadbench_head, dropped and recreated; BENCH_PG_PREFIX=NAME makes them NAME_base and
@@ -26,7 +33,7 @@ ones; one that keeps them does not). At each concurrency level (--players) it ru
 unmeasured warm-up, --pairs A-B pairs, the order of the trees alternating from pair to pair:
 
 - script: the page's JavaScript (app/static/game.js): each reveal, answer and "Next text" is one
-  fetch POST with a multipart body and X-Requested-With: fetch, answered with the updated round;
+  fetch POST with an url-encoded body and X-Requested-With: fetch, answered with the updated round;
   the start of a set, its summary and "Play another set" are the browser's own requests;
 - form: JavaScript off; every action is an url-encoded POST, a redirect and the page, plus the
   "why" page;
@@ -109,6 +116,7 @@ PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 # BENCH_PG_PREFIX names them otherwise, so that runs side by side do not drop each other's.
 _PG_PREFIX = os.environ.get("BENCH_PG_PREFIX", "roft_loadbench")
 PG_DATABASES = {"baseline": f"{_PG_PREFIX}_base", "current": f"{_PG_PREFIX}_head"}
+# A server configuration of --configs gets a database of its own: NAME_<config>.
 PASSWORD = "bench-password-1"
 BENCH_PREFIX, SEED_PREFIX = "bench", "seed"
 # Seeded rounds were answered over these many days before now.
@@ -119,6 +127,14 @@ ROUND_URL = re.compile(r"/play/round/(\d+)")
 # Loose enough for a shared 2-core machine at 64 players; a stuck request is an error.
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 MODES = ("script", "form")
+_modes: list[tuple[str, ...]] = [MODES]  # --modes
+
+
+def args_modes() -> tuple[str, ...]:
+    """The modes this run measures (--modes)."""
+    return _modes[0]
+
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # A request on a kept-alive connection the server closed meanwhile fails so; browsers retry it.
 STALE_CONNECTION = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
@@ -174,8 +190,8 @@ class UnexpectedResponse(Exception):
 
 
 def _body(request: Request) -> aiohttp.FormData | None:
-    """The request's fields, encoded as the browser encodes them (multipart for the script's
-    FormData, url-encoded for a form the browser submits itself)."""
+    """The request's fields, encoded as the request says: url-encoded for a form the browser
+    submits itself and for the script's URLSearchParams, multipart for a FormData body."""
     if request.content_type is None:
         return None
     return aiohttp.FormData(
@@ -355,9 +371,35 @@ async def game_phase(
 
 @dataclass(frozen=True)
 class Tree:
-    name: str  # "baseline" or "current"
+    name: str  # "baseline" or "current", or a server configuration's name (--configs)
     root: Path
     label: str  # the commit
+    env: tuple[tuple[str, str], ...] = ()  # the configuration's environment for gunicorn
+
+
+def parse_env(assignments: str) -> dict[str, str]:
+    """ "KEY=VALUE,KEY=VALUE" -> {KEY: VALUE}."""
+    env = {}
+    for assignment in filter(None, assignments.split(",")):
+        key, equals, value = assignment.partition("=")
+        if not equals or not re.fullmatch(r"[A-Z][A-Z0-9_]*", key):
+            raise SystemExit(f"{assignment!r} is not KEY=value")
+        env[key] = value
+    return env
+
+
+def parse_configs(spec: str) -> list[tuple[str, dict[str, str]]]:
+    """--configs "sync5:GUNICORN_WORKERS=5;gthread3x4:GUNICORN_WORKER_CLASS=gthread,..." ->
+    [(name, environment)], in order (the first is the one the others are divided by)."""
+    configs = []
+    for part in filter(None, (piece.strip() for piece in spec.split(";"))):
+        name, _, assignments = part.partition(":")
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,20}", name) or name in ("baseline", "current"):
+            raise SystemExit(f"--configs: {name!r} is not a usable name (a-z, 0-9, _)")
+        configs.append((name, parse_env(assignments)))
+    if len(configs) < 2 or len({name for name, _ in configs}) != len(configs):
+        raise SystemExit("--configs needs two or more configurations with different names")
+    return configs
 
 
 @dataclass
@@ -415,7 +457,7 @@ def database_url(kind: str, side: Side) -> str:
     if kind == "sqlite":
         side.work.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{side.work / 'bench.sqlite3'}"
-    name = PG_DATABASES[side.tree.name]
+    name = PG_DATABASES.get(side.tree.name, f"{_PG_PREFIX}_{side.tree.name}")
     admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -735,7 +777,7 @@ def fmt_errors(tallies: list[Tally]) -> str:
 
 
 HEADER = (
-    f"{'database':<11}{'players':>7}  {'tree':<9}{'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
+    f"{'database':<11}{'players':>7}  {'tree':<10} {'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
     f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}{'sent/rnd':>9}"
     "  errors"
 )
@@ -756,7 +798,7 @@ def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> st
         round_p50 = f"{percentile(pooled.round_times, 0.5):>8.0f}ms"
         round_p99 = f"{percentile(pooled.round_times, 0.99):>8.0f}ms"
     line = (
-        f"{kind:<11}{level:>7}  {tree:<9}{mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
+        f"{kind:<11}{level:>7}  {tree:<10} {mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
         f"{percentile(pooled.latencies, 0.5):>8.1f}ms{percentile(pooled.latencies, 0.99):>8.1f}ms"
         f"{round_p50}{round_p99}{sentences:>9.1f}  {fmt_errors(tallies)}"
     )
@@ -770,16 +812,25 @@ def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> st
     return line
 
 
-def ratio_line(kind: str, level: int, mode: str, base: list[Tally], head: list[Tally]) -> str:
+def ratio_line(
+    kind: str, level: int, mode: str, base: list[Tally], head: list[Tally], label: str = ""
+) -> str:
     cpu = [h.cpu_per_round / b.cpu_per_round for b, h in zip(base, head, strict=True)]
     rate = [
         h.round_rate / b.round_rate if b.round_rate else math.nan
         for b, h in zip(base, head, strict=True)
     ]
+    # The slowest rounds: the p99 of a round's time, phase by phase.
+    tail = [
+        percentile(h.round_times, 0.99) / percentile(b.round_times, 0.99)
+        for b, h in zip(base, head, strict=True)
+    ]
     return (
-        f"  {kind:<11}{level:>4} {mode:<7} cpu/round {statistics.mean(cpu):.2f}× "
+        f"  {kind:<11}{level:>4} {mode:<7}{label + ' ' if label else ''}"
+        f"cpu/round {statistics.mean(cpu):.2f}× "
         f"(pairs {' '.join(f'{r:.2f}' for r in cpu)}), rounds/s {statistics.mean(rate):.2f}× "
-        f"(pairs {' '.join(f'{r:.2f}' for r in rate)})"
+        f"(pairs {' '.join(f'{r:.2f}' for r in rate)}), round p99 {statistics.mean(tail):.2f}× "
+        f"(pairs {' '.join(f'{r:.2f}' for r in tail)})"
     )
 
 
@@ -982,9 +1033,15 @@ async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str
     env = {"LOGIN_RATE_LIMIT": "100000 per minute"}
     with ExitStack() as stack:
         for side in sides:
+            own = dict(side.tree.env)
+            workers = int(own.get("GUNICORN_WORKERS", args.workers))
             side.server = stack.enter_context(
                 GunicornServer(
-                    side.url, side.work, workers=args.workers, env=env, root=side.tree.root
+                    side.url,
+                    side.work,
+                    workers=workers,
+                    env={**env, **own},
+                    root=side.tree.root,
                 )
             )
         for index, level in enumerate(levels):
@@ -1018,15 +1075,23 @@ def report_level(kind: str, level: int, sides: list[Side], results: dict) -> lis
     """Print the level's rows; its current / baseline lines, for the summary."""
     print(HEADER)
     for side in sides:
-        for mode in (*MODES, "paced"):
+        for mode in (*args_modes(), "paced"):
             print(row(kind, level, side.tree.name, mode, results[level, side.tree.name, mode]))
     if len(sides) < 2:
         return []
+    # Each side against the first (the baseline tree, or the first of --configs).
+    first = sides[0].tree.name
     lines = [
         ratio_line(
-            kind, level, mode, results[level, "baseline", mode], results[level, "current", mode]
+            kind,
+            level,
+            mode,
+            results[level, first, mode],
+            results[level, side.tree.name, mode],
+            f"{side.tree.name} / {first}" if len(sides) > 2 or first != "baseline" else "",
         )
-        for mode in MODES
+        for side in sides[1:]
+        for mode in args_modes()
     ]
     paced = []
     for side in sides:
@@ -1041,14 +1106,14 @@ async def one_level(kind, level, index, sides, logged_in, think, results, args) 
     """Warm-up, the A-B pairs, the profiled phase and the paced phases at one level."""
     if index == 0 and args.warmup > 0:
         for side in sides:
-            for mode in MODES:
+            for mode in args_modes():
                 tally = await measured_phase(
                     side, logged_in[side.tree.name], args.warmup, seed=9_000, mode=mode
                 )
                 merge(side.other, tally)
     for pair in range(args.pairs):
         order = sides if pair % 2 == 0 else sides[::-1]
-        for offset, mode in enumerate(MODES):
+        for offset, mode in enumerate(args_modes()):
             for side in order:
                 results[level, side.tree.name, mode].append(
                     await measured_phase(
@@ -1144,8 +1209,29 @@ def main(argv: list[str] | None = None) -> int:
     add("--seed-rounds", type=int, default=100_000, help="answered rounds stored first")
     add("--seed-players", type=int, default=2000, help="players those rounds are spread over")
     add("--profile", type=Path, metavar="DIR", help="py-spy one worker per tree into DIR")
+    add(
+        "--configs",
+        metavar="SPEC",
+        help="instead of two trees, the current tree under several server configurations, "
+        'A-B-C...: "NAME:KEY=VALUE,KEY=VALUE;NAME2:..." (gunicorn.conf.py\'s GUNICORN_* '
+        "variables); ratios against the first",
+    )
+    add("--modes", default=",".join(MODES), help="the modes measured: script, form or both")
+    add(
+        "--current-env",
+        metavar="KEY=VALUE,...",
+        default="",
+        help="environment for the current tree's server only, e.g. GUNICORN_WORKERS=2 to "
+        "serve each tree with the worker count of its own gunicorn.conf.py",
+    )
     add("--keep", action="store_true", help="keep the SQLite files and gunicorn logs")
     args = parser.parse_args(argv)
+    modes = tuple(m for m in args.modes.split(",") if m)
+    if not modes or set(modes) - set(MODES):
+        parser.error(f"--modes: choose from {', '.join(MODES)}")
+    _modes[0] = modes
+    if args.configs and args.baseline_ref:
+        parser.error("--configs compares configurations of the current tree: no --baseline-ref")
 
     sys.path.insert(0, str(ROOT))  # tests.gunicorn_server, roftcore
     signal.signal(signal.SIGTERM, _interrupted)
@@ -1163,11 +1249,25 @@ def run(args) -> bool:
         trees = []
         if args.baseline_ref:
             trees.append(stack.enter_context(baseline_worktree(args.baseline_ref)))
-        trees.append(current_tree())
+        if args.configs:
+            tree = current_tree()
+            trees += [
+                Tree(name, tree.root, tree.label, tuple(sorted(env.items())))
+                for name, env in parse_configs(args.configs)
+            ]
+            for config in trees:
+                print(f"  {config.name}: {' '.join(f'{k}={v}' for k, v in config.env)}")
+        else:
+            tree = current_tree()
+            own = parse_env(args.current_env)
+            trees.append(Tree(tree.name, tree.root, tree.label, tuple(sorted(own.items()))))
+            if own:
+                print(f"  current: {' '.join(f'{k}={v}' for k, v in sorted(own.items()))}")
         print(
             "trees: "
             + ", ".join(f"{tree.name} = {tree.label} ({tree.root})" for tree in trees)
-            + f"\n{args.workers} gunicorn workers per tree; phases of {args.seconds:g} s, "
+            + (f"\n{args.workers} gunicorn workers per tree" if not args.configs else "")
+            + f"; phases of {args.seconds:g} s, "
             f"{args.pairs} pair(s) per level and mode",
             flush=True,
         )
@@ -1177,7 +1277,8 @@ def run(args) -> bool:
             failed |= not ok
             ratios += lines
         if ratios:
-            print("current / baseline (mean of the pairs' ratios):")
+            versus = f"/ {trees[0].name}" if args.configs else "current / baseline"
+            print(f"{versus} (mean of the pairs' ratios):")
             print("\n".join(ratios))
     return failed
 

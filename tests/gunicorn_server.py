@@ -31,6 +31,11 @@ ACCESS_RE = re.compile(
 )
 
 
+# gunicorn.conf.py's default is threaded workers; `only_worker` needs sync workers, each of which
+# serves one connection at a time: a server started for it sets this in its environment.
+SYNC_WORKERS = {"GUNICORN_WORKER_CLASS": "sync"}
+
+
 @dataclass(frozen=True)
 class Served:
     """One access-log line: which worker answered which request, with what status."""
@@ -242,8 +247,11 @@ class GunicornServer:
         """Route the next connections to worker `pid`: keep every other worker busy meanwhile.
 
         Each other sync worker is held reading a half-sent `GET /healthz`, which is completed
-        (and answered) on the way out. Hold it well under gunicorn's worker timeout.
+        (and answered) on the way out. Hold it well under gunicorn's worker timeout. A threaded
+        worker would go on accepting connections: start the server with SYNC_WORKERS.
         """
+        if self.extra_env.get("GUNICORN_WORKER_CLASS") != "sync":
+            raise RuntimeError("only_worker needs sync workers: start the server with SYNC_WORKERS")
         held: dict[int, socket.socket] = {}
 
         def release(sock: socket.socket) -> None:

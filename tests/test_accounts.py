@@ -127,6 +127,16 @@ def test_login_is_rate_limited(app, client):
     assert statuses[10] == 429
 
 
+def test_a_refusal_by_a_rate_limit_says_when_to_try_again(app, client):
+    responses = [login(client, f"user{i}", password=f"wrong-{i}") for i in range(11)]
+    refused = responses[10]
+    assert refused.status_code == 429
+    # The login limit's window is a minute: the refusal names the rest of it.
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    # Answers within the limit carry no limiter headers (each cost a storage read).
+    assert not [k for k, _ in responses[0].headers.items() if k.startswith("X-RateLimit")]
+
+
 def test_signup_is_rate_limited(app, client):
     statuses = [signup(client, username=f"user{i}", password="x").status_code for i in range(7)]
     assert 429 in statuses

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,30 @@ def test_web_load_plays_rounds_without_errors_and_checks_the_database():
     assert "current / baseline" not in out
 
 
+def test_web_load_compares_server_configurations_of_the_current_tree():
+    configs = (
+        "sync:GUNICORN_WORKER_CLASS=sync,GUNICORN_WORKERS=2;"
+        "threads:GUNICORN_WORKER_CLASS=gthread,GUNICORN_WORKERS=1,GUNICORN_THREADS=2"
+    )
+    out = run_bench("web_load.py", "--configs", configs, "--modes", "script", "--keep", *TINY_LOAD)
+    kept = Path(re.search(r"gunicorn logs and SQLite files kept in (\S+)", out)[1])
+    try:
+        logs = {tree: (kept / tree / "gunicorn.log").read_text() for tree in ("sync", "threads")}
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+    # Each configuration ran as asked, by its own gunicorn's account.
+    assert "Using worker: sync" in logs["sync"] and "Using worker: gthread" in logs["threads"]
+    rows = load_rows(out)
+    assert set(rows) == {
+        (tree, mode) for tree in ("sync", "threads") for mode in ("script", "paced")
+    }
+    assert all(fields[-1] == "0" for fields in rows.values())  # no errors
+    assert re.search(rf"{DATABASE} +2 script threads / sync cpu/round [\d.]+× .*round p99", out)
+    for tree in ("sync", "threads"):
+        match = re.search(rf"database check \({DATABASE}, {tree}\): (\d+) rounds, (.*)", out)
+        assert match and int(match[1]) > 0 and match[2] == "OK", out[-2000:]
+
+
 @pytest.mark.skipif(DATABASE != "sqlite", reason="the SQLite pass covers the worktree")
 def test_web_load_against_a_baseline_worktree_measures_both_trees():
     out = run_bench("web_load.py", "--baseline-ref", "HEAD", *TINY_LOAD)
@@ -97,3 +122,27 @@ def test_leaderboard_bench_agrees_with_the_naive_queries():
         "points month recipes",
     ):
         assert f"| rank of one player | {board} |" in out, board
+
+
+@pytest.mark.skipif(DATABASE != "sqlite", reason="in process, on a SQLite file of its own")
+def test_request_overhead_bench_measures_every_variant_and_counts_the_limiters_calls():
+    finished = subprocess.run(
+        [sys.executable, "bench/request_overhead.py", "--requests", "3", "--repeats", "1"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    rows = {
+        line[:46].strip(): line[46:].split()
+        for line in finished.stdout.splitlines()[2:]
+        if line.strip()
+    }
+    assert len(rows) == 11 and rows["multipart, token in body (baseline)"][1] == "1.000"
+    calls = {name: float(fields[2]) for name, fields in rows.items()}
+    # The hot routes have no limits and signed-in players are exempt: no storage call.
+    assert calls["url-encoded, token in body"] == calls["limited view, signed in (exempt)"] == 0
+    # A visitor is counted; the X-RateLimit headers (now off) cost more calls on top.
+    counted = calls["limited view, visitor (counted), CSRF off"]
+    assert 0 < counted < calls["limited view, visitor, CSRF off, headers on"]

@@ -4,6 +4,7 @@ request of a round makes (nothing is loaded twice across a commit, logging reads
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections import Counter
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from werkzeug.datastructures import MultiDict
 from app import PROJECT_ROOT
 from app.extensions import commit_keeping, db
 from app.game import rounds
-from app.models import Category, Example, GameSet, Round
+from app.models import Category, Example, GameSet, Player, Round
 from bench.protocol import Choice, Decide, Reply, play_sets
 from tests import factories
 from tests.conftest import csrf_token
@@ -189,15 +190,68 @@ def test_a_round_loads_the_player_and_its_round_once_per_request(app, client):
     for action, runs in by_action.items():
         for run in runs:
             players = [s for s in run if s.lstrip().startswith("SELECT players.id")]
-            round_loads = [s for s in run if "FROM rounds JOIN examples" in s]
-            assert len(players) == 1, (action, run)
-            assert len(round_loads) == (0 if action == "start" else 1), (action, run)
-    # A reveal: the player, the round with its text, set and place in the set, the guarded
-    # update and the reveal row.
-    assert all(len(run) == 4 for run in by_action["reveal"]), by_action["reveal"]
+            round_loads = [s for s in run if "FROM rounds JOIN " in s]
+            if action == "start":
+                assert len(players) == 1 and not round_loads, (action, run)
+            else:
+                # A reveal or an answer loads the player with the round: no SELECT of its own.
+                assert not players and len(round_loads) == 1, (action, run)
+                assert "JOIN players" in round_loads[0], run
+    # A reveal: the round with its player, text, set and place in the set, the guarded update
+    # and the reveal row.
+    assert all(len(run) == 3 for run in by_action["reveal"]), by_action["reveal"]
     # The set comes with the round: no page loads it on its own.
     for run in (*by_action["reveal"], *by_action["answer"]):
         assert not [s for s in run if s.lstrip().startswith("SELECT game_sets")], run
+
+
+def _session_ended_elsewhere(app, player_id: int) -> None:
+    """What "sign out everywhere" or a password change does to a player's other sessions."""
+    with app.app_context():
+        player = db.session.get(Player, player_id)
+        player.session_version += 1
+        db.session.commit()
+
+
+def test_a_round_or_set_loaded_with_its_player_still_checks_the_session(app, client):
+    """The hot routes load the player with the round or set, yet an ended session is still
+    signed out there, and another player's round or set is still not found."""
+    with app.app_context():
+        for passage in ("one", "two", "three"):
+            factories.example(boundary=3, passage=passage)
+    token = csrf_token(client)
+    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    url = ROUND_PATH.search(started.headers["Location"]).group(0)
+    with app.app_context():
+        round_ = db.session.scalar(select(Round))
+        owner, set_id = round_.player_id, round_.set_id
+    # Someone else, signed in as a guest of their own, asks for the first player's round and set.
+    other = app.test_client()
+    other_token = csrf_token(other)
+    other.post("/play", data={"csrf_token": other_token, "category": "news"})
+    assert other.get(url).status_code == 404
+    assert other.get(f"/sets/{set_id}").status_code == 404
+    revealed = other.post(
+        f"{url}/next", data={"csrf_token": other_token, "seen": "1"}, headers=FETCH
+    )
+    assert revealed.status_code == 404
+    # The owner's session is ended elsewhere: the same cookie no longer plays the round.
+    assert client.get(url).status_code == 200
+    _session_ended_elsewhere(app, owner)
+    for response in (
+        client.get(url),
+        client.post(f"{url}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH),
+        client.post(
+            f"{url}/answer",
+            data={"csrf_token": token, "seen": "1", "choice": "human"},
+            headers=FETCH,
+        ),
+        client.get(f"/sets/{set_id}"),
+        client.post(f"/sets/{set_id}/next", data={"csrf_token": token}, headers=FETCH),
+    ):
+        assert response.status_code == 302 and response.headers["Location"] == "/", response
+    with app.app_context():
+        assert db.session.get(Round, round_.id).revealed == 1
 
 
 def test_the_scripts_pages_show_the_set_as_stored(make_app, db_uri):
@@ -279,7 +333,9 @@ def test_the_access_line_names_the_player_without_a_query(make_app, app, capsys)
     ]
     access = [line for line in lines if line.get("message") == "request"]
     assert access and access[-1]["player"] is not None and access[-1]["status"] == 302
-    assert len([s for s in seen if s.lstrip().startswith("SELECT players")]) == 1
+    # The player was loaded once, with the round, and not again for the line.
+    assert len([s for s in seen if "players" in s]) == 1
+    assert not [s for s in seen if s.lstrip().startswith("SELECT players")]
 
 
 # Budgets: the statements and round trips each hot request of the page's protocol may cost.
@@ -407,3 +463,63 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_
         for counted in by_request[key]:
             assert len(counted.statements) <= statements, (key, counted.statements)
             assert counted.round_trips <= round_trips, (key, counted)
+
+
+# Requests per round: what a player's browser sends, with the page's script, per round played.
+
+
+def test_a_round_with_the_script_takes_its_revealed_sentences_plus_at_most_two_requests(app):
+    """Two sets played with the page's script (the requests of bench/protocol.py): inside a set a
+    round is its reveals, its answer and the "Next text" that started it (revealed + 1); a set's
+    first round also has "Play a set" and its redirect, and its last the summary, so over the
+    sets a round takes revealed + 1 + 2 / set size requests on average (+ the home page once)."""
+    size = app.config["SET_SIZE"]
+    with app.app_context():
+        for number in range(2 * size + 2):
+            factories.example(boundary=3 + number % 5, n=8, passage=f"p{number}")
+    client = app.test_client()
+    rng = random.Random(23)
+
+    def decide(view):
+        if view.can_reveal and (not view.can_flag or rng.random() < 0.7):
+            return Choice("reveal")
+        if view.can_flag and (view.can_reveal or rng.random() < 0.5):
+            return Choice("machine", ("hunch",))
+        return Choice("human")
+
+    player = play_sets(decide, script=True, sets=2)
+    request, since_last, per_round = next(player), 0, []  # (requests, revealed) per round
+    while True:
+        kwargs: dict = {"headers": request.headers}
+        if request.method == "POST":
+            kwargs.update(data=MultiDict(request.fields), content_type=request.content_type)
+        response = client.open(request.path, method=request.method, **kwargs)
+        assert response.status_code == request.expect, (request, response.status_code)
+        since_last += 1
+        if request.step == "answer":
+            per_round.append([since_last, int(dict(request.fields)["seen"])])
+            since_last = 0
+        try:
+            request = player.send(
+                Reply(
+                    response.status_code,
+                    response.headers.get("Location"),
+                    response.get_data(as_text=True),
+                    response.headers.get("X-Round-URL"),
+                )
+            )
+        except StopIteration:
+            break
+    per_round[-1][0] += since_last  # the last set's summary
+    assert len(per_round) == 2 * size
+    # The home page, "Play a set" and the round's page, then the reveals and the answer.
+    assert per_round[0][0] == per_round[0][1] + 3
+    # The summary after the last round of the first set, "Play another set", its redirect.
+    assert per_round[size][0] == per_round[size][1] + 3
+    for requests, revealed in per_round[1:size] + per_round[size + 1 : -1]:
+        assert requests == revealed + 1
+    assert per_round[-1][0] == per_round[-1][1] + 2  # the summary
+    requests = sum(r for r, _ in per_round)
+    revealed = sum(s for _, s in per_round)
+    assert requests == revealed + len(per_round) + 2 * 2 + 1
+    assert requests / len(per_round) <= revealed / len(per_round) + 2

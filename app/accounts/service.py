@@ -57,7 +57,12 @@ def load_player(session_id: str) -> Player | None:
         player_id, version = (int(part) for part in session_id.split(":"))
     except (ValueError, AttributeError):
         return None
-    player = db.session.scalars(_PLAYER_BY_ID, {"player_id": player_id}).first()
+    # A hot route may have loaded the player already, with its round or set in one statement
+    # (`preload_owner` in app/game/rounds.py and app/game/sets.py): no second SELECT then. The
+    # version is checked against the row either way.
+    player = db.session.identity_map.get(db.session.identity_key(Player, player_id))
+    if player is None:
+        player = db.session.scalars(_PLAYER_BY_ID, {"player_id": player_id}).first()
     if player is None or player.session_version != version:
         return None
     return player

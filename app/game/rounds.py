@@ -93,6 +93,10 @@ _ROUND_FOR_PAGE = (
     .options(*_WITH_EXAMPLE, joinedload(Round.game_set), undefer(Round.set_number))
     .where(Round.id == bindparam("round_id"))
 )
+# The same with the round's player, for a request whose session names a player: Flask-Login's
+# user loader then finds them loaded (app/accounts/service.py: load_player) instead of running a
+# SELECT of its own.
+_ROUND_WITH_OWNER = _ROUND_FOR_PAGE.options(joinedload(Round.player, innerjoin=True))
 _OPEN_ROUND = (
     select(Round)
     .where(Round.player_id == bindparam("player_id"), Round.guess.is_(None))
@@ -408,6 +412,19 @@ def create_round(
         db.session.rollback()
         return None
     return new
+
+
+def preload_round(round_id: int) -> Round | None:
+    """Load a round for its page together with its player, before the request's player is known.
+
+    When the session's player owns the round, loading them (Flask-Login's user loader) then
+    takes no statement; otherwise it runs its own as usual, and `get_round` refuses the round.
+    Nothing is decided here: the session's version is still checked against the player's row.
+    The caller keeps the round for the request: the session's identity map holds it weakly.
+    """
+    if 0 < round_id <= MAX_ID:
+        return db.session.scalars(_ROUND_WITH_OWNER, {"round_id": round_id}).first()
+    return None
 
 
 def get_round(player: Player, round_id: int) -> Round:

@@ -14,6 +14,7 @@ from flask import (
     Blueprint,
     current_app,
     flash,
+    g,
     jsonify,
     redirect,
     render_template,
@@ -189,6 +190,30 @@ def start():
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
     return _go_to_round(round_)
+
+
+# The round and set pages and actions: each loads its round or set, and the player with it.
+_ROUND_ENDPOINTS = frozenset({"game.show", "game.reveal", "game.answer"})
+_SET_ENDPOINTS = frozenset({"game.next_in_set", "game.set_summary"})
+
+
+@bp.before_app_request
+def _load_player_with_round_or_set() -> None:
+    """Load the round or set a hot route needs together with its player, in one statement.
+
+    Flask-Login's user loader then finds the session's player loaded, when they own it, instead
+    of running a SELECT of its own, and checks the session's version against the row as always
+    (app/accounts/service.py: load_player); anyone else's round or set is refused by the route as
+    before. It runs before any other hook reads `current_user` (the game's blueprint is registered
+    before the crowd's, whose hook checks a worker's time on a reveal). What it loaded is kept in
+    `g` for the request: the session's identity map holds objects weakly.
+    """
+    if "_user_id" not in session or "_login_user" in g or not request.view_args:
+        return
+    if request.endpoint in _ROUND_ENDPOINTS:
+        g.preloaded = rounds.preload_round(request.view_args["round_id"])
+    elif request.endpoint in _SET_ENDPOINTS:
+        g.preloaded = sets.preload_set(request.view_args["set_id"])
 
 
 def _require_player():

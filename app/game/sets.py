@@ -72,6 +72,24 @@ def play(player: Player, category_slug: str, level: str | None = None) -> Round:
     return rounds.start_round(player, category_slug, open_set=open_set, level=chosen)
 
 
+# A set with its player, for a request whose session names a player (see `preload_set`).
+_SET_WITH_OWNER = (
+    select(GameSet, Player)
+    .join(Player, Player.id == GameSet.player_id)
+    .where(GameSet.id == bindparam("set_id"))
+)
+
+
+def preload_set(set_id: int) -> tuple | None:
+    """Load a set together with its player in one statement, before the request's player is
+    known: Flask-Login's user loader then finds the session's player loaded when they own the
+    set (their version is still checked), and `get_own` finds the set. The caller keeps what
+    this returns for the request: the session's identity map holds objects weakly."""
+    if 0 < set_id <= rounds.MAX_ID:
+        return db.session.execute(_SET_WITH_OWNER, {"set_id": set_id}).first()
+    return None
+
+
 def get_own(player: Player, set_id: int) -> GameSet:
     found = db.session.get(GameSet, set_id) if 0 < set_id <= rounds.MAX_ID else None
     if found is None or found.player_id != player.id:

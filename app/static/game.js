@@ -80,9 +80,11 @@
   }
 
   function post(form, headers) {
+    // URL-encoded, as the browser posts a form itself: the server parses it faster than a
+    // multipart body (docs/BENCHMARKS.md), and the fields are the same.
     return fetch(form.action, {
       method: "POST",
-      body: new FormData(form),
+      body: new URLSearchParams(new FormData(form)),
       credentials: "same-origin",
       headers: Object.assign({ "X-Requested-With": "fetch" }, headers || {}),
     });

@@ -169,12 +169,17 @@ def test_the_benchmark_sends_what_chromium_sends(app, live_server, browser, scri
     reveals = [r for r in browser_sent if r[1] == "/play/round/<n>/next"]
     assert len(reveals) == MACHINE_AT - 1 + 9
     if script:
-        # The page's script: reveals, answers and the next text by fetch, multipart; the rest
+        # The page's script: reveals, answers and the next text by fetch, url-encoded; the rest
         # (start, summary, next set) by the browser.
-        assert all(r[3] == "multipart/form-data" and r[5] for r in fetch), fetch
-        assert ("POST", "/sets/<n>/next", ("csrf_token",), "multipart/form-data", True, True) in (
-            fetch
-        )
+        assert all(r[3] == "application/x-www-form-urlencoded" and r[5] for r in fetch), fetch
+        assert (
+            "POST",
+            "/sets/<n>/next",
+            ("csrf_token",),
+            "application/x-www-form-urlencoded",
+            True,
+            True,
+        ) in fetch
         assert [r[:2] for r in browser_sent if not r[4]] == [
             ("GET", "/"),
             ("POST", "/play"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from itertools import cycle
 
-from tests.gunicorn_server import wait_until
+from tests.gunicorn_server import SYNC_WORKERS, wait_until
 from tests.live.invariants import count_players
 from tests.live.player import Player
 
@@ -46,6 +46,7 @@ def test_login_and_guest_limits_hold_across_workers_with_redis(app, serve, redis
     server = serve(
         workers=3,
         env={
+            **SYNC_WORKERS,
             "REDIS_URL": redis_url,
             "LOGIN_RATE_LIMIT": "5 per minute",
             "GUEST_RATE_LIMIT": "5 per minute",
@@ -95,7 +96,7 @@ def test_without_redis_each_worker_counts_logins_alone(serve):
 
     This is why production sets REDIS_URL.
     """
-    server = serve(workers=3, env={"LOGIN_RATE_LIMIT": "3 per minute"})
+    server = serve(workers=3, env={**SYNC_WORKERS, "LOGIN_RATE_LIMIT": "3 per minute"})
     # gunicorn.conf.py says so at start-up.
     assert "3 workers without REDIS_URL" in server.log_tail(200)
     bot = Player(server.url)
@@ -159,7 +160,7 @@ def test_without_redis_the_per_name_lock_still_holds_across_workers(app, serve):
     """Each worker's in-memory limiter counts alone (the first 429 came at attempt 41 with 5
     workers); the per-name lock lives in the database, so the tenth failure locks the name on
     every worker."""
-    server = serve(workers=3)  # generous per-address limits, no Redis
+    server = serve(workers=3, env=SYNC_WORKERS)  # generous per-address limits, no Redis
     account = Player(server.url)
     form = {"username": "ada", "password": "correct-horse", "consent": "yes"}
     assert account.post("/signup", form).first_status == 302
