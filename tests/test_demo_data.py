@@ -14,7 +14,7 @@ from generation.sentences import split_sentences
 DEMO = PROJECT_ROOT / "data" / "demo"
 
 
-def test_corpus_has_60_passages_of_12_sentences_in_three_categories():
+def test_corpus_has_240_passages_of_12_sentences_in_three_categories():
     counts = Counter()
     for path in sorted((DEMO / "corpus").glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -22,7 +22,7 @@ def test_corpus_has_60_passages_of_12_sentences_in_three_categories():
             assert len(split_sentences(doc["text"])) >= 12, doc["id"]
             counts[path.stem] += 1
     assert set(counts) == {"news", "stories", "recipes"}
-    assert sum(counts.values()) >= 60
+    assert min(counts.values()) >= 80 and sum(counts.values()) >= 240
 
 
 def test_examples_are_valid_and_cover_every_system():
