@@ -94,7 +94,8 @@ def text_kind(
 
 def position_bin(boundary: int, n_sentences: int) -> int | None:
     """Where the text turns: 0 early, 1 middle, 2 late (thirds of the positions 1..N-1); None for
-    an all-human text. An early boundary is the easy one to spot, a late one the hard one."""
+    an all-human text. The daily's measure of difficulty: after an early boundary a reader sees
+    many machine sentences to judge, after a late one only a few."""
     if boundary >= n_sentences:
         return None
     spread = len(POSITION_BINS)
