@@ -133,7 +133,7 @@ def register_cli(app: Flask) -> None:
         default=None,
         metavar="SHARE",
         help="Share of the demo's passages held back for the daily challenge "
-        "(default: DEMO_DAILY_SHARE, 0.25).",
+        "(default: DEMO_DAILY_SHARE, 0.75).",
     )
     def load_demo(if_empty: bool, reserve_daily: float | None) -> None:
         """Import the shipped demo examples (data/demo/examples.jsonl)."""
