@@ -138,7 +138,7 @@ def register_cli(app: Flask) -> None:
         default=None,
         metavar="SHARE",
         help="Share of the demo's passages held back for the daily challenge "
-        "(default: DEMO_DAILY_SHARE, 0.25).",
+        "(default: DEMO_DAILY_SHARE, 0.75).",
     )
     def load_demo(if_empty: bool, reserve_daily: float | None) -> None:
         """Import the shipped demo examples (data/demo/examples.jsonl)."""
@@ -222,6 +222,9 @@ daily_cli = AppGroup("daily", help="The daily challenge: how many days are left,
 def daily_status() -> None:
     """Show how many days of held-back texts are left, and warn when they run low.
 
+    A day counts when its texts keep the composition rules (app/game/daily.py `rules_for`); days
+    the pool can fill only by breaking one are counted apart, with what they would lack.
+
     Exits with status 1 when fewer than DAILY_WARN_DAYS days are left, so a cron job can
     alert the operator.
     """
@@ -232,6 +235,13 @@ def daily_status() -> None:
     click.echo(f"Not used yet: {status.fresh_examples} example(s).")
     click.echo(f"Days played: {status.days_played} (today's drawn: {status.today_drawn}).")
     click.echo(f"Days left: about {status.days_left} more challenge(s).")
+    if status.thin_days:
+        click.echo(
+            f"After that, about {status.thin_days} more that cannot keep the composition rules "
+            f"(the first would lack: {status.shortfall}); they are drawn anyway, so the site "
+            "never goes without a challenge.",
+            err=True,
+        )
     if status.warning:
         click.echo(
             f"Warning: fewer than {status.warn_days} days left. Hold more texts back with "

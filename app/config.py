@@ -193,8 +193,9 @@ def build_config(instance_path: Path) -> dict:
         "DAILY_SIZE": _int_env("DAILY_SIZE", 5),
         # `flask daily status` warns when fewer days of held-back texts are left.
         "DAILY_WARN_DAYS": _int_env("DAILY_WARN_DAYS", 14),
-        # Share of the demo's passages `flask load-demo` holds back for the daily challenge.
-        "DEMO_DAILY_SHARE": float(os.environ.get("DEMO_DAILY_SHARE", "0.25")),
+        # Share of the demo's passages `flask load-demo` holds back for the daily challenge: enough
+        # for a month of challenges that keep the composition rules (tests/test_demo_data.py).
+        "DEMO_DAILY_SHARE": float(os.environ.get("DEMO_DAILY_SHARE", "0.75")),
         "AVOID_REPEATED_PASSAGES": os.environ.get("AVOID_REPEATED_PASSAGES", "1") == "1",
         # Reveal: how many other answers a text needs before their spread is shown.
         "SPREAD_MIN_OTHERS": _int_env("SPREAD_MIN_OTHERS", 1),

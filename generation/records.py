@@ -453,6 +453,8 @@ def read_jsonl(path: Path) -> list[dict]:
 def merge(inputs: list[Path], out: Path, *, by_task: bool = False, extra: dict | None = None):
     """Concatenate finished outputs into `out` (ids must be unique); with `by_task`, shards of one
     run are put back in plan order (`meta.task`). Returns the merged manifest."""
+    # Asked before `out` is written: rewriting a tracked output would read as a local edit.
+    version = code_version()
     records: list[dict] = []
     manifests = []
     seen: dict[str, Path] = {}
@@ -481,12 +483,14 @@ def merge(inputs: list[Path], out: Path, *, by_task: bool = False, extra: dict |
             for row in records:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         os.replace(tmp, out)
-        return _merged_manifest(out, records, manifests, extra)
+        return _merged_manifest(out, records, manifests, extra, version)
     finally:
         lock.release()
 
 
-def _merged_manifest(out: Path, records: list[dict], manifests: list[dict], extra: dict | None):
+def _merged_manifest(
+    out: Path, records: list[dict], manifests: list[dict], extra: dict | None, version: str
+):
     totals = Counts()
     for manifest in manifests:
         counts = manifest.get("counts", {})
@@ -511,7 +515,7 @@ def _merged_manifest(out: Path, records: list[dict], manifests: list[dict], extr
     merged = {
         "status": "complete",
         "output": out.name,
-        "code_version": code_version(),
+        "code_version": version,
         "splitter": SPLITTER,
         "updated": _now(),
         "merged_from": manifests,

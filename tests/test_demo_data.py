@@ -1,20 +1,28 @@
 """The shipped demo set: enough original passages, valid examples of each system, importable,
-built by the generation pipeline from the shipped tiny model."""
+built by the generation pipeline from the shipped tiny model at a clean commit, holding a month of
+daily challenges."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+
+from sqlalchemy import distinct, func, select
 
 from app import PROJECT_ROOT
 from app.catalog.importer import read_records
+from app.catalog.pools import NORMAL
+from app.extensions import db
+from app.game import daily
+from app.models import Category, Example, ExamplePassage
 from generation.demo import DATASET, TINY_SYSTEM, N
 from generation.sentences import split_sentences
 
 DEMO = PROJECT_ROOT / "data" / "demo"
 
 
-def test_corpus_has_60_passages_of_12_sentences_in_three_categories():
+def test_corpus_has_240_passages_of_12_sentences_in_three_categories():
     counts = Counter()
     for path in sorted((DEMO / "corpus").glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -22,7 +30,7 @@ def test_corpus_has_60_passages_of_12_sentences_in_three_categories():
             assert len(split_sentences(doc["text"])) >= 12, doc["id"]
             counts[path.stem] += 1
     assert set(counts) == {"news", "stories", "recipes"}
-    assert sum(counts.values()) >= 60
+    assert min(counts.values()) >= 80 and sum(counts.values()) >= 240
 
 
 def test_examples_are_valid_and_cover_every_system():
@@ -53,6 +61,16 @@ def test_examples_are_valid_and_cover_every_system():
             assert not set(machine) & set(corpus[record.source["doc_id"]])
 
 
+def test_every_example_names_the_clean_commit_that_made_it():
+    records = read_records(DEMO / "examples.jsonl")
+    versions = {r.provenance["code_version"] for r in records}
+    assert len(versions) == 1
+    version = versions.pop()
+    assert re.fullmatch(r"generation \S+ \(git [0-9a-f]{12}\)", version), version  # no +dirty
+    manifest = json.loads((DEMO / "examples.jsonl.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["code_version"] == version
+
+
 def test_manifest_and_shipped_model_are_small_and_complete():
     manifest = json.loads((DEMO / "examples.jsonl.manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "complete"
@@ -69,3 +87,32 @@ def test_demo_imports_with_the_cli(runner, ctx):
     assert "Imported" in result.output
     again = runner.invoke(args=["load-demo", "--if-empty"])
     assert "already has examples" in again.output
+
+
+def test_the_demo_holds_a_month_of_daily_challenges_and_a_pool_for_normal_play(runner, ctx):
+    """`flask load-demo` holds back enough texts for 30 days of challenges that keep every
+    composition rule, and leaves texts of every category for normal play."""
+    result = runner.invoke(args=["load-demo"])
+    assert result.exit_code == 0, result.output
+    status = daily.pool_status()
+    assert status.days_left >= 30
+    days = daily.plan_days(daily._candidates(), set(), ctx.config["DAILY_SIZE"])
+    assert daily.full_days(days) == status.days_left
+    for day in days[:30]:
+        kinds = Counter(c.kind for c in day.texts)
+        assert kinds[daily.MACHINE] >= 3 and kinds[daily.HUMAN] >= 1 and kinds[daily.SPLICE] <= 1
+        assert max(Counter(c.category_id for c in day.texts).values()) <= 2
+        positions = Counter(c.position for c in day.texts if c.position is not None)
+        assert max(positions.values()) <= 2
+    checked = runner.invoke(args=["daily", "status"])
+    assert checked.exit_code == 0 and f"Days left: about {status.days_left} more" in checked.output
+    normal = dict(
+        db.session.execute(
+            select(Category.slug, func.count(distinct(ExamplePassage.passage_id)))
+            .join(Example, Example.category_id == Category.id)
+            .join(ExamplePassage, ExamplePassage.example_id == Example.id)
+            .where(Example.kind == NORMAL)
+            .group_by(Category.slug)
+        ).all()
+    )
+    assert set(normal) == {"news", "stories", "recipes"} and min(normal.values()) >= 15

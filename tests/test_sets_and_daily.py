@@ -24,25 +24,36 @@ SHARE_RE = re.compile(r'<pre class="share" id="share-text">([^<]*)</pre>')
 # -- pure rules -------------------------------------------------------------------------------
 
 
-def candidate(example_id, category=1, human=False, passages=None):
-    return daily.Candidate(example_id, category, human, tuple(passages or (example_id,)))
+def candidate(example_id, category=1, kind=daily.MACHINE, boundary=None, passages=None):
+    boundary = boundary or (10 if kind == daily.HUMAN else 2 + example_id % 7)
+    passages = tuple(passages or (example_id,))
+    return daily.Candidate(example_id, category, kind, boundary, 10, passages)
 
 
-def test_pick_texts_takes_unused_distinct_passages_and_few_all_human_texts():
-    pool = [candidate(i, category=i % 2, human=i < 6) for i in range(12)]
-    pool.append(candidate(99, passages=(1, 100)))  # shares passage 1
+def test_pick_texts_takes_unused_distinct_passages_and_keeps_the_composition():
+    pool = [
+        candidate(i, category=i % 3, kind=daily.HUMAN if i < 4 else daily.MACHINE)
+        for i in range(15)
+    ]
+    pool.append(candidate(99, passages=(1, 100), kind=daily.SPLICE))  # shares passage 1
     for seed in range(20):
         picked = daily.pick_texts(pool, used={0}, count=5, rng=random.Random(seed))
-        assert picked is not None and len(picked) == 5
-        passages = [p for c in picked for p in c.passages]
+        assert picked is not None and picked.complete and len(picked.texts) == 5
+        passages = [p for c in picked.texts for p in c.passages]
         assert len(passages) == len(set(passages)) and 0 not in passages
-        assert sum(c.all_human for c in picked) <= 2
-        assert {c.category_id for c in picked} == {0, 1}
+        kinds = [c.kind for c in picked.texts]
+        assert 1 <= kinds.count(daily.HUMAN) <= 2 and kinds.count(daily.MACHINE) >= 3
+        assert {c.category_id for c in picked.texts} == {0, 1, 2}
     assert daily.pick_texts(pool[:4], used=set(), count=5, rng=random.Random(0)) is None
 
 
 def test_days_available_counts_whole_days():
-    pool = [candidate(i) for i in range(23)]
+    # 23 passages, each shown all human and by a model: four whole days of five.
+    pool = [
+        candidate(10 * p + k, category=p % 3, kind=kind, passages=(p,))
+        for p in range(23)
+        for k, kind in enumerate((daily.HUMAN, daily.MACHINE))
+    ]
     assert daily.days_available(pool, used=set(), count=5) == 4
     assert daily.days_available(pool, used=set(range(20)), count=5) == 0
 
@@ -194,7 +205,8 @@ def test_no_machine_call_on_the_first_sentence(app, client):
 
 @pytest.fixture
 def daily_app(make_app, db_uri):
-    """Ten held-back texts (two days' worth) and a clock set to DAY."""
+    """Ten held-back texts (two days' worth: each day one all-human text and two machine texts
+    turning early and two late) and a clock set to DAY."""
     app = make_app(TODAY_OVERRIDE=DAY, DAILY_WARN_DAYS=3)
     with app.app_context():
         if db_uri.startswith("postgresql"):
@@ -202,7 +214,7 @@ def daily_app(make_app, db_uri):
         db.create_all()
         for i in range(10):
             factories.example(
-                boundary=3 + i % 4,
+                boundary=10 if i % 5 == 0 else (3, 8)[i % 5 > 2],
                 category_slug=("news", "stories")[i % 2],
                 passage=f"held-{i}",
                 kind="daily",
@@ -350,13 +362,19 @@ def test_daily_status_and_reserve_commands(daily_app):
     assert "Days left: about 2 more challenge(s)." in status.output
     assert status.exit_code == 1 and "Warning: fewer than 3 days left" in status.output
     with daily_app.app_context():
-        for i in range(30):
-            factories.example(boundary=4, passage=f"spare-{i}")
+        for i in range(30):  # each passage shown all human, and by a machine turning early or late
+            for boundary in (10, (3, 8)[i % 2]):
+                factories.example(
+                    boundary=boundary,
+                    category_slug=("news", "stories")[i % 2],
+                    passage=f"spare-{i}",
+                )
     reserved = runner.invoke(args=["daily", "reserve", "0.5"])
     assert reserved.exit_code == 0, reserved.output
     assert "Held back 16 passage(s)" in reserved.output
     status = runner.invoke(args=["daily", "status"])
-    assert status.exit_code == 0 and "Days left: about 5 more" in status.output
+    days_left = int(re.search(r"Days left: about (\d+) more", status.output).group(1))
+    assert status.exit_code == 0 and 3 <= days_left <= 5  # 26 passages, 5 a day
     assert runner.invoke(args=["daily", "reserve", "0"]).exit_code == 2
 
 

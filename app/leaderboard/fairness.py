@@ -8,8 +8,8 @@ Pure: no Flask, no database. The thresholds are explained in docs/players.md.
   unlists records that only an answer key explains.
 - **Speed.** A round read faster than MIN_SECONDS_PER_SENTENCE per revealed sentence (from the
   first sentence shown to the answer) is *fast*; after JUDGE_AFTER rounds a player whose median
-  round is fast (more than half of the rounds) is unlisted. One second for a sentence of 15 words
-  (the demo set's median) is 900 words a minute, well beyond reading with understanding.
+  round is fast (more than half of the rounds) is unlisted. One second for a sentence of 18 words
+  (the demo set's median) is over 1,000 words a minute, well beyond reading with understanding.
 """
 
 from __future__ import annotations

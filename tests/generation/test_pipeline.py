@@ -271,3 +271,24 @@ def test_baseline_human_and_merge_import_into_the_site(corpus_file, tmp_path, ru
     result = runner.invoke(args=["import", str(merged)])
     assert result.exit_code == 0, result.output
     assert f"Imported {len(rows)} example(s)" in result.output
+
+
+def test_a_merge_names_the_code_as_it_was_before_writing_its_output(tmp_path, monkeypatch):
+    """Rewriting a tracked output (data/demo/examples.jsonl) makes a checkout dirty: the merged
+    manifest must name the version the run started from, not the one its own write made."""
+    from generation import records
+
+    part, out = tmp_path / "part.jsonl", tmp_path / "all.jsonl"
+    part.write_text(
+        json.dumps({"id": "a", "category": "news", "system": "human", "sentences": ["x", "y"],
+                    "boundary": 2}) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    monkeypatch.setattr(
+        records, "code_version", lambda: "generation 1 (git abc+dirty)" if out.exists() else
+        "generation 1 (git abc)"
+    )  # fmt: skip
+    merged = records.merge([part], out)
+    assert out.exists() and merged["code_version"] == "generation 1 (git abc)"
+    manifest = json.loads(records.paths_for(out)["manifest"].read_text(encoding="utf-8"))
+    assert manifest["code_version"] == "generation 1 (git abc)"

@@ -303,7 +303,7 @@ def test_sessions_and_rate_limits_are_shared_by_both_servers(app, two_servers):
 
 
 def test_the_daily_challenge_drawn_on_both_servers_at_once_is_one(app, demo_db, two_servers):
-    # Hold back a quarter of the demo texts for the daily challenge, as `flask load-demo` does.
+    # Hold back a quarter of the demo texts for the daily challenge.
     with app.app_context():
         ids = db.session.scalars(select(Example.id).order_by(Example.id)).all()
         held = ids[::4]
