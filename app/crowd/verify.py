@@ -424,7 +424,12 @@ def _unsent_rows(study: Study) -> list[StudyBonus]:
 def owed_unsent(study: Study) -> list[Owed]:
     """Bonuses owed and not yet handed to a payment channel, oldest first: what the next
     bonus.csv of `verify --apply` adds to the score bonuses of that run."""
-    rows = _unsent_rows(study)
+    return _owed(_unsent_rows(study))
+
+
+def _owed(rows: list[StudyBonus]) -> list[Owed]:
+    if not rows:
+        return []
     people = {
         p.id: p
         for p in db.session.scalars(
@@ -543,18 +548,8 @@ def apply_decisions(
         written: list[Owed] = []
         if not via_api:
             unsent = _unsent_rows(study)
-            by_id = {o.participant_id: o for o in owed_unsent(study)} if unsent else {}
+            written = _owed(unsent)
             for row in unsent:
-                person = by_id[row.participant_id]
-                written.append(
-                    Owed(
-                        person.worker_id,
-                        row.participant_id,
-                        person.session,
-                        row.amount_minor,
-                        row.reason,
-                    )
-                )
                 row.state = ISSUED
                 row.platform_ref = json.dumps({**platform_ref(row), "file_run": run})
         recorded = changed or bonuses or written
