@@ -251,6 +251,7 @@ def register_study_cli(app: Flask) -> None:
             applied,
             fieldnames,
             pseudonym=lambda player_id: pseudonym(player_id, key),
+            via_api=send,
         )
         click.echo(f"Files in {out}/: {', '.join(files)}")
         if applied is None:
@@ -318,6 +319,12 @@ def register_study_cli(app: Flask) -> None:
             )
         if undone.bonuses_dropped:
             click.echo(f"Cancelled {undone.bonuses_dropped} unpaid bonus(es) in the ledger.")
+        if undone.bonuses_owed_again:
+            click.echo(
+                f"{undone.bonuses_owed_again} bonus(es) given in review, written into that "
+                "bonus.csv, are owed again: the next `verify --apply` writes them into its "
+                "bonus.csv (or `prolific apply` pays them)."
+            )
 
     @study_group.command("review")
     @click.argument("slug")
@@ -339,14 +346,7 @@ def register_study_cli(app: Flask) -> None:
     @click.option("--bonus", "bonus_id", metavar="WORKER", help="Give this worker a bonus.")
     @click.option("--amount", type=float, help="With --bonus: the amount, in the study currency.")
     @click.option("--reason", default="", help="With --bonus: why (each reason is paid once).")
-    @click.option(
-        "--out",
-        type=click.Path(path_type=Path, file_okay=False),
-        help="With --bonus: write the platform's bonus file (review-bonus-RUN.csv) here.",
-    )
-    def review_command(
-        slug, approve_id, reject_id, message, category, bonus_id, amount, reason, out
-    ) -> None:
+    def review_command(slug, approve_id, reject_id, message, category, bonus_id, amount, reason):
         """List the workers of study SLUG waiting for review, or decide one of them.
 
         Without an option: each worker whose decision is "review", with the site's evidence
@@ -376,17 +376,13 @@ def register_study_cli(app: Flask) -> None:
                 if amount is None:
                     raise click.UsageError("--bonus needs --amount")
                 row = review.give_bonus(study, bonus_id, amount, reason)
-                line = review.bonus_file(study, row.run)
                 click.echo(
                     f"Recorded run {row.run}: a bonus of {verify._money(row.amount_minor)} "
-                    f"{config.currency} for {bonus_id} ({row.reason}). Pay it once, with "
-                    f"this bonus file:\n{line.strip()}"
+                    f"{config.currency} for {bonus_id} ({row.reason}). It is owed in the "
+                    f"ledger: the next `flask study verify {slug} ... --apply` writes it into "
+                    f"its bonus.csv (upload that file once), or `flask study prolific apply "
+                    f"{slug}` pays it."
                 )
-                if out is not None:
-                    out.mkdir(parents=True, exist_ok=True)
-                    path = out / f"review-bonus-{row.run}.csv"
-                    path.write_text(line, encoding="utf-8")
-                    click.echo(f"Bonus file: {path}")
                 return
         except ServiceError as refused:
             raise click.ClickException(refused.message) from None

@@ -27,7 +27,8 @@ Three signals, each with its evidence (which worker ids, which rounds, which tex
 What the script reports is the client's word: the server clamps it, and a worker without the
 script (or with it blocked) simply has no typing signals.
 
-The pure functions take plain rows; `study_flags` loads a study's rows and runs them.
+The pure functions take plain rows; `compute_flags` loads a study's rows and runs them, and
+`study_flags` keeps the result until the study's rows change.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from datetime import datetime
 from difflib import SequenceMatcher
 from itertools import combinations
 
+from flask import current_app
 from sqlalchemy import func, select
 
 from app.extensions import db
@@ -570,8 +572,9 @@ def _devices(study: Study) -> list[DeviceRow]:
     return [DeviceRow(*row) for row in rows]
 
 
-def study_flags(study: Study) -> list[WorkerFlags]:
-    """The study's flagged workers with their evidence, in the order they joined."""
+def compute_flags(study: Study) -> list[WorkerFlags]:
+    """The study's flagged workers with their evidence, in the order they joined, worked out
+    from its rows (the cost grows with the study: see study_flags for the cached figure)."""
     workers = list(
         db.session.execute(
             select(Participant.id, Participant.worker_id)
@@ -586,6 +589,52 @@ def study_flags(study: Study) -> list[WorkerFlags]:
         speed_flags(_timings(study)),
         *typing_flags(_typing(study)),
     )
+
+
+def inputs_stamp(study: Study) -> tuple:
+    """What the flags are computed from, summed up in two queries: the study's participants
+    (how many, the newest), its answered rounds (how many, the newest, the latest answer; an
+    answer also brings its explanation, typing signals and reveals), and the newest browser
+    record of any crowd worker (a round answered in another study's browser can flag a worker
+    here). Any new answer or participant changes it."""
+    answered = db.session.execute(
+        select(
+            func.count(Participant.id.distinct()),
+            func.max(Participant.id),
+            func.count(Round.id),
+            func.max(Round.id),
+            func.max(Round.answered_at),
+        )
+        .select_from(Participant)
+        .outerjoin(
+            Round,
+            (Round.participant_id == Participant.id) & Round.answered_at.is_not(None),
+        )
+        .where(Participant.study_id == study.id)
+    ).one()
+    views = db.session.scalar(
+        select(func.max(TruthView.id)).join(
+            Participant, Participant.player_id == TruthView.player_id
+        )
+    )
+    return (study.id, study.slug, *answered, views)
+
+
+def study_flags(study: Study) -> list[WorkerFlags]:
+    """The study's flagged workers with their evidence, in the order they joined: the figure the
+    study page, the review page and `flask study flags` show. Cached per study in this process,
+    keyed by inputs_stamp, so a page load costs two small queries until an answer or a worker
+    arrives, and the next load after that computes them again. FRAUD_FLAGS_CACHE = False in the
+    app's config turns the cache off."""
+    if not current_app.config.get("FRAUD_FLAGS_CACHE", True):
+        return compute_flags(study)
+    cache = current_app.extensions.setdefault("roft_fraud_flags", {})
+    stamp = inputs_stamp(study)
+    found = cache.get(study.id)
+    if found is None or found[0] != stamp:
+        found = (stamp, compute_flags(study))
+        cache[study.id] = found
+    return list(found[1])
 
 
 def flags_by_participant(study: Study) -> dict[int, WorkerFlags]:

@@ -46,6 +46,7 @@ from app.crowd.verify import (
     PAID,
     REJECT,
     REQUESTED,
+    REVIEW_PREFIX,
     SENT,
     _money,
 )
@@ -458,9 +459,12 @@ def pay_requested(client: ProlificClient, study: Study, prolific_study: str) -> 
             prolific_study, [(worker, _money(amount)) for worker, amount in lines]
         )
     except ProlificError as error:
-        # Nothing can have been paid: a set-up pays nothing. The next verify owes them again.
+        # Nothing can have been paid: a set-up pays nothing. The next verify owes a score bonus
+        # again by the rule; a bonus given in review has no rule to owe it again, so it stays
+        # owed (`requested`, no set-up: the next bonus.csv or apply takes it).
         for r in fresh:
-            r.state, r.platform_ref = FAILED, f"set-up refused: {error}"[:2000]
+            r.state = REQUESTED if r.reason.startswith(REVIEW_PREFIX) else FAILED
+            r.platform_ref = json.dumps({"set_up_refused": str(error)[:2000]})
         db.session.commit()
         raise
     payment = str(setup["id"])

@@ -44,7 +44,7 @@ class WorkerStats:
     points: int = 0  # on the required scored (normal) rounds: the bonus's basis
     exact: int = 0  # scored rounds where the guess was the boundary
     comprehension_failures: int = 0
-    decision: str | None = None  # the latest `flask study verify --apply` decision
+    decision: str | None = None  # the current decision (the newest of verify's and review's)
     started_at: datetime | None = None
     left_at: datetime | None = None
     checks_void: int = 0  # answered before their evidence was shown: neither passed nor failed

@@ -22,10 +22,9 @@ from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
 from app.game import rounds as game
-from app.models import Example, Participant, Round, Study, StudyBonus, StudyDecision
+from app.models import Example, Round, Study, StudyBonus, StudyDecision
 from app.models.base import utcnow
 from app.models.studies import BONUS_LIVE, StudyRun
-from roftcore.spreadsheet import neutralise
 
 # Prolific's rejection categories (its API documentation).
 CATEGORIES = (
@@ -59,7 +58,7 @@ def bonus_limit(config: StudyConfig) -> int:
     return round(max(config.reward, cap) * 100)
 
 
-REVIEW_PREFIX = "review: "  # the ledger reasons of bonuses given in review
+REVIEW_PREFIX = verify.REVIEW_PREFIX  # the ledger reasons of bonuses given in review
 MAX_AMOUNT = 1_000_000  # beyond any bonus: a figure this large is not money
 
 
@@ -151,8 +150,9 @@ def decide(
 
 
 def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> StudyBonus:
-    """A bonus a person gives, once per (worker, reason): the ledger row is `issued`, for the
-    bonus file the CLI writes. Giving the same reason again is refused."""
+    """A bonus a person gives, once per (worker, reason). The ledger row is `requested`: owed,
+    and paid by whichever comes first, the next `verify --apply` (its bonus.csv) or `prolific
+    apply` (the API), never both. Giving the same reason again is refused."""
     reason = " ".join(_plain(reason, "reason").split())
     if not reason:
         raise BadRequest("a bonus needs a reason")
@@ -191,7 +191,7 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
             run=run,
             amount_minor=minor,
             reason=key,
-            state=verify.ISSUED,
+            state=verify.REQUESTED,
             issued_at=now,
         )
         db.session.add(row)
@@ -364,40 +364,4 @@ def worker_view(study: Study, worker_id: str) -> WorkerView:
         list(flagged.flags) if flagged else [],
         _rounds(w.participant_id),
         _bonuses(study, w.participant_id),
-    )
-
-
-def bonus_file(study: Study, run: int) -> str:
-    """The bonuses given in review run `run`, in the platform's format: for MTurk, SendBonus's
-    WorkerId, AssignmentId, BonusAmount and Reason (the reason given in review, which the
-    worker reads); otherwise one `worker id,amount` line each (Prolific's bulk bonus). What the
-    researcher uploads, once."""
-    rows = db.session.execute(
-        select(
-            Participant.worker_id,
-            Participant.platform_session,
-            StudyBonus.amount_minor,
-            StudyBonus.reason,
-        )
-        .join(Participant, Participant.id == StudyBonus.participant_id)
-        .where(
-            StudyBonus.study_id == study.id,
-            StudyBonus.run == run,
-            StudyBonus.reason.startswith(REVIEW_PREFIX),
-            StudyBonus.state.in_(BONUS_LIVE),
-        )
-        .order_by(StudyBonus.id)
-    ).all()
-    if not rows:
-        raise NotFound(f"study {study.slug!r} has no bonus given in review run {run}")
-    if study.platform == "mturk":
-        return verify._csv(
-            [
-                [worker, session or "", verify._money(amount), reason.removeprefix(REVIEW_PREFIX)]
-                for worker, session, amount, reason in rows
-            ],
-            ["WorkerId", "AssignmentId", "BonusAmount", "Reason"],
-        )
-    return "".join(
-        f"{neutralise(worker)},{verify._money(amount)}\n" for worker, _, amount, _ in rows
     )

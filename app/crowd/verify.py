@@ -14,12 +14,18 @@ a second run on the same files gives the same decisions. Safety rules:
 - A worker appears once, however many rows the file has for them.
 - Bonuses owed by the study's rule are paid once: the ledger (study_bonuses) records what
   --apply issued, and later runs pay only the difference.
+- Every bonus has one way out of the ledger. A row is `requested` while owed and not yet handed
+  to a payment channel (a bonus given in review, or a score bonus of a run that pays through the
+  API). The next `verify --apply` that writes files puts every such row into its bonus.csv and
+  marks it `issued` in that run ("file_run" in its platform_ref), or `verify --apply --send` /
+  `flask study prolific apply` pays it through the API: whichever comes first, and only once.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +57,7 @@ ACTIVE_STATUSES = {"ACTIVE", "RESERVED", "PROCESSING"}
 # Already decided on the platform: listed, but left out of the files to upload.
 CLOSED_STATUSES = {"APPROVED", "REJECTED", "PARTIALLY APPROVED", "SCREENED OUT"}
 MIN_MESSAGE = 100  # Prolific refuses shorter rejection messages
+REVIEW_PREFIX = "review: "  # the ledger reasons of bonuses given in review
 
 
 @dataclass(frozen=True)
@@ -366,6 +373,17 @@ REVERSED, REVERSAL = "reversed", "reversal"
 
 
 @dataclass(frozen=True)
+class Owed:
+    """A ledger row owed and not yet handed to a payment channel (see owed_unsent)."""
+
+    worker_id: str
+    participant_id: int
+    session: str | None  # the worker's platform session (MTurk's assignment id)
+    amount_minor: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class Applied:
     run: int | None  # None when nothing new was recorded
     changed: int
@@ -373,6 +391,61 @@ class Applied:
     marked_left: int
     bonuses: int
     bonus_minor: int
+    # Bonuses owed from earlier (given in review, or left by an API run) written into this
+    # run's bonus.csv and marked issued.
+    written: tuple[Owed, ...] = ()
+
+
+def platform_ref(row: StudyBonus) -> dict:
+    """A ledger row's platform_ref as a dict (it holds JSON, or an older plain text)."""
+    try:
+        value = json.loads(row.platform_ref) if row.platform_ref else {}
+    except ValueError:
+        value = {"text": row.platform_ref}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def file_run(row: StudyBonus) -> int:
+    """The run whose bonus.csv holds an `issued` row: the run that wrote it there, else its own."""
+    return int(platform_ref(row).get("file_run") or row.run)
+
+
+def _unsent_rows(study: Study) -> list[StudyBonus]:
+    """`requested` rows with no Prolific set-up: owed, and neither in a bonus.csv nor on their
+    way through the API (a row with a set-up may be paid by it, so it stays with the API)."""
+    rows = db.session.scalars(
+        select(StudyBonus)
+        .where(StudyBonus.study_id == study.id, StudyBonus.state == REQUESTED)
+        .order_by(StudyBonus.id)
+    )
+    return [r for r in rows if not platform_ref(r).get("bulk_bonus_payment")]
+
+
+def owed_unsent(study: Study) -> list[Owed]:
+    """Bonuses owed and not yet handed to a payment channel, oldest first: what the next
+    bonus.csv of `verify --apply` adds to the score bonuses of that run."""
+    return _owed(_unsent_rows(study))
+
+
+def _owed(rows: list[StudyBonus]) -> list[Owed]:
+    if not rows:
+        return []
+    people = {
+        p.id: p
+        for p in db.session.scalars(
+            select(Participant).where(Participant.id.in_({r.participant_id for r in rows}))
+        )
+    }
+    return [
+        Owed(
+            people[r.participant_id].worker_id,
+            r.participant_id,
+            people[r.participant_id].platform_session,
+            r.amount_minor,
+            r.reason,
+        )
+        for r in rows
+    ]
 
 
 def next_run(study: Study) -> int:
@@ -417,7 +490,9 @@ def apply_decisions(
 ) -> Applied:
     """Record the decisions that changed as one run; mark returned / timed-out workers who had not
     finished; add the new bonuses to the ledger, as `issued` (written to bonus.csv for the
-    researcher to upload) or, `via_api`, as `requested` (send_to_prolific pays them). One
+    researcher to upload) or, `via_api`, as `requested` (send_to_prolific pays them). Without
+    `via_api`, every bonus owed from earlier and not yet handed out (owed_unsent: those given in
+    review above all) goes into this run's bonus.csv too and becomes `issued` here. One
     transaction; a run number is used only if something was recorded."""
     run = next_run(study)
     current = latest_decisions(study)
@@ -470,14 +545,23 @@ def apply_decisions(
                     d.bonus_reason,
                     REQUESTED if via_api else ISSUED,
                 )
-        recorded = changed or bonuses
+        written: list[Owed] = []
+        if not via_api:
+            unsent = _unsent_rows(study)
+            written = _owed(unsent)
+            for row in unsent:
+                row.state = ISSUED
+                row.platform_ref = json.dumps({**platform_ref(row), "file_run": run})
+        recorded = changed or bonuses or written
         if recorded:
             db.session.add(StudyRun(study_id=study.id, run=run, source=source, created_at=now))
         db.session.commit()
     except Exception:
         db.session.rollback()
         raise
-    return Applied(run if recorded else None, changed, unchanged, marked, bonuses, total)
+    return Applied(
+        run if recorded else None, changed, unchanged, marked, bonuses, total, tuple(written)
+    )
 
 
 @dataclass(frozen=True)
@@ -488,6 +572,7 @@ class Undone:
     bonuses_dropped: int
     bonuses_kept: int
     bonuses_paid: int = 0  # sent or paid through the API: never dropped
+    bonuses_owed_again: int = 0  # owed from earlier, taken out of the dropped bonus.csv
 
 
 def _reverse(row: StudyBonus, run: int, now) -> None:
@@ -511,8 +596,12 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
     changed, and mark it undone (its number is never given again).
 
     Its bonuses are never deleted. Those requested from the API but never sent are reversed (a
-    new row cancels each); with `drop_bonuses`, so are those written to a bonus.csv that was never
-    uploaded. Bonuses sent or paid through the API stay, whatever the flag says.
+    new row cancels each); with `drop_bonuses`, so are those it wrote to a bonus.csv that was never
+    uploaded. A bonus owed from an earlier run (given in review) that this run only wrote into its
+    bonus.csv is owed again instead (`requested`: the next bonus.csv or apply pays it), with
+    `drop_bonuses`; without, it stays as paid. A bonus of this run that a later run's bonus.csv
+    holds stays too (that file may have been uploaded). Bonuses sent or paid through the API stay,
+    whatever the flag says.
     """
     latest = db.session.scalar(
         select(StudyRun)
@@ -537,7 +626,20 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
             .order_by(StudyBonus.id)
         )
     )
-    restored = dropped = kept = paid = 0
+    carried = [
+        row
+        for row in db.session.scalars(
+            select(StudyBonus)
+            .where(
+                StudyBonus.study_id == study.id,
+                StudyBonus.state == ISSUED,
+                StudyBonus.run != run,
+            )
+            .order_by(StudyBonus.id)
+        )
+        if file_run(row) == run
+    ]
+    restored = dropped = kept = paid = owed_again = 0
     now = utcnow()
     try:
         for row in rows:
@@ -552,19 +654,29 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
             )
         )
         for bonus in bonus_rows:
-            if bonus.state == REQUESTED or (bonus.state == ISSUED and drop_bonuses):
+            own_file = bonus.state == ISSUED and file_run(bonus) == run
+            if bonus.state == REQUESTED or (own_file and drop_bonuses):
                 _reverse(bonus, run, now)
                 dropped += 1
             elif bonus.state == ISSUED:
                 kept += 1
             elif bonus.state in (SENT, PAID):
                 paid += 1
+        for bonus in carried:
+            if drop_bonuses:
+                ref = platform_ref(bonus)
+                ref.pop("file_run", None)
+                bonus.state = REQUESTED
+                bonus.platform_ref = json.dumps({**ref, "dropped_from_file_run": run})
+                owed_again += 1
+            else:
+                kept += 1
         latest.undone_at = now
         db.session.commit()
     except Exception:
         db.session.rollback()
         raise
-    return Undone(run, len(rows), restored, dropped, kept, paid)
+    return Undone(run, len(rows), restored, dropped, kept, paid, owed_again)
 
 
 @dataclass(frozen=True)
@@ -631,9 +743,10 @@ def mturk_batch_with_decisions(decisions: list[Decision], fieldnames: list[str])
     return out.getvalue()
 
 
-def mturk_bonus_csv(study: Study, bonus: list[Decision]) -> str:
+def mturk_bonus_csv(study: Study, bonus: list[Decision], extra: tuple[Owed, ...] = ()) -> str:
     """MTurk's SendBonus needs the worker, the assignment, the amount and a reason the worker
-    reads. The assignment is the batch file's AssignmentId, else the one the worker came with."""
+    reads. The assignment is the batch file's AssignmentId, else the one the worker came with.
+    A bonus given in review is a line of its own, with the reason given there."""
     sessions = dict(
         db.session.execute(
             select(Participant.id, Participant.platform_session).where(
@@ -641,19 +754,38 @@ def mturk_bonus_csv(study: Study, bonus: list[Decision]) -> str:
             )
         ).all()
     )
+    assignments = {d.worker_id: (d.row or {}).get("AssignmentId") for d in bonus}
     reason = f"Bonus for your answers in “{study.title}”, as the study's bonus rule says."
-    return _csv(
+    rows = [
         [
-            [
-                d.worker_id,
-                (d.row or {}).get("AssignmentId") or sessions.get(d.participant_id) or "",
-                _money(d.bonus_minor),
-                reason,
-            ]
-            for d in bonus
-        ],
-        ["WorkerId", "AssignmentId", "BonusAmount", "Reason"],
-    )
+            d.worker_id,
+            (d.row or {}).get("AssignmentId") or sessions.get(d.participant_id) or "",
+            _money(d.bonus_minor),
+            reason,
+        ]
+        for d in bonus
+    ]
+    rows += [
+        [
+            o.worker_id,
+            assignments.get(o.worker_id) or o.session or "",
+            _money(o.amount_minor),
+            o.reason.removeprefix(REVIEW_PREFIX) if o.reason.startswith(REVIEW_PREFIX) else reason,
+        ]
+        for o in extra
+    ]
+    return _csv(rows, ["WorkerId", "AssignmentId", "BonusAmount", "Reason"])
+
+
+def bonus_lines(bonus: list[Decision], extra: tuple[Owed, ...] = ()) -> list[tuple[str, int]]:
+    """bonus.csv's lines: one per worker (Prolific's bulk bonus takes one amount a participant),
+    the score bonus of this run plus every bonus owed from earlier that this run writes."""
+    total: dict[str, int] = {}
+    for d in bonus:
+        total[d.worker_id] = total.get(d.worker_id, 0) + d.bonus_minor
+    for o in extra:
+        total[o.worker_id] = total.get(o.worker_id, 0) + o.amount_minor
+    return list(total.items())
 
 
 def _money(minor: int) -> str:
@@ -675,8 +807,8 @@ platform's own format.
 - reject.csv: id, Prolific's rejection category and the message, at least 100 characters
   ({reject}). Reject each with that category and message.
 - review.csv: submissions a person must look at, with the reasons ({review}).
-- bonus.csv: `id,amount` lines in {currency} ({bonus}). Prolific: bulk bonus payment. Upload it
-  once: a second upload pays again.
+- bonus.csv: `id,amount` lines in {currency} ({bonus}), one per worker: the score bonus
+  of this run and every bonus given in review since the last bonus.csv. {bonus_how}
 {mturk}
 Returned or timed-out submissions ({returned}) and those still active ({pending}) are listed in
 decisions.csv only: they are neither approved nor rejected.
@@ -699,9 +831,12 @@ def write_files(
     applied: Applied | None,
     mturk_fieldnames: list[str] | None,
     pseudonym=None,
+    via_api: bool = False,
 ) -> list[str]:
     """Write the decision files into `out`; returns their names. `pseudonym(player_id)` gives
-    the research exports' annotator key."""
+    the research exports' annotator key. bonus.csv holds this run's score bonuses plus the
+    bonuses owed from earlier that the run wrote (`applied.written`), or, before --apply, those it
+    would write; with `via_api` it is empty, since the bonuses are paid through the API."""
     config = config_of(study)
     out.mkdir(parents=True, exist_ok=True)
     act = [d for d in decisions if d.actionable]
@@ -726,6 +861,13 @@ def write_files(
     reject = [d for d in act if d.decision == REJECT]
     review = [d for d in decisions if d.decision == REVIEW]
     bonus = [d for d in decisions if d.bonus_minor > 0]
+    if via_api:
+        bonus, extra = [], ()
+    elif applied is not None:
+        extra = applied.written
+    else:
+        extra = tuple(owed_unsent(study))
+    lines = bonus_lines(bonus, extra)
     files["approve.txt"] = "".join(f"{d.worker_id}\n" for d in approve)
     files["reject.csv"] = _csv(
         [[d.worker_id, d.rejection_category, d.message] for d in reject],
@@ -736,14 +878,14 @@ def write_files(
         ["worker_id", "platform_status", "reasons"],
     )
     files["bonus.csv"] = "".join(
-        f"{neutralise(d.worker_id)},{_money(d.bonus_minor)}\n" for d in bonus
+        f"{neutralise(worker)},{_money(amount)}\n" for worker, amount in lines
     )
     mturk_line = ""
     if study.platform == "mturk":
-        files["mturk-bonus.csv"] = mturk_bonus_csv(study, bonus)
+        files["mturk-bonus.csv"] = mturk_bonus_csv(study, bonus, extra)
         mturk_line += (
             f"- mturk-bonus.csv: WorkerId, AssignmentId, BonusAmount and Reason for MTurk's "
-            f"SendBonus ({len(bonus)}); send each once.\n"
+            f"SendBonus ({len(bonus) + len(extra)}); send each once.\n"
         )
     if mturk_fieldnames is not None:
         files["mturk-decisions.csv"] = mturk_batch_with_decisions(decisions, mturk_fieldnames)
@@ -760,7 +902,15 @@ def write_files(
         approve=len(approve),
         reject=len(reject),
         review=len(review),
-        bonus=f"{len(bonus)}, {_money(sum(d.bonus_minor for d in bonus))} {config.currency}",
+        bonus=f"{len(lines)}, {_money(sum(a for _w, a in lines))} {config.currency}",
+        bonus_how=(
+            "Empty: this run pays the bonuses through Prolific's API; do not upload anything."
+            if via_api
+            else "Prolific: bulk bonus payment. Upload it once: a second upload pays again."
+            if applied is not None
+            else "A preview: nothing is recorded, so do not upload it; run with --apply and "
+            "upload that run's bonus.csv."
+        ),
         currency=config.currency,
         returned=count[RETURNED],
         pending=count[PENDING],

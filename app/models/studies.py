@@ -168,8 +168,11 @@ class StudyDecision(db.Model):
     source: Mapped[str] = mapped_column(String(16), default="verify", server_default="verify")
 
 
-# Bonus ledger states. A row is `issued` when written to a bonus.csv for the researcher to upload,
-# `requested` when it is to be paid through the platform's API, `sent` once the pay call went out
+# Bonus ledger states. A row is `issued` when written to a bonus.csv for the researcher to upload
+# (platform_ref's "file_run" names the run whose bonus.csv holds it, when that is not its own run),
+# `requested` when owed and not yet handed out: a bonus given in review, or one to be paid through
+# the platform's API; the next bonus.csv or API payment takes it, whichever comes first (a row
+# with a Prolific set-up stays with the API). `sent` once the pay call went out
 # (paid or not, it is never sent again), `paid` when the platform confirmed it, `failed` when the
 # platform refused before paying. `reversed` rows were cancelled by a `reversal` row (a negative
 # amount that names them); a paid or sent row is never reversed and no row is ever deleted.

@@ -206,8 +206,9 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "decision": (
         "string",
         "",
-        "the latest `flask study verify --apply` decision (approve, reject, review, returned, "
-        "pending); empty when none",
+        "the worker's current decision, the newest one recorded, whether by `flask study "
+        "verify --apply` or by a person in review (the review page or `flask study review`): "
+        "approve, reject, review, returned or pending; empty when none",
     ),
     "uncounted": (
         "string",
@@ -289,7 +290,8 @@ PRIVATE_STUDY_COLUMNS = {
     "platform_status": (
         "string",
         "",
-        "PRIVATE: the platform's status for the submission in the latest verify run",
+        "PRIVATE: the platform's status for the submission as read by the run that recorded the "
+        "current decision; empty when a person decided in review",
     ),
 }
 

@@ -195,23 +195,11 @@ def review_bonus(slug: str, worker_id: str):
         money = verify._money(row.amount_minor)
         return (
             f"Bonus of {money} {lookup.config_of(found).currency} for {worker_id} recorded "
-            f"(run {row.run}). Pay it once: download the bonus file below and upload it, "
-            "or add the line to a bulk bonus."
+            f"(run {row.run}). It is owed in the ledger: the next `flask study verify --apply` "
+            "puts it in its bonus.csv (upload that once), or `flask study prolific apply` pays it."
         )
 
     return _decided(found, worker_id, act)
-
-
-@bp.get("/studies/<slug>/review/bonus-<int:run>.csv")
-def review_bonus_file(slug: str, run: int):
-    """The bonuses given in one review run, in Prolific's bulk bonus format (id,amount): the
-    file `flask study review --bonus --out` writes."""
-    text = review.bonus_file(lookup.get_study(slug), run)
-    return Response(
-        text,
-        mimetype="text/csv",
-        headers={"Content-Disposition": f"attachment; filename={slug}-review-bonus-{run}.csv"},
-    )
 
 
 EXPLANATION_FILTERS = {"all": None, "shown": False, "hidden": True}

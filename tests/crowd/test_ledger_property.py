@@ -5,14 +5,18 @@ Prolific's API (tests/crowd/test_prolific_api.py): verify --apply writing bonus.
 bonus.csv (the researcher pays what it says), verify --apply --send through the API (whose
 set-up may be refused, or whose pay call may be answered with an error after paying), undo-verify
 with or without --drop-bonuses (as the docs advise: only for a bonus.csv never uploaded),
-`study edit` raising the bonus cap, and `study review --bonus` (once per worker and reason).
-After every step no worker was paid more than owed, each ledger key has at most one live row,
-each bulk bonus was paid once, and no ledger row was ever deleted; once the researcher settles
-(uploads what is pending and runs verify again), every worker's paid total equals what the
-study owes them.
+`study edit` raising the bonus cap, and `study review --bonus` (once per worker and reason),
+which is owed in the ledger until the next bonus.csv holds it or the API pays it, whichever
+comes first. The bonus.csv uploaded is the file verify writes, read back. After every step no
+worker was paid more than owed, each ledger key has at most one live row, each bulk bonus was
+paid once, and no ledger row was ever deleted; once the researcher settles (uploads what is
+pending and runs verify again), every worker's paid total equals what the study owes them.
 """
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -111,13 +115,25 @@ class Researcher(RuleBasedStateMachine):
     def start(self):
         pass
 
-    @rule()
-    def verify_and_write_bonus_csv(self):
+    def write_bonus_csv(self) -> tuple[int | None, list[tuple[str, int]]]:
+        """verify --apply, and the bonus.csv it writes, as the researcher would upload it."""
         decisions = verify.decide(self.study, self.submissions())
         applied = verify.apply_decisions(self.study, decisions)
-        lines = [(d.worker_id, d.bonus_minor) for d in decisions if d.bonus_minor > 0]
-        if applied.run is not None and lines:
-            self.files[applied.run] = lines
+        with tempfile.TemporaryDirectory() as out:
+            verify.write_files(Path(out), self.study, decisions, "st1", applied, None)
+            text = (Path(out) / "bonus.csv").read_text()
+        lines = []
+        for line in text.splitlines():
+            worker, amount = line.split(",")
+            lines.append((worker, round(float(amount) * 100)))
+        assert len({w for w, _a in lines}) == len(lines)  # one line a worker
+        return applied.run, lines
+
+    @rule()
+    def verify_and_write_bonus_csv(self):
+        run, lines = self.write_bonus_csv()
+        if run is not None and lines:
+            self.files[run] = lines
 
     @precondition(lambda self: self.files)
     @rule(data=st.data())
@@ -149,12 +165,39 @@ class Researcher(RuleBasedStateMachine):
             return
         # As the docs advise: --drop-bonuses only when that run's bonus.csv was never uploaded.
         drop = drop and latest not in self.uploaded_runs
+        before = self.review_rows()
         verify.undo_last_run(self.study, drop_bonuses=drop)
+        after = self.review_rows()
         if drop:
             self.files.pop(latest, None)  # that bonus.csv is thrown away
-            for key, (run, _amount) in list(self.review_given.items()):
-                if run == latest:
-                    del self.review_given[key]
+        for key, (run, _amount) in list(self.review_given.items()):
+            row = before[key]
+            if run == latest and row.state == verify.REQUESTED:
+                # Undoing the review that gave it, before anything paid it: cancelled.
+                assert key not in after
+                del self.review_given[key]
+            elif row.state == verify.ISSUED and verify.file_run(row) == latest and drop:
+                # Taken out of a bonus.csv thrown away: owed again, for the next file or apply.
+                assert after[key].state == verify.REQUESTED
+            else:
+                assert after[key].state == row.state, key
+
+    def review_rows(self) -> dict[tuple[str, str], StudyBonus]:
+        found = {}
+        for worker, reason in self.review_given:
+            pid = next(w.participant_id for w in worker_stats(self.study) if w.worker_id == worker)
+            row = db.session.scalar(
+                select(StudyBonus).where(
+                    StudyBonus.study_id == self.study.id,
+                    StudyBonus.participant_id == pid,
+                    StudyBonus.reason == review.REVIEW_PREFIX + reason,
+                    StudyBonus.state.in_(BONUS_LIVE),
+                )
+            )
+            if row is not None:
+                db.session.expunge(row)
+                found[(worker, reason)] = row
+        return found
 
     @rule(worker=st.sampled_from(["w-a", "w-b"]), reason=st.sampled_from(["kind", "careful"]))
     def review_gives_a_bonus(self, worker, reason):
@@ -164,8 +207,8 @@ class Researcher(RuleBasedStateMachine):
             assert (worker, reason) in self.review_given  # that reason is paid once
             return
         assert (worker, reason) not in self.review_given
+        assert row.state == verify.REQUESTED  # owed: the next bonus.csv or apply pays it
         self.review_given[(worker, reason)] = (row.run, 15)
-        self.files[row.run] = [(worker, 15)]  # the bonus file the command writes
 
     @precondition(lambda self: self.cap < len(CAPS) - 1)
     @rule()
@@ -202,14 +245,16 @@ class Researcher(RuleBasedStateMachine):
         # and uploads that file too.
         for run in sorted(self.files):
             self.upload_a_bonus_csv_now(run)
-        decisions = verify.decide(self.study, self.submissions())
-        verify.apply_decisions(self.study, decisions)
-        for d in decisions:
-            if d.bonus_minor:
-                self.uploads[d.worker_id] = self.uploads.get(d.worker_id, 0) + d.bonus_minor
+        _run, lines = self.write_bonus_csv()
+        for worker, amount in lines:
+            self.uploads[worker] = self.uploads.get(worker, 0) + amount
+        _run, lines = self.write_bonus_csv()
+        assert lines == []  # nothing is owed twice
         owed = self.owed_in_all()
         paid = paid_per_worker(self.fake, self.uploads)
+        decided = {d.worker_id: d.decision for d in verify.decide(self.study, self.submissions())}
         for worker in ("w-a", "w-b"):
+            assert decided[worker] == verify.APPROVE, (worker, decided)
             assert paid.get(worker, 0) == owed[worker], (worker, paid, owed)
         assert paid.get("w-lazy", 0) == 0  # rejected: no bonus
 
@@ -219,6 +264,9 @@ class Researcher(RuleBasedStateMachine):
 
 
 URL: dict = {}
+# No speed rule: the workers here play at machine speed, and how fast that is depends on the
+# machine's load; a "too fast" worker would go to review and change what is owed between runs.
+STEADY = "speeder_fraction = 0\n" + BONUS
 
 
 def test_every_bonus_is_paid_exactly_once_whatever_the_commands(
@@ -229,7 +277,7 @@ def test_every_bonus_is_paid_exactly_once_whatever_the_commands(
     prolific,  # noqa: F811
 ):
     make_pool(normal=20, human=6)
-    assert create(runner, tmp_path, BONUS).exit_code == 0
+    assert create(runner, tmp_path, STEADY).exit_code == 0
     study = lookup.get_study("pilot")
     a = join(study, "w-a", "sa")
     for _ in range(6):
@@ -263,7 +311,7 @@ def test_the_api_path_records_what_prolific_answered_and_never_pays_a_row_twice(
     prolific,  # noqa: F811
 ):
     make_pool(normal=20, human=6)
-    assert create(runner, tmp_path, BONUS).exit_code == 0
+    assert create(runner, tmp_path, STEADY).exit_code == 0
     study = lookup.get_study("pilot")
     worker = join(study, "w-a", "sa")
     for _ in range(6):

@@ -106,20 +106,24 @@ def test_review_lists_decides_and_verify_writes_the_decision(study, runner, tmp_
 
 def test_a_bonus_from_review_is_given_once_per_reason(study, runner, tmp_path):
     args = ["study", "review", "pilot", "--bonus", "w-typo", "--amount", "0.50"]
-    first = runner.invoke(args=[*args, "--reason", "careful explanations", "--out", str(tmp_path)])
+    first = runner.invoke(args=[*args, "--reason", "careful explanations"])
     assert first.exit_code == 0, first.output
     assert "a bonus of 0.50 GBP for w-typo" in first.output
-    written = list(tmp_path.glob("review-bonus-*.csv"))
-    assert [p.read_text() for p in written] == ["w-typo,0.50\n"]
+    assert "the next `flask study verify pilot ... --apply` writes it" in first.output
     twice = runner.invoke(args=[*args, "--reason", "careful  explanations"])
     assert twice.exit_code != 0 and "paid once" in twice.output
     assert runner.invoke(args=[*args, "--reason", ""]).exit_code != 0
     assert runner.invoke(args=[*args[:-1], "-1", "--reason", "x"]).exit_code != 0
     assert db.session.scalar(select(func.count()).select_from(StudyBonus)) == 1
-    # The score bonus is owed apart from it.
+    # The score bonus is owed apart from it; verify's one bonus.csv pays both, once.
     runner.invoke(args=["study", "review", "pilot", "--approve", "w-typo"])
+    preview, _ = verify_run(runner, tmp_path, "preview", "AWAITING REVIEW")
+    assert (preview / "bonus.csv").read_text() == "w-typo,0.70\n"
+    assert "do not upload it" in (preview / "README.md").read_text()
     out, _ = verify_run(runner, tmp_path, "one", "AWAITING REVIEW", "--apply")
-    assert (out / "bonus.csv").read_text() == "w-typo,0.20\n"
+    assert (out / "bonus.csv").read_text() == "w-typo,0.70\n"
+    again, _ = verify_run(runner, tmp_path, "two", "AWAITING REVIEW", "--apply")
+    assert (again / "bonus.csv").read_text() == ""
 
 
 def test_prolifics_own_approved_settles_a_review(study, runner, tmp_path):

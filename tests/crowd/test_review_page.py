@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.accounts import service as accounts
-from app.crowd import review, studies
+from app.crowd import review, studies, verify
 from app.errors import Conflict
 from app.extensions import db
 from app.models import StudyBonus, StudyDecision
@@ -233,14 +233,12 @@ def test_a_bonus_is_given_once_and_bad_amounts_are_refused(app, study, lab, runn
     assert (row.amount_minor, row.reason, row.state) == (
         50,
         "review: careful explanations",
-        "issued",
+        "requested",
     )
-    # The bonus file the page links to is the one the CLI writes.
+    # Owed in the ledger, with the one way it is paid; no file of its own to upload twice.
     page = lab.get(given.headers["Location"]).get_data(as_text=True)
-    link = f"/research/studies/pilot/review/bonus-{row.run}.csv"
-    assert link in page
-    assert lab.get(link).get_data(as_text=True) == "w-typo,0.50\n"
-    assert lab.get("/research/studies/pilot/review/bonus-999.csv").status_code == 404
+    assert "next <code>verify --apply</code> bonus.csv" in page
+    assert lab.get(f"/research/studies/pilot/review/bonus-{row.run}.csv").status_code == 404
     # The CLI refuses the same key too: one store, one rule.
     again = runner.invoke(
         args=["study", "review", "pilot", "--bonus", "w-typo", "--amount", "0.50",
@@ -296,13 +294,17 @@ def test_simultaneous_decisions_record_one(app, study):
     assert bonuses(app) == 1
 
 
-def test_an_mturk_review_bonus_file_fits_sendbonus(ctx):
+def test_an_mturk_review_bonus_goes_into_verifys_sendbonus_file(ctx, tmp_path):
     make_pool(normal=12, human=4)
     study = make_study(platform="mturk", completion_codes={}, rounds=3, attention_check_rate=0)
     worker = join(study, "A1TURKER", "ASSIGN77")
     for _ in range(3):
         play_slot(study, worker, flag_at=None)
-    row = review.give_bonus(study, "A1TURKER", 0.25, "clear, careful notes")
-    assert review.bonus_file(study, row.run) == (
+    review.give_bonus(study, "A1TURKER", 0.25, "clear, careful notes")
+    decisions = verify.decide(study, [verify.Submission("A1TURKER", None, "SUBMITTED")])
+    applied = verify.apply_decisions(study, decisions)
+    verify.write_files(tmp_path, study, decisions, "batch.csv", applied, None)
+    assert (tmp_path / "mturk-bonus.csv").read_text() == (
         'WorkerId,AssignmentId,BonusAmount,Reason\nA1TURKER,ASSIGN77,0.25,"clear, careful notes"\n'
     )
+    assert (tmp_path / "bonus.csv").read_text() == "A1TURKER,0.25\n"
