@@ -90,6 +90,9 @@ _FINGERPRINT_SQL = [
     " WHERE n.nspname = current_schema() AND t.typtype IN ('e', 'd') ORDER BY 1",
     "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
     " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'S', 'v', 'm', 'p') ORDER BY 1",
+    "SELECT t.tgrelid::regclass::text, t.tgname, t.tgenabled FROM pg_trigger t"
+    " JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = current_schema() AND NOT t.tgisinternal ORDER BY 1, 2",
 ]
 # The sequences that belong to the models' tables (their serial/identity columns).
 _SEQUENCES_SQL = (
