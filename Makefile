@@ -6,6 +6,9 @@ PYTHON ?= python3
 HOST ?= 127.0.0.1
 PORT ?= 5000
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/roft_test
+# Extra pytest options for both passes, e.g. `make test PYTEST_ARGS="-n 2"` runs each pass on
+# two pytest-xdist workers (each worker gets its own PostgreSQL database: tests/conftest.py).
+PYTEST_ARGS ?=
 export FLASK_APP := wsgi.py
 
 .PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium axe demo screenshots clean
@@ -45,10 +48,10 @@ run: setup
 test: setup-dev chromium axe services lint test-sqlite test-postgres
 
 test-sqlite: setup-dev axe
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-postgres: setup-dev axe services
-	TEST_DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q
+	TEST_DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q $(PYTEST_ARGS)
 
 ## The nightly-sized fuzzing run: 10^4 hypothesis cases on SQLite, then on PostgreSQL.
 fuzz-nightly: setup-dev services

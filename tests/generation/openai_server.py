@@ -164,16 +164,29 @@ def make_handler(state: State):
                     state.failures_sent.append(status)
                 state.in_flight += 1
                 state.most_in_flight = max(state.most_in_flight, state.in_flight)
+            done = False
+
+            def leave() -> None:
+                """Out of flight before the answer is written: a client that has read it may
+                send its next request at once, and must not be counted twice."""
+                nonlocal done
+                if not done:
+                    done = True
+                    with state.lock:
+                        state.in_flight -= 1
+
             try:
                 if status is not None:
                     headers = {}
                     if state.retry_after is not None:
                         headers["Retry-After"] = state.retry_after
+                    leave()
                     self._send(status, {"error": {"message": f"test {status}"}}, headers)
                     return
                 time.sleep(state.delay)
                 chat = self.path == "/v1/chat/completions"
                 if body.get("model") != state.served_name:
+                    leave()
                     self._send(404, {"error": {"message": f"model {body.get('model')!r}?"}})
                     return
                 with state.lock:
@@ -190,6 +203,7 @@ def make_handler(state: State):
                     choice["message"] = {"role": "assistant", "content": text}
                 else:
                     choice["text"] = text
+                leave()
                 self._send(
                     200,
                     {
@@ -202,8 +216,7 @@ def make_handler(state: State):
                     },
                 )
             finally:
-                with state.lock:
-                    state.in_flight -= 1
+                leave()
 
     return Handler
 

@@ -18,6 +18,7 @@ from app.catalog.records import parse_lines
 from generation.cli import main
 from generation.engines.openai import backoff_seconds, retry_after_seconds, safe_url
 from roftcore.records import validate
+from tests.generation.conftest import demo_docs
 from tests.generation.openai_server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +42,25 @@ def server(tiny_model_dir):
 @pytest.fixture
 def key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(server, tmp_path_factory) -> Path:
+    """The records of one clean run against the test server (default concurrency), made once
+    for the module: the reference that retried, resumed and sharded runs must reproduce. The
+    same arguments always give the same records (each request carries its own seed), so one run
+    stands for the clean run each of those tests used to make for itself."""
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    corpus = folder / "news.jsonl"
+    docs = [*demo_docs("news", 6), {"id": "short-1", "text": "Too short. Only two sentences."}]
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    out = folder / "whole.jsonl"
+    server["control"](reset=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, KEY)
+        assert main(args(corpus, out, *api(server))) == 0
+    assert len(read(out)) > 0
+    return out
 
 
 def args(corpus, out, *extra) -> list[str]:
@@ -155,10 +175,10 @@ def test_requests_run_concurrently(corpus_file, tmp_path, server, key):
     assert 2 <= manifest["requests"]["most_in_flight"] <= 4
 
 
-def test_429_and_5xx_are_retried_and_change_nothing(corpus_file, tmp_path, server, key):
-    server["control"](reset=True)
-    clean = tmp_path / "clean.jsonl"
-    assert main(args(corpus_file, clean, *api(server))) == 0
+def test_429_and_5xx_are_retried_and_change_nothing(
+    corpus_file, tmp_path, server, key, uninterrupted
+):
+    clean = uninterrupted
     server["control"](reset=True, fail=[429, 500, 503, 429], retry_after="0")
     bumpy = tmp_path / "bumpy.jsonl"
     assert main(args(corpus_file, bumpy, *api(server))) == 0
@@ -178,7 +198,7 @@ def test_retry_after_is_waited_for(corpus_file, tmp_path, server, key):
 
 
 def test_a_server_that_keeps_failing_stops_the_run_and_resume_finishes_it(
-    corpus_file, tmp_path, server, key, capsys
+    corpus_file, tmp_path, server, key, capsys, uninterrupted
 ):
     server["control"](reset=True, fail=[500] * 3)
     out = tmp_path / "api.jsonl"
@@ -189,9 +209,7 @@ def test_a_server_that_keeps_failing_stops_the_run_and_resume_finishes_it(
         "incomplete"
     )
     assert main(args(corpus_file, out, *api(server, "--resume"))) == 0
-    whole = tmp_path / "whole.jsonl"
-    assert main(args(corpus_file, whole, *api(server))) == 0
-    assert read(out) == read(whole)
+    assert read(out) == read(uninterrupted)
 
 
 def test_a_wrong_key_is_refused_clearly_and_never_printed(
@@ -215,11 +233,10 @@ def test_an_unknown_model_or_missing_url_is_a_usage_error(corpus_file, tmp_path,
     assert main(no_url) == 2
 
 
-def test_a_killed_run_resumes_to_the_uninterrupted_records(corpus_file, tmp_path, server, key):
-    server["control"](reset=True)
-    whole = tmp_path / "whole.jsonl"
-    assert main(args(corpus_file, whole, *api(server, "--concurrency", "1"))) == 0
-
+def test_a_killed_run_resumes_to_the_uninterrupted_records(
+    corpus_file, tmp_path, server, key, uninterrupted
+):
+    whole = uninterrupted
     server["control"](reset=True, delay=0.4)
     killed = tmp_path / "killed.jsonl"
     part = tmp_path / "killed.jsonl.part"
@@ -261,13 +278,12 @@ def test_retry_helpers():
 
 
 def test_replicas_and_shards_merge_to_the_single_server_records(
-    corpus_file, tmp_path, tiny_model_dir, server, key
+    corpus_file, tmp_path, tiny_model_dir, server, key, uninterrupted
 ):
     """Data parallelism: two servers, either both behind one run or one shard of the plan each
     (then merged), give the records of one server."""
     server["control"](reset=True)
-    single = tmp_path / "single.jsonl"
-    assert main(args(corpus_file, single, *api(server))) == 0
+    single = uninterrupted
     with serve(tiny_model_dir, SERVED, KEY_ENV, KEY) as second:
         both = tmp_path / "both.jsonl"
         two_urls = [*api(server, "--concurrency", "4"), "--base-url", second["base"]]
