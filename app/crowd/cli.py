@@ -463,7 +463,8 @@ def register_study_cli(app: Flask) -> None:
                 )
             except ExportError as error:
                 raise click.ClickException(f"export failed, nothing deleted: {error}") from None
-            (Path(export_to) / "workers.csv").write_text(
+            # Not workers.csv: that is the export's own (pseudonymous, typed) workers table.
+            (Path(export_to) / "study-workers.csv").write_text(
                 reports.workers_csv(reports.study_report(study)), encoding="utf-8"
             )
             click.echo(f"Exported {result.counts['rounds']} rounds to {result.folder}.")

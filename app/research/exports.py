@@ -1,4 +1,5 @@
-"""Research exports: pseudonymised rounds, examples and players as CSV, Parquet or SQLite.
+"""Research exports: pseudonymised rounds, examples, players, votes and crowd workers as CSV,
+Parquet or SQLite.
 
 One export is one folder: the tables, `schema.md` and `schema.json` (every column, its type and
 unit), `manifest.json` (what was exported, how, and with which filters), `README.md` (a Hugging
@@ -8,6 +9,9 @@ column has the type the schema gives it in every format, also in an empty table.
 - The rounds table starts with the twenty columns of the public RoFT dataset (`roft.csv`), in its
   order and meaning (positions converted at this edge: true_boundary_index = boundary - 1,
   predicted_boundary_index = guess - 1), followed by our richer columns.
+- The workers table has one row per crowd-study participant of the exported studies, also those
+  with no rounds (screened out, returned before answering), with their status and current
+  decision; its `annotator` is the rounds table's pseudonym, so the two join.
 - Only answered rounds are annotations; only rounds of players who consented to research use are
   exported unless `include_unconsented` is set.
 - Players appear as pseudonyms: an HMAC-SHA256 of the player id keyed with EXPORT_PSEUDONYM_KEY
@@ -64,7 +68,7 @@ SURVEY_NOTE = "the player's answer on the optional /survey page; -1 = not given"
 KNOWN_FILES = (
     *(
         f"{t}.{ext}"
-        for t in ("rounds", "examples", "players", "votes")
+        for t in ("rounds", "examples", "players", "votes", "workers")
         for ext in ("csv", "parquet")
     ),
     "schema.json",
@@ -200,8 +204,9 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "participant_status": (
         "string",
         "",
-        "crowd worker's outcome on the site: completed, failed_checks, screened_out, started, "
-        "returned or timed_out; empty for public players",
+        "crowd worker's outcome on the site: completed, failed_checks, started, returned or "
+        "timed_out (screened-out workers answer no round: see the workers table); empty for "
+        "public players",
     ),
     "decision": (
         "string",
@@ -284,6 +289,49 @@ VOTE_COLUMNS: dict[str, tuple[str, str, str]] = {
     "voter": ("string", "", "pseudonym of the player who voted (same keyed HMAC as annotator)"),
     "voted_on": ("date", "UTC", "the day of the vote (day only)"),
 }
+WORKER_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "annotator": (
+        "string",
+        "",
+        "pseudonym of the worker's player (matches rounds.annotator; same keyed HMAC)",
+    ),
+    "study": ("string", "", "crowd study slug"),
+    "participant_status": (
+        "string",
+        "",
+        "the worker's outcome on the site: started, completed, failed_checks, screened_out, "
+        "returned or timed_out",
+    ),
+    "decision": (
+        "string",
+        "",
+        "the worker's current decision, the newest one recorded (the same as rounds.decision): "
+        "approve, reject, review, returned or pending; empty when none",
+    ),
+    "rounds_done": (
+        "integer",
+        "rounds",
+        "study rounds the worker answered, attention checks included, practice not",
+    ),
+    "checks_passed": ("integer", "checks", "attention checks answered as the check asked"),
+    "checks_failed": ("integer", "checks", "attention checks answered otherwise"),
+    "checks_void": (
+        "integer",
+        "checks",
+        "attention checks answered before their evidence was shown: neither passed nor failed",
+    ),
+    "started_at": ("timestamp", "UTC, ISO 8601", "when the worker consented and entered the study"),
+    "finished_at": (
+        "timestamp",
+        "UTC, ISO 8601",
+        "when the worker reached an outcome (completed, failed_checks, screened_out); empty if not",
+    ),
+    "left_at": (
+        "timestamp",
+        "UTC, ISO 8601",
+        "when the worker returned the task or ran out of time; empty if not",
+    ),
+}
 PRIVATE_COLUMNS = {"username": ("string", "", "PRIVATE: the player's username")}
 PRIVATE_STUDY_COLUMNS = {
     "worker_id": ("string", "", "PRIVATE: the crowd platform's worker id (e.g. PROLIFIC_PID)"),
@@ -352,6 +400,38 @@ def _latest_decision():
         .correlate(Participant)
         .scalar_subquery()
     )
+
+
+def _workers_query(options: ExportOptions):
+    """Every participant of the exported studies, with or without rounds, and their current
+    decision (the rounds' `_latest_decision`). The consent rule is the rounds': a participant's
+    player records research consent when the worker ticks the study's consent box."""
+    workers = (
+        select(
+            Participant.player_id,
+            Study.slug.label("study"),
+            Participant.status.label("participant_status"),
+            StudyDecision.decision,
+            StudyDecision.platform_status,
+            Participant.rounds_done,
+            Participant.checks_passed,
+            Participant.checks_failed,
+            Participant.checks_void,
+            Participant.started_at,
+            Participant.finished_at,
+            Participant.left_at,
+            Participant.worker_id,
+        )
+        .join(Study, Study.id == Participant.study_id)
+        .join(Player, Player.id == Participant.player_id)
+        .outerjoin(StudyDecision, StudyDecision.id == _latest_decision())
+        .order_by(Participant.id)
+    )
+    if options.study:
+        workers = workers.where(Study.slug == options.study)
+    if not options.include_unconsented:
+        workers = workers.where(Player.research_consent_at.is_not(None))
+    return workers
 
 
 def _queries(options: ExportOptions):
@@ -487,6 +567,8 @@ def collect(options: ExportOptions, progress: Callable[[str], None] | None = Non
                 conn, votes_q.order_by(ExplanationVote.round_id, ExplanationVote.voter_id)
             )
             step("votes")
+            workers = _read(conn, _workers_query(options))
+            step("workers")
         finally:
             conn.rollback()
     return {
@@ -495,6 +577,7 @@ def collect(options: ExportOptions, progress: Callable[[str], None] | None = Non
         "examples": examples,
         "players": players,
         "votes": votes,
+        "workers": workers,
     }
 
 
@@ -699,7 +782,38 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
         },
         columns=list(VOTE_COLUMNS),
     )
-    return {"rounds": out.reset_index(drop=True), "examples": ex, "players": pl, "votes": vt}
+    return {
+        "rounds": out.reset_index(drop=True),
+        "examples": ex,
+        "players": pl,
+        "votes": vt,
+        "workers": _workers_table(raw["workers"], options, key),
+    }
+
+
+def _workers_table(workers: pd.DataFrame, options: ExportOptions, key: bytes) -> pd.DataFrame:
+    """One row per study participant, sorted by study and pseudonym (not by arrival)."""
+    wk = pd.DataFrame(
+        {
+            "annotator": workers["player_id"].map(lambda pid: pseudonym(int(pid), key)),
+            "study": workers["study"],
+            "participant_status": workers["participant_status"].map(_text_value),
+            "decision": workers["decision"].fillna(""),
+            **{
+                name: workers[name].fillna(0).astype("int64")
+                for name in ("rounds_done", "checks_passed", "checks_failed", "checks_void")
+            },
+            **{
+                name: pd.to_datetime(workers[name], utc=True)
+                for name in ("started_at", "finished_at", "left_at")
+            },
+        },
+        columns=list(WORKER_COLUMNS),
+    )
+    if options.private:
+        wk["worker_id"] = workers["worker_id"].fillna("")
+        wk["platform_status"] = workers["platform_status"].fillna("")
+    return wk.sort_values(["study", "annotator"]).reset_index(drop=True)
 
 
 def schema(private: bool = False) -> dict:
@@ -711,6 +825,7 @@ def schema(private: bool = False) -> dict:
         "examples": EXAMPLE_COLUMNS,
         "players": {**PLAYER_COLUMNS, **extra},
         "votes": VOTE_COLUMNS,
+        "workers": {**WORKER_COLUMNS, **study_extra},
     }
     return {
         "private": private,
@@ -729,8 +844,8 @@ def schema_markdown(private: bool = False) -> str:
     lines = ["# Data dictionary", ""]
     if private:
         lines += [
-            "**PRIVATE EXPORT: the rounds and players tables contain usernames, and rounds the "
-            "crowd workers' platform ids.**",
+            "**PRIVATE EXPORT: the rounds and players tables contain usernames, and rounds and "
+            "workers the crowd workers' platform ids.**",
             "",
         ]
     lines += [
@@ -798,7 +913,8 @@ def _readme(manifest: dict) -> list[str]:
         "",
         f"Made {manifest['created_at']} as {manifest['format']}: "
         f"{manifest['counts']['rounds']} rounds, {manifest['counts']['examples']} examples, "
-        f"{manifest['counts']['players']} players.",
+        f"{manifest['counts']['players']} players, "
+        f"{manifest['counts'].get('workers', 0)} crowd workers.",
         "Rounds: "
         + (
             "ALL players, including those who did not consent to research use."

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 from sqlalchemy import func, select
 
 from app.crowd import lookup
 from app.extensions import db
 from app.models import Example, Participant, Player, Round, Study
+from app.research import card
 from tests.crowd.helpers import join, make_pool, play_slot
 
 STUDY_TOML = """
@@ -181,7 +183,12 @@ def test_delete_needs_force_and_an_export_when_workers_joined(runner, ctx, tmp_p
     assert done.exit_code == 0, done.output
     rounds_csv = (out / "rounds.csv").read_text(encoding="utf-8")
     assert rounds_csv.startswith("date,") and "w-good" in rounds_csv  # private: worker ids
+    assert "w-fail" in (out / "study-workers.csv").read_text(encoding="utf-8")  # the report's
+    # The export's own workers table is left as the export wrote it (its digest still holds).
     assert "w-fail" in (out / "workers.csv").read_text(encoding="utf-8")
+    croissant = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
+    digests = {f["contentUrl"]: f["sha256"] for f in croissant["distribution"]}
+    assert digests["workers.csv"] == card.sha256_of(out / "workers.csv")
     for model in (Study, Participant, Round):
         assert db.session.scalar(select(func.count()).select_from(model)) == 0
     assert db.session.scalar(select(func.count()).where(Player.kind == "crowd")) == 0

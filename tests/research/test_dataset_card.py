@@ -16,7 +16,7 @@ from app.research import card, exports
 from tests import factories
 from tests.research.helpers import consent, play
 
-TABLES = ("rounds", "examples", "players", "votes")
+TABLES = ("rounds", "examples", "players", "votes", "workers")
 
 
 def export_to(app, folder, fmt: str, **options) -> exports.ExportResult:

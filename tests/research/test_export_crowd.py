@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow.parquet as pq
 from sqlalchemy import select
 
 from analysis.load import load
-from app.crowd import ratings
+from app.crowd import admission, ratings
 from app.extensions import db
-from app.models import Example
+from app.models import Example, ParticipantStatus, Player
 from app.research import exports
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
 
@@ -110,6 +111,13 @@ def test_private_exports_carry_platform_ids_and_decisions_join_pseudonymous_ones
     clean = plain[plain["decision"] != "reject"]
     assert clean["annotator"].nunique() == 1 and len(clean) == 4
 
+    # The workers table carries the same current decision as the rounds (one source).
+    workers = pd.read_csv(tmp_path / "plain" / "workers.csv", keep_default_na=False)
+    per_round = plain.groupby("annotator")["decision"].agg(set)
+    assert {a: {d} for a, d in zip(workers["annotator"], workers["decision"], strict=True)} == (
+        per_round.to_dict()
+    )
+
     exports.export(exports.ExportOptions(out=tmp_path / "private", format="csv", private=True))
     private = pd.read_csv(tmp_path / "private" / "rounds.csv")
     ids = dict(zip(private["worker_id"], private["platform_status"], strict=False))
@@ -117,7 +125,102 @@ def test_private_exports_carry_platform_ids_and_decisions_join_pseudonymous_ones
     assert "worker ids" in (tmp_path / "private" / "README.md").read_text()
     # No CSV, private or not, starts with anything but its header.
     for folder in ("plain", "private"):
-        for name in ("rounds.csv", "examples.csv", "players.csv"):
+        for name in ("rounds.csv", "examples.csv", "players.csv", "workers.csv"):
             first = (tmp_path / folder / name).read_text(encoding="utf-8").splitlines()[0]
             assert not first.startswith(("#", "PRIVATE", "WARNING")), (folder, name, first)
             assert first.split(",")[0] in ("date", "example_id", "annotator")
+    private_workers = pd.read_csv(tmp_path / "private" / "workers.csv")
+    assert set(private_workers["worker_id"]) == {"PROLIFIC5f00aa11", "PROLIFIC5f00bb22"}
+    assert set(private_workers["platform_status"]) == {"AWAITING REVIEW"}
+
+
+SCREENING = {
+    "question": "Do you read English fluently?",
+    "options": ["yes", "no"],
+    "accept": ["yes"],
+}
+
+
+def test_workers_table_has_every_participant_with_status_even_without_rounds(ctx, tmp_path):
+    make_pool()
+    study = make_study(rounds=4, attention_check_rate=0.5, screening=SCREENING)
+    screened = join(study, worker="PROLIFICscreen01", session="s-x", screening="no")
+    gone = join(study, worker="PROLIFICgone0002", session="s-g", screening="yes")
+    admission.mark_left(gone, ParticipantStatus.returned)
+    db.session.commit()
+    done = join(study, worker="PROLIFICdone0003", session="s-d", screening="yes")
+    for _ in range(4):
+        play_slot(study, done, flag_at=None)
+    assert done.status == ParticipantStatus.completed
+    key = exports.pseudonym_key()
+    names = {exports.pseudonym(p.player_id, key): p.status.value for p in (screened, gone, done)}
+
+    result = exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
+    assert result.counts["workers"] == 3
+    workers = pd.read_csv(tmp_path / "dump" / "workers.csv", keep_default_na=False)
+    assert list(workers.columns) == list(exports.WORKER_COLUMNS)
+    assert dict(zip(workers["annotator"], workers["participant_status"], strict=True)) == names
+    by_status = workers.set_index("participant_status")
+    assert by_status.loc["screened_out", "rounds_done"] == 0
+    assert by_status.loc["returned", "rounds_done"] == 0
+    assert by_status.loc["completed", "rounds_done"] == 4
+    assert (
+        by_status.loc["completed", "checks_passed"] + by_status.loc["completed", "checks_void"] == 2
+    )
+    assert by_status.loc["completed", "checks_failed"] == 0
+    assert (
+        by_status.loc["screened_out", "finished_at"] and by_status.loc["completed", "finished_at"]
+    )
+    assert by_status.loc["returned", "finished_at"] == "" and by_status.loc["returned", "left_at"]
+    assert set(workers["decision"]) == {""}  # nobody decided yet
+    # The completed worker's rounds join on the pseudonym; the others have none.
+    rounds = pd.read_csv(tmp_path / "dump" / "rounds.csv")
+    assert set(rounds["annotator"]) == {by_status.loc["completed", "annotator"]}
+    assert len(rounds) == 4
+    # No platform id anywhere without --private.
+    for name in result.files:
+        text = (tmp_path / "dump" / name).read_text(encoding="utf-8", errors="ignore")
+        assert "PROLIFIC" not in text and "s-x" not in text
+
+    exports.export(exports.ExportOptions(out=tmp_path / "private", format="parquet", private=True))
+    private = pd.read_parquet(tmp_path / "private" / "workers.parquet")
+    ids = dict(zip(private["worker_id"], private["participant_status"], strict=True))
+    assert ids == {
+        "PROLIFICscreen01": "screened_out",
+        "PROLIFICgone0002": "returned",
+        "PROLIFICdone0003": "completed",
+    }
+    assert str(private["started_at"].dtype).startswith("datetime64")
+    assert private["left_at"].notna().sum() == 1
+
+    # The rounds' consent rule: a player without research consent is left out unless asked.
+    db.session.get(Player, gone.player_id).research_consent_at = None
+    db.session.commit()
+    kept = exports.export(exports.ExportOptions(out=tmp_path / "consented", format="csv"))
+    assert kept.counts["workers"] == 2
+    every = exports.export(
+        exports.ExportOptions(out=tmp_path / "all", format="csv", include_unconsented=True)
+    )
+    assert every.counts["workers"] == 3
+
+
+def test_a_study_without_workers_exports_an_empty_typed_workers_table(ctx, tmp_path):
+    make_pool()
+    busy = make_study(rounds=4, attention_check_rate=0.5)
+    join(busy, worker="PROLIFICbusy0001", session="s-b")
+    make_study(slug="quiet", rounds=4, attention_check_rate=0.5)
+    columns = exports.schema()["tables"]["workers"]
+    for fmt in ("parquet", "csv"):
+        folder = tmp_path / fmt
+        result = exports.export(exports.ExportOptions(out=folder, format=fmt, study="quiet"))
+        assert result.counts["workers"] == 0
+    arrow = pq.read_schema(tmp_path / "parquet" / "workers.parquet")
+    assert arrow.names == [c["name"] for c in columns]
+    assert str(arrow.field("rounds_done").type) == "int64"
+    assert str(arrow.field("started_at").type) == "timestamp[us, tz=UTC]"
+    frame = pd.read_parquet(tmp_path / "parquet" / "workers.parquet")
+    assert len(frame) == 0 and str(frame["checks_void"].dtype) == "int64"
+    text = pd.read_csv(tmp_path / "csv" / "workers.csv")
+    assert list(text.columns) == [c["name"] for c in columns] and len(text) == 0
+    # The filter applies: the other study's worker is not in it, but is in an unfiltered export.
+    assert exports.export(exports.ExportOptions(out=tmp_path / "all")).counts["workers"] == 1

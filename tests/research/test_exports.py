@@ -106,8 +106,8 @@ def test_default_export_has_no_names_or_password_material(played, tmp_path):
     assert hashes
     blobs = [p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()]
     # 5 common files each (schema.json, schema.md, manifest.json, README.md, croissant.json);
-    # 4 tables in CSV and Parquet, one SQLite file.
-    assert len(blobs) == 3 * 5 + 2 * 4 + 1
+    # 5 tables in CSV and Parquet, one SQLite file.
+    assert len(blobs) == 3 * 5 + 2 * 5 + 1
     for blob in blobs:
         for secret in ("zelda_secret_name", "no_consent_user", "hunter2", "scrypt", "pbkdf2"):
             assert secret.encode() not in blob
