@@ -3,7 +3,7 @@
     .venv/bin/python bench/docs_run.py [--out DIR] [--figures docs/analysis-figures]
 
 Builds an export-shaped folder (rounds.csv, examples.csv) in which 150 simulated players answer
-the 348 texts of data/demo/examples.jsonl (a skill per player and a difficulty per text; late
+the texts of data/demo/examples.jsonl (a skill per player and a difficulty per text; late
 guesses more often than early ones; a few double submissions and replays; explanations taken
 from the labelled development set of the comment taxonomy), then runs
 `python -m analysis detect` with the shipped tiny GPT-2 and `python -m analysis report

@@ -122,6 +122,8 @@ def test_a_rejection_and_a_bonus_on_a_phone_in_dark_mode(app, reviewing, browser
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     audit(page, "the review list on a phone")
     page.get_by_role("link", name="w-other").click()
+    # The click only starts the navigation: measure the new page once it is there.
+    expect(page.get_by_role("heading", name="Worker w-other")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     audit(page, "a worker's review page on a phone")
     # The browser itself holds back a message under 100 characters.
