@@ -632,7 +632,7 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
             },
         ).one()
         taken = row.stored == 1
-        if taken and current.set_id is not None and current.game_set is not None:
+        if taken and row.answered is not None and current.game_set is not None:
             for name in _SET_FIGURES:
                 set_committed_value(current.game_set, name, getattr(row, name))
     else:
