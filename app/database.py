@@ -24,6 +24,13 @@ what a request reads is the same; a request that reads after its commit (the ans
 longer leaves a transaction for the pool to roll back. SQLite's driver already begins only before
 a write. Connections given another isolation level (the research export's REPEATABLE READ) and
 SELECT ... FOR UPDATE/SHARE keep their transactions.
+
+A write that is a whole transaction by itself (one statement that changes everything it must,
+or nothing: the reveal's `WITH ... UPDATE ... INSERT`) may say so with the execution option
+`ALONE` (`{"alone": True}`); run when no transaction is open, it commits on its own too, which
+saves the BEGIN and the COMMIT. PostgreSQL runs a single statement atomically, all or nothing,
+with the same row locks as inside a transaction. Later statements of the request begin a
+transaction as usual.
 """
 
 from __future__ import annotations
@@ -91,13 +98,18 @@ _PLAIN_READ = re.compile(r"\s*\(*\s*SELECT\b", re.IGNORECASE)
 _LOCKING_READ = re.compile(r"\bFOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE|KEY\s+SHARE)\b", re.IGNORECASE)
 
 
+# The execution option of a statement that is a whole transaction by itself (see above).
+ALONE = {"alone": True}
+
+
 def is_plain_read(statement: str) -> bool:
     """Whether `statement` only reads (a SELECT without row locks)."""
     return bool(_PLAIN_READ.match(statement)) and not _LOCKING_READ.search(statement)
 
 
 def begin_only_for_writes(engine: Engine) -> None:
-    """On PostgreSQL (psycopg), run plain reads outside a transaction when none is open."""
+    """On PostgreSQL (psycopg), run plain reads, and writes marked `ALONE`, outside a
+    transaction when none is open."""
     if engine.dialect.name != "postgresql" or engine.dialect.driver != "psycopg":
         return
     from psycopg.pq import TransactionStatus
@@ -113,9 +125,11 @@ def begin_only_for_writes(engine: Engine) -> None:
             return  # a transaction asked for on purpose (a snapshot across statements)
         # A server-side cursor (stream_results) lives in a transaction.
         streamed = context is not None and context.execution_options.get("stream_results")
+        options = context.execution_options if context is not None else {}
+        alone = not executemany and bool(options.get("alone"))
         read = not executemany and not streamed and is_plain_read(statement)
-        if dbapi_connection.autocommit != read:
-            dbapi_connection.autocommit = read
+        if dbapi_connection.autocommit != (read or alone):
+            dbapi_connection.autocommit = read or alone
 
     @event.listens_for(engine.pool, "checkin")
     def _transactions_again(dbapi_connection, record) -> None:

@@ -162,16 +162,25 @@ def test_a_request_that_only_reads_sends_no_begin_and_no_rollback(traced):
     assert client.get(round_url).status_code == 200
     shown = messages()
     assert "statement" in shown and not {"BEGIN", "COMMIT", "ROLLBACK"} & set(shown), shown
-    # A write begins a transaction before its first write and commits it, reads before it ran
-    # on their own.
+    # A reveal is one statement that is a transaction by itself: no BEGIN, no COMMIT.
     revealed = client.post(f"{round_url}/next", data={"csrf_token": token, "seen": "1"})
     assert revealed.status_code == 302
     sent = messages()
-    assert sent.count("BEGIN") == 1 and sent.count("COMMIT") == 1 and "ROLLBACK" not in sent
-    assert sent.index("BEGIN") > sent.index("statement") and sent[-1] == "COMMIT", sent
+    assert sent == ["statement", "statement"], sent  # the round, then the reveal
     with app.app_context():
         stored = db.session.scalar(select(Round))
         assert stored.revealed == 2
+        assert [reveal.sentence_index for reveal in stored.reveals] == [0, 1]
+    # A write of several statements begins a transaction before its first write and commits it,
+    # reads before it ran on their own.
+    answer = {"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "grammar"}
+    answered = client.post(f"{round_url}/answer", data=answer)
+    assert answered.status_code in (200, 302), answered.status_code
+    sent = messages()
+    assert sent.count("BEGIN") == 1 and sent.count("COMMIT") == 1 and "ROLLBACK" not in sent
+    assert sent.index("BEGIN") > sent.index("statement"), sent
+    with app.app_context():
+        assert db.session.scalar(select(Round)).guess == 1
 
 
 def test_a_locking_read_and_a_requested_isolation_keep_their_transaction(traced):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from flask import current_app
 from sqlalchemy import (
+    Boolean,
     Float,
     Integer,
     Select,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -32,6 +34,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.sql.elements import BindParameter
 
 from app.catalog.records import SLUG_RE
+from app.database import ALONE
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import commit_keeping, db
 from app.game import hooks
@@ -123,6 +126,21 @@ _REVEAL = (
     .values(revealed=_rounds.revealed + 1)
 )
 _ADD_REVEAL = insert(Reveal.__table__)
+# On PostgreSQL the two as one statement, a whole transaction by itself (app/database.py: ALONE):
+# the reveal is recorded only when the round moved on, in one round trip with no BEGIN or COMMIT.
+# SQLite has RETURNING but no data-modifying WITH, and runs the two above.
+_REVEAL_AND_RECORD = (
+    text(
+        "WITH moved AS ("
+        " UPDATE rounds SET revealed = revealed + 1"
+        " WHERE id = :round_id AND revealed = :seen AND guess IS NULL"
+        " RETURNING id)"
+        " INSERT INTO reveals (round_id, sentence_index, revealed_at)"
+        " SELECT id, :seen, :revealed_at FROM moved"
+    )
+    .bindparams(bindparam("revealed_at", type_=UTCDateTime()))
+    .execution_options(**ALONE)
+)
 _ANSWER_FIELDS = (
     "guess",
     "points",
@@ -455,20 +473,35 @@ def reveal_next(player: Player, round_id: int, seen: int) -> Round:
     n = current.example.n_sentences
     if current.revealed >= n:
         raise Conflict("Every sentence is already shown: decide whether it is all human.")
-    result = db.session.execute(_REVEAL, {"round_id": current.id, "seen": seen})
-    if result.rowcount != 1:
+    stale = Conflict("This page was out of date; here is the round as it stands.")
+    now = utcnow()
+    try:
+        if db.session.get_bind().dialect.name == "postgresql":
+            # The round moves on and the reveal is recorded, both or neither, in one statement.
+            result = db.session.execute(
+                _REVEAL_AND_RECORD, {"round_id": current.id, "seen": seen, "revealed_at": now}
+            )
+        else:
+            result = db.session.execute(_REVEAL, {"round_id": current.id, "seen": seen})
+            if result.rowcount == 1:
+                db.session.execute(
+                    _ADD_REVEAL,
+                    {"round_id": current.id, "sentence_index": seen, "revealed_at": now},
+                )
+    except IntegrityError:
         db.session.rollback()
-        raise Conflict("This page was out of date; here is the round as it stands.")
-    db.session.execute(
-        _ADD_REVEAL, {"round_id": current.id, "sentence_index": seen, "revealed_at": utcnow()}
-    )
+        raise stale from None
+    if result.rowcount != 1:
+        # Another request (a double click, a second tab) revealed this sentence first.
+        db.session.rollback()
+        raise stale
     set_committed_value(current, "revealed", seen + 1)
     try:
         # The page drawn next shows this round: keep it, its text and the player loaded.
         _commit_keeping_round(player, current)
     except IntegrityError:
         db.session.rollback()
-        raise Conflict("This page was out of date; here is the round as it stands.") from None
+        raise stale from None
     return current
 
 
@@ -578,28 +611,46 @@ def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
         "typing_ms": answer.typing.ms,
         "typed_chars": answer.typing.chars,
     }
-    stored = db.session.execute(
-        _STORE_ANSWER,
-        {"round_id": current.id, "seen": answer.seen}
-        | {f"new_{name}": value for name, value in stored_values.items()},
-    )
-    if stored.rowcount != 1:
+    answer_values = {"round_id": current.id, "seen": answer.seen} | {
+        f"new_{name}": value for name, value in stored_values.items()
+    }
+    # A round that does not count (its truth was seen by another identity) still moves the set
+    # on, but adds nothing to its score.
+    in_set = result if scored and uncounted is None else None
+    if db.session.get_bind().dialect.name == "postgresql":
+        # The round, the text's count and the set's figures in one round trip.
+        row = db.session.execute(
+            _ANSWER_AND_COUNT,
+            answer_values
+            | {
+                "example_id": example.id,
+                "scored": scored,
+                "set_id": current.set_id,
+                "add_points": in_set.points if in_set else 0,
+                "add_exact": 1 if in_set and in_set.exact else 0,
+                "now": utcnow(),
+            },
+        ).one()
+        taken = row.stored == 1
+        if taken and row.answered is not None and current.game_set is not None:
+            for name in _SET_FIGURES:
+                set_committed_value(current.game_set, name, getattr(row, name))
+    else:
+        taken = db.session.execute(_STORE_ANSWER, answer_values).rowcount == 1
+        if taken:
+            if scored:
+                db.session.execute(_ANNOTATED, {"example_id": example.id})
+            if current.set_id is not None:
+                _count_in_set(current, in_set)
+    if not taken:
         # Someone (a double click, another tab) got there first: keep their answer.
         db.session.rollback()
         db.session.refresh(current)
         if current.answered:
             raise AlreadyAnswered(current)
         raise Conflict("This page was out of date; here is the round as it stands.")
-    if scored:
-        db.session.execute(_ANNOTATED, {"example_id": example.id})
-        if uncounted is None:
-            integrity.count(
-                player, example, guess, result, current.started_at, current.revealed, now
-            )
-    if current.set_id is not None:
-        # A round that does not count (its truth was seen by another identity) still moves the
-        # set on, but adds nothing to its score.
-        _count_in_set(current, result if scored and uncounted is None else None)
+    if scored and uncounted is None:
+        integrity.count(player, example, guess, result, current.started_at, current.revealed, now)
     # A study counts the answer in the same transaction (app/crowd/hooks.py).
     hooks.answer_stored.send(current, guess == example.boundary)
     category_slug = example.category.slug
@@ -626,6 +677,41 @@ _COUNT_IN_SET = (
         ),
     )
     .returning(*(_sets[name] for name in _SET_FIGURES))
+)
+
+
+# On PostgreSQL the answer's three updates as one statement (one round trip instead of three):
+# the round takes the answer if it is still open at the sentence the player saw, and only then
+# does the text count one annotation more (for a round that scores) and the set count the round.
+# `stored` says whether the answer was taken; the set's new figures follow (NULL without a set).
+_ANSWER_AND_COUNT = text(
+    "WITH answered AS ("
+    " UPDATE rounds SET "
+    + ", ".join(f"{name} = :new_{name}" for name in _ANSWER_FIELDS)
+    + " WHERE id = :round_id AND guess IS NULL AND revealed = :seen"
+    " RETURNING id),"
+    " annotated AS ("
+    " UPDATE examples SET annotation_count = annotation_count + 1"
+    " WHERE id = :example_id AND :scored AND EXISTS (SELECT 1 FROM answered)),"
+    " in_set AS ("
+    " UPDATE game_sets SET answered = answered + 1, points = points + :add_points,"
+    " exact = exact + :add_exact,"
+    " finished_at = CASE WHEN answered + 1 >= size THEN :now ELSE finished_at END"
+    " WHERE id = :set_id AND EXISTS (SELECT 1 FROM answered)"
+    " RETURNING " + ", ".join(_SET_FIGURES) + ")"
+    " SELECT (SELECT count(*) FROM answered) AS stored, "
+    + ", ".join(f"in_set.{name}" for name in _SET_FIGURES)
+    + " FROM (SELECT 1) AS one LEFT JOIN in_set ON true"
+).bindparams(
+    *(bindparam(f"new_{name}", type_=_rounds[name].type) for name in _ANSWER_FIELDS),
+    bindparam("round_id", type_=Integer()),
+    bindparam("seen", type_=Integer()),
+    bindparam("example_id", type_=Integer()),
+    bindparam("scored", type_=Boolean()),
+    bindparam("set_id", type_=Integer()),
+    bindparam("add_points", type_=Integer()),
+    bindparam("add_exact", type_=Integer()),
+    bindparam("now", type_=UTCDateTime()),
 )
 
 
