@@ -6,9 +6,10 @@ PYTHON ?= python3
 HOST ?= 127.0.0.1
 PORT ?= 5000
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/roft_test
-# Extra pytest options for both passes, e.g. `make test PYTEST_ARGS="-n 2"` runs each pass on
-# two pytest-xdist workers (each worker gets its own PostgreSQL database: tests/conftest.py).
-PYTEST_ARGS ?=
+# pytest options for both passes: by default each pass runs on two pytest-xdist workers (each
+# worker gets its own PostgreSQL database: tests/conftest.py); `make test PYTEST_ARGS=` runs
+# them in one process.
+PYTEST_ARGS ?= -n 2
 export FLASK_APP := wsgi.py
 
 .PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium axe demo screenshots clean
