@@ -1,5 +1,8 @@
 """Extensions, created once and bound to an app in `create_app` with `init_app`."""
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from flask_caching import Cache
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
@@ -8,6 +11,7 @@ from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
 from sqlalchemy import MetaData
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase
 
 # Named constraints let Alembic alter and drop them on every backend (SQLite batch mode too).
@@ -30,6 +34,21 @@ login_manager = LoginManager()
 csrf = CSRFProtect()
 limiter = Limiter(key_func=get_remote_address, default_limits=[])
 cache = Cache()
+
+T = TypeVar("T")
+
+
+def add_or_theirs(row: T, theirs: Callable[[], T | None]) -> T | None:
+    """Add `row` and commit. When a unique constraint says another request (a second tab, a
+    double click) added the same row at the same moment, roll back and return theirs, looked up
+    by `theirs()`."""
+    db.session.add(row)
+    try:
+        db.session.commit()
+    except IntegrityError:
+        db.session.rollback()
+        return theirs()
+    return row
 
 
 def commit_keeping(*keep: object) -> None:

@@ -22,7 +22,8 @@ from app.errors import ServiceError
 from app.research.exports import ExportError, ExportOptions, export, pseudonym, pseudonym_key
 
 
-def _study(slug: str):
+def study_named(slug: str):
+    """The study called `slug`, or a command-line error naming it."""
     try:
         return lookup.get_study(slug)
     except ServiceError as missing:
@@ -120,7 +121,7 @@ def register_study_cli(app: Flask) -> None:
     @click.argument("slug")
     def link(slug: str) -> None:
         """Print the entry link of study SLUG for the platform (uses PUBLIC_URL)."""
-        _print_link(_study(slug))
+        _print_link(study_named(slug))
 
     @study_group.command("edit")
     @click.argument("slug")
@@ -132,7 +133,7 @@ def register_study_cli(app: Flask) -> None:
         limit, places, feedback and bonus may change; what decides the rounds and the checks
         may not.
         """
-        study = _study(slug)
+        study = study_named(slug)
         config = _load_checked(file)
         try:
             changed = admin.edit_study(study, config)
@@ -149,7 +150,7 @@ def register_study_cli(app: Flask) -> None:
     @click.option("--workers", is_flag=True, help="Also list every worker (CSV).")
     def report(slug: str, as_json: bool, workers: bool) -> None:
         """Progress, time on task, pay, coverage, agreement and quality flags of study SLUG."""
-        data = reports.study_report(_study(slug))
+        data = reports.study_report(study_named(slug))
         if as_json:
             click.echo(json.dumps(data.to_json(), indent=2, default=str))
             return
@@ -218,10 +219,10 @@ def register_study_cli(app: Flask) -> None:
             )
         if send and not (prolific_study and apply):
             raise click.UsageError("--send needs --prolific-api and --apply")
-        study = _study(slug)
+        study = study_named(slug)
         if out is None:
             out = Path(current_app.instance_path) / "studies" / slug / "decisions"
-        client = _prolific_client() if prolific_study else None
+        client = prolific_client() if prolific_study else None
         if client is not None:
             source_name = f"Prolific study {prolific_study}"
             try:
@@ -300,7 +301,7 @@ def register_study_cli(app: Flask) -> None:
         cancelled by a reversing row, one sent or paid stays as paid.
         """
         try:
-            undone = verify.undo_last_run(_study(slug), drop_bonuses)
+            undone = verify.undo_last_run(study_named(slug), drop_bonuses)
         except ServiceError as refused:
             raise click.ClickException(refused.message) from None
         click.echo(
@@ -355,7 +356,7 @@ def register_study_cli(app: Flask) -> None:
         verify's. The next `flask study verify` keeps it and writes it into the platform files;
         `flask study undo-verify` reverts it like a verify run.
         """
-        study = _study(slug)
+        study = study_named(slug)
         actions = [a for a in (approve_id, reject_id, bonus_id) if a]
         if len(actions) > 1:
             raise click.UsageError("give one of --approve, --reject, --bonus at a time")
@@ -377,7 +378,7 @@ def register_study_cli(app: Flask) -> None:
                     raise click.UsageError("--bonus needs --amount")
                 row = review.give_bonus(study, bonus_id, amount, reason)
                 click.echo(
-                    f"Recorded run {row.run}: a bonus of {verify._money(row.amount_minor)} "
+                    f"Recorded run {row.run}: a bonus of {verify.money(row.amount_minor)} "
                     f"{config.currency} for {bonus_id} ({row.reason}). It is owed in the "
                     f"ledger: the next `flask study verify {slug} ... --apply` writes it into "
                     f"its bonus.csv (upload that file once), or `flask study prolific apply "
@@ -410,14 +411,14 @@ def register_study_cli(app: Flask) -> None:
     @click.argument("slug")
     def close(slug: str) -> None:
         """Stop admitting new workers to study SLUG (those already in can finish)."""
-        admin.set_open(_study(slug), False)
+        admin.set_open(study_named(slug), False)
         click.echo(f"Study {slug!r} is closed to new workers.")
 
     @study_group.command("reopen")
     @click.argument("slug")
     def reopen(slug: str) -> None:
         """Admit new workers to study SLUG again."""
-        admin.set_open(_study(slug), True)
+        admin.set_open(study_named(slug), True)
         click.echo(f"Study {slug!r} is open to new workers.")
 
     @study_group.command("delete")
@@ -440,7 +441,7 @@ def register_study_cli(app: Flask) -> None:
         A study with participants is deleted only with --force and --export DIR: the export is
         written first, and nothing is deleted if it fails.
         """
-        study = _study(slug)
+        study = study_named(slug)
         count = lookup.participant_count(study)
         if count and not force:
             raise click.ClickException(
@@ -472,7 +473,7 @@ def register_study_cli(app: Flask) -> None:
         click.echo(f"Deleted study {slug!r} ({deleted} participant(s)).")
 
 
-def _prolific_client() -> ProlificClient:
+def prolific_client() -> ProlificClient:
     try:
         return ProlificClient(
             current_app.config.get("PROLIFIC_API_TOKEN") or "",

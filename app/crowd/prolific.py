@@ -48,7 +48,7 @@ from app.crowd.verify import (
     REQUESTED,
     REVIEW_PREFIX,
     SENT,
-    _money,
+    money,
 )
 from app.errors import BadRequest, Conflict
 from app.extensions import db
@@ -456,7 +456,7 @@ def pay_requested(client: ProlificClient, study: Study, prolific_study: str) -> 
     lines = _lines(fresh)
     try:
         setup = client.set_up_bonuses(
-            prolific_study, [(worker, _money(amount)) for worker, amount in lines]
+            prolific_study, [(worker, money(amount)) for worker, amount in lines]
         )
     except ProlificError as error:
         # Nothing can have been paid: a set-up pays nothing. The next verify owes a score bonus

@@ -8,30 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from flask import Flask, current_app
+from flask import Flask
 
 from app.crowd import lookup, prolific
-from app.crowd.prolific_api import ProlificClient, ProlificError
-from app.crowd.verify import _money
+from app.crowd.cli import prolific_client, study_named
+from app.crowd.prolific_api import ProlificError
+from app.crowd.verify import money
 from app.errors import ServiceError
-
-
-def _study(slug: str):
-    try:
-        return lookup.get_study(slug)
-    except ServiceError as missing:
-        raise click.ClickException(f"no study called {slug!r}") from missing
-
-
-def _client() -> ProlificClient:
-    try:
-        return ProlificClient(
-            current_app.config.get("PROLIFIC_API_TOKEN") or "",
-            current_app.config["PROLIFIC_API_URL"],
-            timeout=current_app.config.get("PROLIFIC_API_TIMEOUT") or 30,
-        )
-    except ProlificError as error:
-        raise click.ClickException(str(error)) from None
 
 
 def _run(action, *args):
@@ -46,7 +29,7 @@ def _run(action, *args):
 def _unconfirmed_lines(study) -> list[str]:
     currency = lookup.config_of(study).currency
     return [
-        f"Payment {payment} ({_money(amount)} {currency}) went out but Prolific's answer never "
+        f"Payment {payment} ({money(amount)} {currency}) went out but Prolific's answer never "
         f"came: it is not paid again. Look it up on Prolific, then run `flask study prolific "
         f"resolve-payment {study.slug} {payment} --paid` (or --not-paid)."
         for payment, amount in prolific.unconfirmed(study).items()
@@ -78,16 +61,16 @@ def register_prolific_commands(app: Flask) -> None:
         study link with Prolific's {{%PROLIFIC_PID%}}, {{%STUDY_ID%}} and {{%SESSION_ID%}},
         expected minutes, reward, places, and each completion code with "manually review".
         Nothing is published: check the draft on Prolific, then run `publish`."""
-        study = _study(slug)
+        study = study_named(slug)
         if existing:
-            answer = _run(prolific.use_existing, _client(), study, existing)
+            answer = _run(prolific.use_existing, prolific_client(), study, existing)
             click.echo(
                 f"Study {slug!r} now uses the Prolific study {study.prolific_study_id} "
                 f"({answer.get('status', '?')})."
             )
             return
         try:
-            answer = prolific.create_draft(_client(), study, places)
+            answer = prolific.create_draft(prolific_client(), study, places)
         except ProlificError as error:
             hint = ""
             if error.uncertain:
@@ -107,8 +90,8 @@ def register_prolific_commands(app: Flask) -> None:
         )
 
     def _transition(slug: str, action, done_word: str) -> None:
-        study = _study(slug)
-        answer, changed = _run(action, _client(), study)
+        study = study_named(slug)
+        answer, changed = _run(action, prolific_client(), study)
         status = (answer or {}).get("status", "?")
         if changed:
             click.echo(f"{done_word} {study.prolific_study_id}: Prolific says {status}.")
@@ -140,8 +123,8 @@ def register_prolific_commands(app: Flask) -> None:
         """Read study SLUG's status, places and submissions on Prolific. Workers who returned
         their submission or ran out of time there, and are still playing here, are marked so
         here (their place is free again). Decisions already made here are never changed."""
-        study = _study(slug)
-        result = _run(prolific.sync, _client(), study)
+        study = study_named(slug)
+        result = _run(prolific.sync, prolific_client(), study)
         click.echo(
             f"Prolific study {study.prolific_study_id}: {result.study_status or '?'}, "
             f"{result.places_taken if result.places_taken is not None else '?'} of "
@@ -191,8 +174,8 @@ def register_prolific_commands(app: Flask) -> None:
                 text = text_file.read_text(encoding="utf-8")
             except OSError as error:
                 raise click.ClickException(f"{text_file}: cannot read ({error.strerror})") from None
-        study = _study(slug)
-        sent = _run(prolific.message, _client(), study, worker, text)
+        study = study_named(slug)
+        sent = _run(prolific.message, prolific_client(), study, worker, text)
         if sent.state == "sent":
             click.echo(f"Sent the message to {worker}.")
         elif sent.state == "already sent":
@@ -216,7 +199,7 @@ def register_prolific_commands(app: Flask) -> None:
         reading them through the API, with --apply and --send. Approves, rejects (with the
         category and message), and pays each bonus the ledger owes exactly once; submissions
         already approved or rejected on Prolific, and bonuses already paid, are skipped."""
-        study = _study(slug)
+        study = study_named(slug)
         if not study.prolific_study_id:
             raise click.ClickException(
                 f"study {slug!r} has no Prolific study yet: run "
@@ -244,13 +227,13 @@ def register_prolific_commands(app: Flask) -> None:
         """Settle bulk bonus PAYMENT of study SLUG whose answer was lost, after checking it on
         Prolific: --paid records it as paid; --not-paid owes its bonuses again (the next
         `apply` sets them up anew and pays them)."""
-        study = _study(slug)
+        study = study_named(slug)
         done = _run(prolific.resolve_payment, study, payment, paid)
         currency = lookup.config_of(study).currency
         if done.paid:
-            click.echo(f"Recorded {done.rows} bonus(es), {_money(done.minor)} {currency}, as paid.")
+            click.echo(f"Recorded {done.rows} bonus(es), {money(done.minor)} {currency}, as paid.")
         else:
             click.echo(
-                f"{done.rows} bonus(es), {_money(done.minor)} {currency}, are owed again: "
+                f"{done.rows} bonus(es), {money(done.minor)} {currency}, are owed again: "
                 f"`flask study prolific apply {slug}` pays them."
             )

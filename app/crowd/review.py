@@ -167,8 +167,8 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
     limit = bonus_limit(config)
     if minor > limit:
         raise BadRequest(
-            f"a bonus from review is at most {verify._money(limit)} {config.currency} (the "
-            f"study's reward or bonus cap, whichever is larger); {verify._money(minor)} is more"
+            f"a bonus from review is at most {verify.money(limit)} {config.currency} (the "
+            f"study's reward or bonus cap, whichever is larger); {verify.money(minor)} is more"
         )
     w = _worker(study, worker_id)
     key = f"{REVIEW_PREFIX}{reason}"[:120]
@@ -323,9 +323,9 @@ def _bonuses(study: Study, participant_id: int) -> list[BonusView]:
     return [
         BonusView(
             b.run,
-            verify._money(b.amount_minor)
+            verify.money(b.amount_minor)
             if b.amount_minor >= 0
-            else "-" + verify._money(-b.amount_minor),
+            else "-" + verify.money(-b.amount_minor),
             b.reason,
             b.state,
         )

@@ -311,7 +311,7 @@ def owed_minor(config: StudyConfig, w: WorkerStats) -> int:
 
 def score_reason(owed: int) -> str:
     """The ledger key's reason for a score bonus that brings a worker's total to `owed`."""
-    return f"score to {_money(owed)}"
+    return f"score to {money(owed)}"
 
 
 def hand_decisions(study: Study) -> dict[int, StudyDecision]:
@@ -760,7 +760,7 @@ def mturk_bonus_csv(study: Study, bonus: list[Decision], extra: tuple[Owed, ...]
         [
             d.worker_id,
             (d.row or {}).get("AssignmentId") or sessions.get(d.participant_id) or "",
-            _money(d.bonus_minor),
+            money(d.bonus_minor),
             reason,
         ]
         for d in bonus
@@ -769,7 +769,7 @@ def mturk_bonus_csv(study: Study, bonus: list[Decision], extra: tuple[Owed, ...]
         [
             o.worker_id,
             assignments.get(o.worker_id) or o.session or "",
-            _money(o.amount_minor),
+            money(o.amount_minor),
             o.reason.removeprefix(REVIEW_PREFIX) if o.reason.startswith(REVIEW_PREFIX) else reason,
         ]
         for o in extra
@@ -788,7 +788,8 @@ def bonus_lines(bonus: list[Decision], extra: tuple[Owed, ...] = ()) -> list[tup
     return list(total.items())
 
 
-def _money(minor: int) -> str:
+def money(minor: int) -> str:
+    """An amount in minor units (pence, cents) as the platforms' files write it: 1.05."""
     return f"{minor // 100}.{minor % 100:02d}"
 
 
@@ -849,7 +850,7 @@ def write_files(
                 d.decision,
                 d.platform_status or "",
                 d.rejection_category or "",
-                _money(d.bonus_minor) if d.bonus_minor else "",
+                money(d.bonus_minor) if d.bonus_minor else "",
                 "; ".join(d.reasons),
             ]
             for d in decisions
@@ -878,7 +879,7 @@ def write_files(
         ["worker_id", "platform_status", "reasons"],
     )
     files["bonus.csv"] = "".join(
-        f"{neutralise(worker)},{_money(amount)}\n" for worker, amount in lines
+        f"{neutralise(worker)},{money(amount)}\n" for worker, amount in lines
     )
     mturk_line = ""
     if study.platform == "mturk":
@@ -902,7 +903,7 @@ def write_files(
         approve=len(approve),
         reject=len(reject),
         review=len(review),
-        bonus=f"{len(lines)}, {_money(sum(a for _w, a in lines))} {config.currency}",
+        bonus=f"{len(lines)}, {money(sum(a for _w, a in lines))} {config.currency}",
         bonus_how=(
             "Empty: this run pays the bonuses through Prolific's API; do not upload anything."
             if via_api

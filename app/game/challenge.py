@@ -23,10 +23,9 @@ from dataclasses import dataclass, replace
 
 from flask import current_app
 from sqlalchemy import exists, func, select
-from sqlalchemy.exc import IntegrityError
 
 from app.errors import BadRequest, Conflict, NotFound
-from app.extensions import db
+from app.extensions import add_or_theirs, db
 from app.game import rounds, sets
 from app.leaderboard import integrity
 from app.models import Example, ExamplePassage, GameSet, PassageRead, Player, Round
@@ -206,12 +205,7 @@ def start(player: Player, token: str) -> Round:
         run = GameSet(
             player_id=player.id, kind=CHALLENGE_SET, size=playable, challenge_of_id=source.id
         )
-        db.session.add(run)
-        try:
-            db.session.commit()
-        except IntegrityError:
-            db.session.rollback()  # a second tab started it at the same moment
-            run = own_run(player, source)
+        run = add_or_theirs(run, lambda: own_run(player, source))
     if run.finished:
         raise AlreadyPlayed(run)
     return next_round(player, run)

@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.catalog.pools import DAILY
 from app.errors import Conflict, NotFound
-from app.extensions import db
+from app.extensions import add_or_theirs, db
 from app.game import rounds, tally
 from app.models import DailyChallenge, Example, ExamplePassage, GameSet, Player, Round, System
 from app.models.sets import DAILY_SET
@@ -469,12 +469,7 @@ def start(player: Player) -> Round:
             raise FinishCurrentFirst(current)
         game_set = GameSet(player_id=player.id, kind=DAILY_SET, size=len(found.example_ids))
         game_set.day = day
-        db.session.add(game_set)
-        try:
-            db.session.commit()
-        except IntegrityError:
-            db.session.rollback()  # a second tab started it at the same moment
-            game_set = own_set(player, day)
+        game_set = add_or_theirs(game_set, lambda: own_set(player, day))
     if game_set.finished:
         raise AlreadyPlayed(game_set)
     return next_round(player, game_set)

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import date
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
 
 from app.errors import Conflict, NotFound
-from app.extensions import db
+from app.extensions import add_or_theirs, db
 from app.game import daily, rounds
 from app.game.scoring import verdict
 from app.models import DailyChallenge, Example, GameSet, Player, Round
@@ -127,14 +126,9 @@ def start(player: Player, day: date) -> GameSet:
             raise daily.FinishCurrentFirst(current)
         game_set = GameSet(player_id=player.id, kind=PRACTICE_SET, size=len(found.example_ids))
         game_set.day = day
-        db.session.add(game_set)
-        try:
-            db.session.commit()
-        except IntegrityError:
-            db.session.rollback()  # a second tab started it at the same moment
-            game_set = own_set(player, day)
-            if game_set is None:
-                raise PlayedOnTheDay(day) from None
+        game_set = add_or_theirs(game_set, lambda: own_set(player, day))
+        if game_set is None:
+            raise PlayedOnTheDay(day)
     return game_set
 
 

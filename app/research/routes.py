@@ -114,7 +114,7 @@ def _worker_page(found, worker_id: str, status: int = 200, error: str | None = N
             config=config,
             categories=review.CATEGORIES,
             min_message=verify.MIN_MESSAGE,
-            bonus_limit=verify._money(review.bonus_limit(config)),
+            bonus_limit=verify.money(review.bonus_limit(config)),
             error=error,
             form=form,
             show=request.values.get("show", "review"),
@@ -192,7 +192,7 @@ def review_bonus(slug: str, worker_id: str):
     def act() -> str:
         amount = review.parse_amount(request.form.get("amount", ""))
         row = review.give_bonus(found, worker_id, amount, request.form.get("reason", ""))
-        money = verify._money(row.amount_minor)
+        money = verify.money(row.amount_minor)
         return (
             f"Bonus of {money} {lookup.config_of(found).currency} for {worker_id} recorded "
             f"(run {row.run}). It is owed in the ledger: the next `flask study verify --apply` "
