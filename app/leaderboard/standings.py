@@ -128,6 +128,38 @@ def _stats_upsert(dialect: str, model: type[PlayerTotal | CategoryTotal]) -> Ins
 
 
 @functools.cache
+def _stats_and_listing() -> Select:
+    """On PostgreSQL, both statistics upserts and whether the player is on the boards in one
+    statement (one round trip instead of three): the category's row is a data-modifying WITH,
+    which PostgreSQL runs whether or not the query reads it. Built once."""
+
+    def upsert(model: type[PlayerTotal | CategoryTotal], keys: tuple[str, ...]) -> Insert:
+        table = model.__table__
+        increments = STAT_INCREMENTS + (("fast_rounds",) if model is PlayerTotal else ())
+        stmt = postgresql.insert(table).values(
+            {name: bindparam(name, type_=table.c[name].type) for name in keys + increments}
+        )
+        return stmt.on_conflict_do_update(
+            index_elements=[column.name for column in table.primary_key],
+            set_={name: table.c[name] + stmt.excluded[name] for name in increments},
+        )
+
+    player_totals = PlayerTotal.__table__
+    mine = (
+        upsert(PlayerTotal, ("player_id",))
+        .returning(player_totals.c.rounds, player_totals.c.exact, player_totals.c.fast_rounds)
+        .cte("mine")
+    )
+    in_category = upsert(CategoryTotal, ("player_id", "category_id")).cte("in_category")
+    return select(
+        mine.c.rounds,
+        mine.c.exact,
+        mine.c.fast_rounds,
+        _on_boards_query().scalar_subquery().label("on_boards"),
+    ).add_cte(in_category)
+
+
+@functools.cache
 def _board_upsert(dialect: str) -> Insert:
     """Add one round to a board row, creating it listed as given; the row's new values come
     back. Built once per dialect."""
@@ -194,16 +226,22 @@ def record_answer(
         "distance_sum": verdict.distance,
         "abs_distance_sum": abs(verdict.distance),
     }
-    mine = db.session.execute(
-        _stats_upsert(dialect, PlayerTotal),
-        {"player_id": player_id, **stats, "fast_rounds": int(fast)},
-    ).one()
-    db.session.execute(
-        _stats_upsert(dialect, CategoryTotal),
-        {"player_id": player_id, "category_id": category_id, **stats},
-    )
-
-    on_boards = bool(db.session.scalar(_on_boards_query(), {"player_id": player_id}))
+    if dialect == "postgresql":
+        mine = db.session.execute(
+            _stats_and_listing(),
+            {"player_id": player_id, "category_id": category_id, **stats, "fast_rounds": int(fast)},
+        ).one()
+        on_boards = bool(mine.on_boards)
+    else:
+        mine = db.session.execute(
+            _stats_upsert(dialect, PlayerTotal),
+            {"player_id": player_id, **stats, "fast_rounds": int(fast)},
+        ).one()
+        db.session.execute(
+            _stats_upsert(dialect, CategoryTotal),
+            {"player_id": player_id, "category_id": category_id, **stats},
+        )
+        on_boards = bool(db.session.scalar(_on_boards_query(), {"player_id": player_id}))
     first_skill = skill_rule.detection_skill(*detection)
     added = dict(zip(DETECTION, detection, strict=True))
     rows = db.session.execute(
