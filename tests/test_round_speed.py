@@ -423,9 +423,15 @@ def scripted(*choices: Choice) -> Decide:
     return lambda view: queue.pop(0)
 
 
-def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(make_app, db_uri, tmp_path):
+def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(
+    make_app, db_uri, tmp_path, monkeypatch
+):
     """A set of two texts played with the page's script (the requests `bench/web_load.py`
     sends), each request's statements and round trips within docs/BENCHMARKS.md's budget."""
+    # The pick walks the texts from a random point and, when no text the player may read lies
+    # after it, once more from the start: one statement more, by chance. The budgets are for the
+    # first walk, so the point is fixed at the start of the range.
+    monkeypatch.setattr(rounds.random, "random", lambda: 0.0)
     app = make_app(SET_SIZE=2)
     with app.app_context():
         if db_uri.startswith("postgresql"):
