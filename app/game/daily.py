@@ -477,6 +477,18 @@ def start(player: Player) -> Round:
 
 def next_round(player: Player, game_set: GameSet) -> Round:
     """The challenge's next text for this player (or their open round)."""
+    return next_of_day(
+        player, game_set, rounds.NORMAL, "daily", NoChallenge("This challenge has no more texts.")
+    )
+
+
+def next_of_day(
+    player: Player, game_set: GameSet, kind: str, label: str, none_left: Exception
+) -> Round:
+    """The next text of a set that plays a day's challenge in order (the daily itself, or a past
+    day practised): the player's open round of the set, or a new round of `kind` for the day's
+    next text. Raises FinishCurrentFirst when a text of another set is open, `none_left` when
+    the day has no more texts."""
     current = rounds.open_round(player)
     if current is not None:
         if current.set_id != game_set.id:
@@ -485,11 +497,11 @@ def next_round(player: Player, game_set: GameSet) -> Round:
     found = db.session.get(DailyChallenge, game_set.day)
     played = db.session.scalar(select(func.count(Round.id)).where(Round.set_id == game_set.id))
     if found is None or played >= len(found.example_ids):
-        raise NoChallenge("This challenge has no more texts.")
+        raise none_left
     example = db.session.get(Example, found.example_ids[played])
-    label = f"daily-{game_set.day.isoformat()}"
+    chosen = f"{label}-{game_set.day.isoformat()}"
     for _ in range(3):
-        new = rounds.create_round(player, example, label, game_set=game_set)
+        new = rounds.create_round(player, example, chosen, kind, game_set=game_set)
         if new is not None:
             return new
         current = rounds.open_round(player)

@@ -134,25 +134,13 @@ def start(player: Player, day: date) -> GameSet:
 
 def next_round(player: Player, game_set: GameSet) -> Round:
     """The practice set's next text for this player (or their open round), as a practice round."""
-    current = rounds.open_round(player)
-    if current is not None:
-        if current.set_id != game_set.id:
-            raise daily.FinishCurrentFirst(current)
-        return current
-    found = db.session.get(DailyChallenge, game_set.day)
-    played = db.session.scalar(select(func.count(Round.id)).where(Round.set_id == game_set.id))
-    if found is None or played >= len(found.example_ids):
-        raise NotInArchive("This practice has no more texts.")
-    example = db.session.get(Example, found.example_ids[played])
-    label = f"practice-{game_set.day.isoformat()}"
-    for _ in range(3):
-        new = rounds.create_round(player, example, label, rounds.PRACTICE, game_set=game_set)
-        if new is not None:
-            return new
-        current = rounds.open_round(player)
-        if current is not None and current.set_id == game_set.id:
-            return current
-    raise Conflict("Could not start the next text right now; please try again.")
+    return daily.next_of_day(
+        player,
+        game_set,
+        rounds.PRACTICE,
+        "practice",
+        NotInArchive("This practice has no more texts."),
+    )
 
 
 @dataclass(frozen=True)
