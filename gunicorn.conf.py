@@ -14,6 +14,8 @@ workers = int(os.environ.get("GUNICORN_WORKERS", min(max(multiprocessing.cpu_cou
 # how long an idle keep-alive connection stays open (below the proxy's upstream idle timeout).
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread" else "1"))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
+# gevent only: client connections (kept-alive ones included) each worker serves at once.
+worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 # The app writes one JSON access line per request (with its request id) to stderr, so gunicorn's

@@ -25,7 +25,7 @@ def _database_url(instance_path: Path) -> str:
     return url
 
 
-def _int_env(name: str, default: int) -> int:
+def _int_env(name: str, default: int, minimum: int = 1) -> int:
     value = os.environ.get(name)
     if value is None or value == "":
         return default
@@ -33,9 +33,28 @@ def _int_env(name: str, default: int) -> int:
         number = int(value)
     except ValueError:
         raise ValueError(f"{name} must be a whole number, got {value!r}") from None
-    if number < 1:
-        raise ValueError(f"{name} must be at least 1, got {number}")
+    if number < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {number}")
     return number
+
+
+def _pool_options() -> dict:
+    """SQLAlchemy's connection pool of each process, where the environment sizes it.
+
+    DATABASE_POOL_SIZE connections stay open; DATABASE_MAX_OVERFLOW more are opened during a burst
+    and closed when they come back to a full pool; a request that finds all of them taken waits
+    for one, at most DATABASE_POOL_TIMEOUT seconds. Unset, SQLAlchemy's defaults hold (5, 10 and
+    30 s), enough for a process of 4 threads. gunicorn.conf.py sizes it for gevent workers, whose
+    greenlets each take a connection while they serve a request.
+    """
+    options = {}
+    if os.environ.get("DATABASE_POOL_SIZE"):
+        options["pool_size"] = _int_env("DATABASE_POOL_SIZE", 5)
+    if os.environ.get("DATABASE_MAX_OVERFLOW"):
+        options["max_overflow"] = _int_env("DATABASE_MAX_OVERFLOW", 10, minimum=0)
+    if os.environ.get("DATABASE_POOL_TIMEOUT"):
+        options["pool_timeout"] = _int_env("DATABASE_POOL_TIMEOUT", 30)
+    return options
 
 
 def load_secret_key(instance_path: Path) -> str:
@@ -142,6 +161,7 @@ def build_config(instance_path: Path) -> dict:
     return {
         "SECRET_KEY": load_secret_key(instance_path),
         "SQLALCHEMY_DATABASE_URI": _database_url(instance_path),
+        "SQLALCHEMY_ENGINE_OPTIONS": _pool_options(),
         # A pooled connection idle longer than this is tested before use (`app/database.py`).
         "DATABASE_PING_AFTER_IDLE_S": float(os.environ.get("DATABASE_PING_AFTER_IDLE_S", "1")),
         "REDIS_URL": redis_url,
