@@ -29,12 +29,34 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 def on_starting(server):
     """Warn at start-up about state that several workers or hosts would not share."""
-    from app.config import per_host_key_warning, shared_state_warning
+    from app.config import gevent_sqlite_warning, per_host_key_warning, shared_state_warning
 
     production = os.environ.get("ROFT_ENV", os.environ.get("FLASK_ENV", "")) == "production"
     for message in (
         shared_state_warning(server.cfg.workers, os.environ.get("REDIS_URL")),
         per_host_key_warning(production, os.environ.get("SECRET_KEY")),
+        gevent_sqlite_warning(server.cfg.worker_class_str, os.environ.get("DATABASE_URL")),
     ):
         if message:
             server.log.warning(message)
+
+
+def post_worker_init(worker):
+    """Refuse to serve from a gevent worker whose PostgreSQL driver would block all its greenlets.
+
+    psycopg chooses how to wait for the server when it is first imported: cooperatively (through
+    `select`) if gevent has patched the standard library by then, otherwise in C, which stops
+    every greenlet of the process for each query. gunicorn patches in the worker before it loads
+    the app, so psycopg must not be imported earlier: not here, and not with preload_app.
+    """
+    import sys
+
+    monkey, waiting = sys.modules.get("gevent.monkey"), sys.modules.get("psycopg.waiting")
+    if monkey is None or waiting is None or not monkey.is_module_patched("select"):
+        return  # not a gevent worker, or not on PostgreSQL
+    if waiting.wait is getattr(waiting, "wait_c", None):
+        raise RuntimeError(
+            "psycopg was imported before gevent patched the standard library (preload_app, or "
+            "an import in gunicorn.conf.py): every query would block the whole worker. "
+            "Turn preload_app off for gevent workers."
+        )

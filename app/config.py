@@ -139,6 +139,23 @@ def shared_state_warning(workers: int, redis_url: str | None) -> str | None:
     )
 
 
+def gevent_sqlite_warning(worker_class: str, database_url: str | None) -> str | None:
+    """Why gevent workers on SQLite can stall; None for other workers or databases.
+
+    A greenlet that waits for SQLite's write lock waits inside SQLite (its busy timeout), where
+    gevent cannot switch to another greenlet: every other request of that worker process waits
+    too (tests/live/test_gevent.py). Were the lock held by a greenlet of the same process that
+    is waiting for the network (Redis), that one could not go on until the waiter gave up.
+    """
+    if worker_class != "gevent" or (database_url or "sqlite").split(":", 1)[0] != "sqlite":
+        return None
+    return (
+        "gevent workers on SQLite: a request waiting for SQLite's write lock holds up every "
+        "request of its worker process. Use gthread workers (the default) with SQLite, or "
+        "PostgreSQL with gevent; see docs/BENCHMARKS.md."
+    )
+
+
 def per_host_key_warning(production: bool, secret_key: str | None) -> str | None:
     """In production without SECRET_KEY, each host signs sessions with its own generated key."""
     if not production or secret_key:

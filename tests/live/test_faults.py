@@ -107,11 +107,11 @@ def _busy_worker(server) -> int | None:
     return next((pid for pid, ports in server.connections().items() if ports), None)
 
 
-@pytest.mark.parametrize("worker_class", ["sync", "gthread"])
+@pytest.mark.parametrize("worker_class", ["sync", "gthread", "gevent"])
 def test_sigkill_worker_mid_load_loses_no_data_and_players_continue(app, serve, worker_class):
-    """With either worker class no round is lost or stored twice and play goes on. A sync worker
-    holds one request, so only that one dies; a threaded one (the default) takes down every
-    request and kept-alive connection it held, each of which its player retries."""
+    """With any worker class no round is lost or stored twice and play goes on. A sync worker
+    holds one request, so only that one dies; a threaded one (the default) or a gevent one takes
+    down every request and kept-alive connection it held, each of which its player retries."""
     gunicorn = serve(workers=3, env={"GUNICORN_WORKER_CLASS": worker_class})
     victim = Player(gunicorn.url)
     page = victim.start()
