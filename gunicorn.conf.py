@@ -14,8 +14,19 @@ workers = int(os.environ.get("GUNICORN_WORKERS", min(max(multiprocessing.cpu_cou
 # how long an idle keep-alive connection stays open (below the proxy's upstream idle timeout).
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread" else "1"))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
-# gevent only: client connections (kept-alive ones included) each worker serves at once.
+# gevent only (GUNICORN_WORKER_CLASS=gevent): client connections, kept-alive ones included, each
+# worker serves at once, a greenlet each. No faster than gthread here on either database
+# (docs/BENCHMARKS.md), and on SQLite a request waiting for the write lock stops its whole
+# process (a warning at start). A greenlet holds a pooled database connection while it works:
+# at most 4 of them per process are in the database at once, as with gthread's threads, and the
+# others wait for a connection. Answers update shared rows, and a greenlet holding such a row's
+# lock while it waits for its turn in the process holds up every other answer; a larger pool
+# only lengthened that queue, and SQLAlchemy's overflow connections were opened and closed as
+# the number of requests in flight swung.
 worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
+if worker_class == "gevent":
+    os.environ.setdefault("DATABASE_POOL_SIZE", "4")
+    os.environ.setdefault("DATABASE_MAX_OVERFLOW", "0")
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 # The app writes one JSON access line per request (with its request id) to stderr, so gunicorn's

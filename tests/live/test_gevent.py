@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
 from tests.gunicorn_server import wait_until
 from tests.live.invariants import check_database, check_seen_rounds, count_players
@@ -37,8 +38,16 @@ def test_gevent_workers_store_every_round_once_under_concurrent_players(app, ser
     """Players playing at once through 2 gevent workers: every answer is stored once, with the
     points its page showed, and the totals add up (on SQLite too: its write lock is taken and
     released within a request, which never waits for the network while it holds it)."""
+    postgresql = app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql")
+    before = _connections(app) if postgresql else 0
     server = serve(workers=2, env=GEVENT)
     start_together = threading.Barrier(PLAYERS)
+    most = [0]
+    done = threading.Event()
+
+    def count_connections():
+        while not done.wait(0.02):
+            most[0] = max(most[0], _connections(app) - before)
 
     def play(index: int) -> list[PlayedRound]:
         rng = random.Random(index)
@@ -54,15 +63,39 @@ def test_gevent_workers_store_every_round_once_under_concurrent_players(app, ser
             )
         return rounds
 
-    with ThreadPoolExecutor(PLAYERS) as pool:
-        per_player = list(pool.map(play, range(PLAYERS)))
+    sampler = threading.Thread(target=count_connections, daemon=True)
+    if postgresql:
+        sampler.start()
+    try:
+        with ThreadPoolExecutor(PLAYERS) as pool:
+            per_player = list(pool.map(play, range(PLAYERS)))
+    finally:
+        done.set()
+        if postgresql:
+            sampler.join()
 
     played = [r for rounds in per_player for r in rounds]
     assert len(played) == PLAYERS * ROUNDS_EACH
+    if postgresql:
+        # gunicorn.conf.py gives each gevent process a pool of 4 and no overflow: however many
+        # players, each worker holds at most 4 connections.
+        assert 0 < most[0] <= 2 * 4, most[0]
     check_seen_rounds(check_database(app), played)
     assert count_players(app) == PLAYERS
     assert [s for s in server.served() if s.status >= 500] == []
     assert "Using worker: gevent" in server.log_path.read_text()
+
+
+def _connections(app) -> int:
+    """Connections to the test database on the server, the one asking included."""
+    engine = create_engine(app.config["SQLALCHEMY_DATABASE_URI"], poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return conn.scalar(
+                text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+            )
+    finally:
+        engine.dispose()
 
 
 def _hold_round_lock(db_uri: str, round_id: int):
