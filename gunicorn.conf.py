@@ -4,8 +4,9 @@ import multiprocessing
 import os
 
 # Threaded workers that keep connections alive, one process per core (at least 2) with 4 threads
-# each: measured against sync workers (5 and 9) and gthread with 5 processes on SQLite and
-# PostgreSQL, they used the least server CPU per round and had the shortest slowest rounds
+# each: measured against sync workers (5 and 9), gthread with 5 processes and gevent on SQLite
+# and PostgreSQL, they used the least server CPU per round (gevent with 4 database connections
+# per process the same on PostgreSQL) and had the shortest slowest rounds
 # (docs/BENCHMARKS.md, "Worker class and pool size"). Each thread may hold a database
 # connection: workers x threads per host count against PostgreSQL's max_connections.
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
@@ -20,9 +21,8 @@ keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # process (a warning at start). A greenlet holds a pooled database connection while it works:
 # at most 4 of them per process are in the database at once, as with gthread's threads, and the
 # others wait for a connection. Answers update shared rows, and a greenlet holding such a row's
-# lock while it waits for its turn in the process holds up every other answer; a larger pool
-# only lengthened that queue, and SQLAlchemy's overflow connections were opened and closed as
-# the number of requests in flight swung.
+# lock while it waits for its turn in the process holds up every other answer: SQLAlchemy's
+# default pool (5 + 10 overflow) was no better in the measurements, 16 + 16 worse.
 worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 if worker_class == "gevent":
     os.environ.setdefault("DATABASE_POOL_SIZE", "4")
