@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/roft_side_by_side.py --roft-dir DIR [--roft-python PYTHON]
                                                 [--players 16,64] [--seconds 12] [--pairs 2]
-                                                [--warmup 3] [--roft-workers 5] [--copies 15]
+                                                [--warmup 3] [--roft-workers 5] [--copies 4]
                                                 [--seed-rounds 100000] [--seed-players 2000]
                                                 [--roft-label TEXT] [--keep]
 
@@ -815,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--pairs", type=int, default=2, help="A-B pairs per level")
     add("--warmup", type=float, default=3.0, help="unmeasured seconds per site and level first")
     add("--roft-workers", type=int, default=5, help="RoFT's gunicorn sync workers")
-    add("--copies", type=int, default=15, help="demo texts loaded this many times")
+    add("--copies", type=int, default=4, help="demo texts loaded this many times (4: 5,336 texts)")
     add("--seed-rounds", type=int, default=100_000, help="answered rounds stored first")
     add("--seed-players", type=int, default=2000, help="players those rounds are spread over")
     add("--keep", action="store_true", help="keep the databases and gunicorn logs")
