@@ -252,7 +252,11 @@ async def roft_rounds(
             reply = await exchange(tally, session, base, Request("GET", path, expect=301))
             path = path_of(reply.location) if reply.location else "/annotate/"
         reply = await exchange(tally, session, base, Request("GET", path))
-        page = read_annotate_page(reply.text)
+        try:
+            page = read_annotate_page(reply.text)
+        except ProtocolError:  # counted: a checkout whose page differs must not pass quietly
+            tally.errors["RoFT's annotate page without its round's values"] += 1
+            raise
         guess = decide(page, rng)
         started_ms = int(time.time() * 1000)
         fields = save_fields(page, guess, started_ms - 2000 * guess.shown, started_ms)
@@ -265,6 +269,7 @@ async def roft_rounds(
         )
         reply = await exchange(tally, session, base, save)
         if json.loads(reply.text).get("status") != 200:
+            tally.errors["RoFT's save did not answer status 200"] += 1
             raise ProtocolError(f"RoFT's save answered {reply.text[:100]}")
         tally.round_times.append(time.perf_counter() - started)
         tally.rounds += 1
