@@ -772,6 +772,9 @@ def run(args) -> bool:
             results, errors = asyncio.run(play_levels(roft, ours, args))
         print("\n".join(report(results, levels)))
         ok = errors == 0
+        if any(t.rounds == 0 for tallies in results.values() for t in tallies):
+            ok = False
+            print("  a measured phase finished no round")
         if errors:
             for side in (roft, ours):
                 every = [
