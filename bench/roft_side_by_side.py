@@ -776,11 +776,9 @@ def run(args) -> bool:
             ok = False
             print("  a measured phase finished no round")
         if errors:
-            for side in (roft, ours):
-                every = [
-                    t for (_, name), ts in results.items() if name == side.tree.name for t in ts
-                ]
-                print(f"  errors ({side.tree.name}): {web_load.fmt_errors([*every, side.other])}")
+            for label, side in (("roft", roft), ("ours", ours)):
+                every = [t for (_, name), ts in results.items() if name == label for t in ts]
+                print(f"  errors ({label}): {web_load.fmt_errors([*every, side.other])}")
         for name, problems, count in (
             ("this site", web_load.check_database(ours), len(ours.finished)),
             (
