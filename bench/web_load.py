@@ -343,8 +343,11 @@ async def game_phase(
     seed: int,
     mode: str,
     think: tuple[float, float] | None = None,
+    rounds_of=None,
 ) -> tuple[Tally, list[Finished]]:
-    """Every player plays rounds until the time is up (finishing the round in hand)."""
+    """Every player plays rounds until the time is up (finishing the round in hand): this
+    site's rounds, or another protocol's (`rounds_of`, with `play_rounds`'s parameters)."""
+    rounds_of = rounds_of or play_rounds
     tally, finished = Tally(), []
     deadline = time.perf_counter() + seconds
 
@@ -354,7 +357,7 @@ async def game_phase(
             await asyncio.sleep(rng.uniform(0, think[1]))
         while time.perf_counter() < deadline:
             try:
-                await play_rounds(base, player, tally, rng, think, mode, deadline, finished)
+                await rounds_of(base, player, tally, rng, think, mode, deadline, finished)
             except (UnexpectedResponse, ProtocolError):
                 # From the home page again, which leads back to the open set and round (the
                 # site keeps them), after a failed request.
