@@ -49,18 +49,18 @@ class FramedSessionInterface(SecureCookieSessionInterface):
     made up a fifth of what reading the cookie cost.
     """
 
-    _serializers: dict[tuple, URLSafeTimedSerializer]
+    # The keys it was built with, and the serializer (replaced as a whole: threads share it).
+    _signing: tuple[tuple, URLSafeTimedSerializer] | None = None
 
     def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
-        key = (app.secret_key, tuple(app.config["SECRET_KEY_FALLBACKS"] or ()))
-        cached = self.__dict__.setdefault("_serializers", {})
-        if key not in cached:
-            cached.clear()  # a changed key: the old serializer must not sign anything
-            built = super().get_signing_serializer(app)
-            if built is None:
-                return None
-            cached[key] = built
-        return cached[key]
+        keys = (app.secret_key, tuple(app.config["SECRET_KEY_FALLBACKS"] or ()))
+        cached = self._signing
+        if cached is not None and cached[0] == keys:
+            return cached[1]
+        # None yet, or the keys changed: the old serializer must not sign anything more.
+        built = super().get_signing_serializer(app)
+        self._signing = (keys, built) if built is not None else None
+        return built
 
     def _framed(self) -> bool:
         return request.is_secure and (
