@@ -10,6 +10,7 @@ from flask import Flask, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import RateLimitExceeded
 from flask_wtf.csrf import CSRFError
+from itsdangerous import URLSafeTimedSerializer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
@@ -41,7 +42,25 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
 
 
 class FramedSessionInterface(SecureCookieSessionInterface):
-    """A framed MTurk task only keeps its cookie when it is SameSite=None; Secure (HTTPS)."""
+    """A framed MTurk task only keeps its cookie when it is SameSite=None; Secure (HTTPS).
+
+    The cookie's signing serializer is built once per secret key (and fallbacks) instead of on
+    every request, as Flask does: building one tests its JSON serializer with a `dumps` and
+    made up a fifth of what reading the cookie cost.
+    """
+
+    # The keys it was built with, and the serializer (replaced as a whole: threads share it).
+    _signing: tuple[tuple, URLSafeTimedSerializer] | None = None
+
+    def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
+        keys = (app.secret_key, tuple(app.config["SECRET_KEY_FALLBACKS"] or ()))
+        cached = self._signing
+        if cached is not None and cached[0] == keys:
+            return cached[1]
+        # None yet, or the keys changed: the old serializer must not sign anything more.
+        built = super().get_signing_serializer(app)
+        self._signing = (keys, built) if built is not None else None
+        return built
 
     def _framed(self) -> bool:
         return request.is_secure and (
@@ -84,6 +103,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
+    _register_csrf_reuse(app)
     limiter.init_app(app)
     cache.init_app(app)
 
@@ -116,6 +136,44 @@ def create_app(overrides: dict | None = None) -> Flask:
     _register_links(app)
     _register_compression(app)
     return app
+
+
+def _register_csrf_reuse(app: Flask) -> None:
+    """A post whose CSRF token was just checked answers with that same token in its forms.
+
+    Flask-WTF signs a new token for every response that shows a form; the page's script posts a
+    token and gets a form back on every reveal, answer and "Next text". The token it sent was
+    checked against this session's secret a moment ago (`csrf_protect` runs first), and with no
+    time limit on tokens (`WTF_CSRF_TIME_LIMIT`, None by default) a new one would be worth
+    exactly as much: the same secret, no expiry. So it is reused, and no token is signed. With a
+    time limit, each response gets a fresh token as before. A rotation of the secret during the
+    request (a login, a study join: `app/accounts/sessions.rotate_csrf`) drops the reused token
+    with the secret, and the page gets a new one.
+    """
+
+    @app.before_request
+    def reuse_checked_csrf_token() -> None:
+        if not g.get("csrf_valid") or app.config.get("WTF_CSRF_TIME_LIMIT") is not None:
+            return
+        field = app.config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
+        if field in g:
+            return
+        if token := _checked_csrf_token(field, app.config.get("WTF_CSRF_HEADERS", ())):
+            setattr(g, field, token)
+
+
+def _checked_csrf_token(field: str, headers) -> str | None:
+    """The token `csrf_protect` checked, found where Flask-WTF looks for it, in its order: the
+    form's field, a field ending in its name (a prefixed form), then the headers."""
+    if token := request.form.get(field):
+        return token
+    for key in request.form:
+        if key.endswith(field) and (token := request.form[key]):
+            return token
+    for header in headers:
+        if token := request.headers.get(header):
+            return token
+    return None
 
 
 def _register_compression(app: Flask) -> None:

@@ -334,17 +334,19 @@ def start_round(
     game_set: GameSet | None = None,
     open_set: Callable[[], GameSet] | None = None,
     level: str | None = None,
+    looked_up: bool = False,
 ) -> Round:
     """Resume the player's open round, or start a new one in the chosen category ("random": any)
     and difficulty level (None: any), as part of `game_set`, or of the set `open_set()` returns
-    once a text is found.
+    once a text is found. `looked_up`: the caller has just found no open round, so the first
+    look is skipped (a retry after a lost race looks again).
 
     Raises NotFound for an unknown category and NoExamplesLeft when the player has read every
     text there; either way nothing is stored.
     """
     category = _chosen_category(category_slug)
-    for _ in range(_START_ATTEMPTS):
-        current = open_round(player)
+    for attempt in range(_START_ATTEMPTS):
+        current = None if looked_up and attempt == 0 else open_round(player)
         if current is not None:
             return current
         example = _pick_example(player, category, level)

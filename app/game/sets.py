@@ -301,7 +301,7 @@ def next_round(player: Player, set_id: int) -> Round:
 
         return challenge.next_round(player, game_set)
     return rounds.start_round(
-        player, last_category(game_set), game_set=game_set, level=game_set.level
+        player, last_category(game_set), game_set=game_set, level=game_set.level, looked_up=True
     )
 
 

@@ -3,7 +3,12 @@ read before (or planted in a shared session cookie) is refused afterwards."""
 
 from __future__ import annotations
 
-from tests.conftest import csrf_token
+import time
+
+from itsdangerous import TimestampSigner
+
+from tests import factories
+from tests.conftest import CSRF_RE, csrf_token
 from tests.crowd.helpers import make_pool, make_study
 from tests.security.helpers import PASSWORD
 from tests.test_accounts import login, signup
@@ -44,3 +49,27 @@ def test_study_join_gives_a_new_csrf_secret(app, client):
     assert after != before
     refused = client.post("/study/test-study/next", data={"csrf_token": before})
     assert refused.status_code == 400
+
+
+def test_a_checked_post_answers_with_the_token_it_sent_and_no_other(app, client, monkeypatch):
+    """The page's script gets its forms back with the token it posted (checked a moment before,
+    with no time limit on tokens: worth exactly a new one), which keeps working; a token that
+    failed its check is never put into a page."""
+    with app.app_context():
+        factories.example(boundary=3)
+    token = csrf_token(client, "/")
+    # From here a newly signed token would differ from `token` (it carries its signing time).
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda signer: int(time.time()) + 100)
+    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    assert started.status_code == 302
+    url = started.headers["Location"]
+    fetch = {"X-Requested-With": "fetch"}
+    for seen in (1, 2):
+        page = client.post(
+            f"{url}/next", data={"csrf_token": token, "seen": str(seen)}, headers=fetch
+        )
+        assert page.status_code == 200
+        assert CSRF_RE.findall(page.text) and set(CSRF_RE.findall(page.text)) == {token}
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    refused = client.post(f"{url}/next", data={"csrf_token": forged, "seen": "3"}, headers=fetch)
+    assert refused.status_code == 400 and forged not in refused.text

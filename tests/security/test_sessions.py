@@ -94,3 +94,17 @@ def test_operator_reset_password_ends_sessions_and_lifts_a_lock(app, client, run
     assert login(app.test_client(), "ada", new_password).status_code == 302
     assert runner.invoke(args=["reset-password", "nobody"]).exit_code == 1
     assert "--generate" in runner.invoke(args=["reset-password", "--help"]).output
+
+
+def test_a_new_secret_key_refuses_session_cookies_signed_with_the_old_one(app, client):
+    """The session cookie's signer is built once per key (app/__init__.py): a new key, or the old
+    one dropped from the fallbacks, must still refuse a cookie signed with the old key."""
+    signup(client, username="ada")
+    old = app.secret_key
+    copied = thief_of(app, client, names=("session",))
+    assert signed_in(copied)
+    app.secret_key = app.config["SECRET_KEY"] = "another secret key of this deployment"
+    app.config["SECRET_KEY_FALLBACKS"] = [old]
+    assert signed_in(thief_of(app, client, names=("session",)))  # the old key still verifies
+    app.config["SECRET_KEY_FALLBACKS"] = []
+    assert not signed_in(thief_of(app, client, names=("session",)))  # and now it does not
