@@ -23,9 +23,9 @@ tests/nginx_server.py (its one upstream the side's gunicorn, its port, logs and 
 machine). --proxy both measures each tree or configuration twice, directly and behind nginx
 (NAME_nginx), each on its own database. In --configs, NGINX=deploy or NGINX=PATH (another
 nginx.conf, e.g. an earlier commit's) puts that configuration behind nginx. nginx's own CPU per
-round is measured as gunicorn's is and printed after the errors; the ratios add gunicorn's and
-nginx's together, and each side behind nginx is also divided by the first one behind nginx and
-by its twin served directly. Error lines in nginx's error log count as errors.
+round is measured as gunicorn's is (column "nginx ms"; "-" when served directly); the ratios add
+gunicorn's and nginx's together too, and each side behind nginx is also divided by the first one
+behind nginx and by its twin served directly. Error lines in nginx's error log count as errors.
 
 Data. Each tree gets a fresh database (a SQLite file; on PostgreSQL roft_loadbench_base and
 roft_loadbench_head, dropped and recreated; BENCH_PG_PREFIX=NAME makes them NAME_base and
@@ -813,15 +813,14 @@ def fmt_errors(tallies: list[Tally]) -> str:
 HEADER = (
     f"{'database':<11}{'players':>7}  {'tree':<16} {'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
     f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}{'sent/rnd':>9}"
-    "  errors"
+    f"{'nginx ms':>9}  errors"
 )
 
 
 def row(
     kind: str, level: int, tree: str, mode: str, tallies: list[Tally], proxied: bool = False
 ) -> str:
-    """One line of the table: means over the phases, latencies pooled; behind a proxy, the
-    proxy's CPU per round after the errors (not in `cpu ms/rnd`, which is gunicorn's)."""
+    """One line of the table: means over the phases, latencies pooled."""
     pooled = Tally()
     for tally in tallies:
         merge(pooled, tally)
@@ -829,6 +828,8 @@ def row(
     cpu = statistics.mean(t.cpu_per_round for t in tallies)
     per_round = pooled.requests / pooled.rounds if pooled.rounds else math.nan
     sentences = statistics.mean(pooled.sentences) if pooled.sentences else math.nan
+    # Behind a proxy: its CPU ms per round (not in cpu ms/rnd, which is gunicorn's).
+    proxy = f"{statistics.mean(t.proxy_cpu_per_round for t in tallies):.1f}" if proxied else "-"
     if mode == "paced":  # a paced round's time is mostly the reader's pauses
         round_p50 = round_p99 = f"{'-':>10}"
     else:
@@ -837,11 +838,8 @@ def row(
     line = (
         f"{kind:<11}{level:>7}  {tree:<16} {mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
         f"{percentile(pooled.latencies, 0.5):>8.1f}ms{percentile(pooled.latencies, 0.99):>8.1f}ms"
-        f"{round_p50}{round_p99}{sentences:>9.1f}  {fmt_errors(tallies)}"
+        f"{round_p50}{round_p99}{sentences:>9.1f}{proxy:>9}  {fmt_errors(tallies)}"
     )
-    if proxied:
-        proxy = statistics.mean(t.proxy_cpu_per_round for t in tallies)
-        line += f"  nginx {proxy:.1f} cpu ms/rnd"
     if len(tallies) > 1:
         line += (
             f"\n{'':<20}pairs: rounds/s "
@@ -1402,7 +1400,8 @@ def run(args) -> bool:
             failed |= not ok
             ratios += lines
         if ratios:
-            versus = f"/ {trees[0].name}" if args.configs else "current / baseline"
+            names = [tree.name for tree in trees]
+            versus = "current / baseline" if names == ["baseline", "current"] else f"/ {names[0]}"
             print(f"{versus} (mean of the pairs' ratios):")
             print("\n".join(ratios))
     return failed
