@@ -20,10 +20,23 @@ from tests.nginx_server import nginx_binary
 DATABASE = "postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite"
 
 
+def bench_env() -> dict[str, str]:
+    """The environment of a benchmark run: on PostgreSQL, database names of this test run's own
+    (web_load.py drops and recreates its databases, and the default names are shared by every
+    checkout and pytest worker on the server, so two runs at once would drop each other's)."""
+    env = dict(os.environ)
+    if DATABASE == "postgresql":
+        test_db = re.sub(r"\W", "_", os.environ["TEST_DATABASE_URL"].rsplit("/", 1)[-1])
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        env["BENCH_PG_PREFIX"] = f"lb_{test_db}_{worker}"[:40]
+    return env
+
+
 def run_bench(script: str, *args: str) -> str:
     finished = subprocess.run(
         [sys.executable, f"bench/{script}", "--database", DATABASE, *args],
         cwd=PROJECT_ROOT,
+        env=bench_env(),
         capture_output=True,
         text=True,
         timeout=240,
