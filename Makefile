@@ -12,7 +12,7 @@ PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/roft_test
 PYTEST_ARGS ?= -n 2
 export FLASK_APP := wsgi.py
 
-.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium axe demo screenshots clean
+.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium nginx axe demo screenshots clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,7 +46,7 @@ run: setup
 	$(VENV)/bin/gunicorn --config gunicorn.conf.py --bind $(HOST):$(PORT) wsgi:app
 
 ## Lint, then the whole suite on SQLite and on PostgreSQL (installs what it needs first).
-test: setup-dev chromium axe services lint test-sqlite test-postgres
+test: setup-dev chromium nginx axe services lint test-sqlite test-postgres
 
 test-sqlite: setup-dev axe
 	$(PY) -m pytest -q $(PYTEST_ARGS)
@@ -72,6 +72,10 @@ services:
 
 chromium:
 	@bash scripts/ensure-chromium.sh
+
+# nginx for the reverse-proxy test (tests/live/test_two_servers.py) and `web_load.py --proxy`.
+nginx:
+	@bash scripts/ensure-nginx.sh
 
 ## Rebuild data/demo/examples.jsonl from the demo corpus.
 demo: setup-dev

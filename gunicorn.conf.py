@@ -12,7 +12,10 @@ import os
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 workers = int(os.environ.get("GUNICORN_WORKERS", min(max(multiprocessing.cpu_count(), 2), 8)))
 # Threads per worker (gthread only: gunicorn turns a sync worker with threads into gthread) and
-# how long an idle keep-alive connection stays open (below the proxy's upstream idle timeout).
+# how long an idle keep-alive connection stays open. Behind a proxy that keeps its connections to
+# gunicorn, the proxy must close an idle one first, so keep this above its upstream idle timeout
+# (deploy/nginx.conf: keepalive_timeout 4s): otherwise nginx may send a request down a connection
+# gunicorn is closing at that moment, and it does not resend a POST (the player gets a 502).
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread" else "1"))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # gevent only (GUNICORN_WORKER_CLASS=gevent): client connections, kept-alive ones included, each

@@ -5,7 +5,7 @@
                                        [--copies 15] [--seed-rounds 100000] [--seed-players 2000]
                                        [--think 0.5,1.5] [--profile DIR] [--modes script,form]
                                        [--configs "NAME:KEY=VALUE,...;NAME2:..."]
-                                       [--current-env KEY=VALUE,...]
+                                       [--current-env KEY=VALUE,...] [--proxy none|nginx|both]
 
 Trees. The current tree (the checkout this script is in, with any uncommitted change) always runs.
 With --baseline-ref, a detached `git worktree` of REF (e.g. the commit before a change) runs too,
@@ -16,6 +16,16 @@ Configurations. With --configs, the sides are the current tree under several gun
 configurations instead (GUNICORN_* variables of gunicorn.conf.py, e.g. the worker class, workers
 and threads), each on its own database, played in turns like two trees; ratios are against the
 first. --current-env sets variables for the current tree only in a --baseline-ref run.
+
+Proxy. With --proxy nginx the players connect to an nginx in front of each server instead of to
+gunicorn: the tree's deploy/nginx.conf (the reverse proxy docker-compose.yml runs), made local by
+tests/nginx_server.py (its one upstream the side's gunicorn, its port, logs and buffers on this
+machine). --proxy both measures each tree or configuration twice, directly and behind nginx
+(NAME_nginx), each on its own database. In --configs, NGINX=deploy or NGINX=PATH (another
+nginx.conf, e.g. an earlier commit's) puts that configuration behind nginx. nginx's own CPU per
+round is measured as gunicorn's is (column "nginx ms"; "-" when served directly); the ratios add
+gunicorn's and nginx's together too, and each side behind nginx is also divided by the first one
+behind nginx and by its twin served directly. Error lines in nginx's error log count as errors.
 
 Data. Each tree gets a fresh database (a SQLite file; on PostgreSQL roft_loadbench_base and
 roft_loadbench_head, dropped and recreated; BENCH_PG_PREFIX=NAME makes them NAME_base and
@@ -155,6 +165,7 @@ class Tally:
     elapsed: float = 0.0
     rounds: int = 0
     cpu: float = 0.0  # server CPU seconds
+    proxy_cpu: float = 0.0  # the reverse proxy's CPU seconds (--proxy), not in `cpu`
 
     @property
     def requests(self) -> int:
@@ -168,6 +179,16 @@ class Tally:
     def cpu_per_round(self) -> float:
         """Server CPU milliseconds per completed round."""
         return self.cpu * 1000 / self.rounds if self.rounds else math.nan
+
+    @property
+    def host_cpu_per_round(self) -> float:
+        """gunicorn's and the proxy's CPU milliseconds per completed round."""
+        return (self.cpu + self.proxy_cpu) * 1000 / self.rounds if self.rounds else math.nan
+
+    @property
+    def proxy_cpu_per_round(self) -> float:
+        """The reverse proxy's CPU milliseconds per completed round (0 without one)."""
+        return self.proxy_cpu * 1000 / self.rounds if self.rounds else math.nan
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -378,6 +399,7 @@ class Tree:
     root: Path
     label: str  # the commit
     env: tuple[tuple[str, str], ...] = ()  # the configuration's environment for gunicorn
+    proxy: Path | None = None  # the nginx.conf whose nginx the players connect to (--proxy)
 
 
 def parse_env(assignments: str) -> dict[str, str]:
@@ -414,12 +436,14 @@ class Side:
     url: str = ""
     seeded: dict = field(default_factory=dict)
     server: object = None  # tests.gunicorn_server.GunicornServer
+    proxy: object = None  # tests.nginx_server.NginxProxy in front of it, with --proxy
     finished: list[Finished] = field(default_factory=list)
     other: Tally = field(default_factory=Tally)  # warm-up and profiled phases, not in the rows
 
     @property
     def base(self) -> str:
-        return self.server.url
+        """Where the players connect: the proxy when there is one, else gunicorn."""
+        return (self.proxy or self.server).url
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -739,8 +763,13 @@ def seed_tree(spec: dict) -> None:
 
 def cpu_ticks(server) -> dict[int, int]:
     """Clock ticks of user + system time so far, per process of the server (master, workers)."""
+    return process_ticks([server.process.pid, *server.worker_pids()])
+
+
+def process_ticks(pids: list[int]) -> dict[int, int]:
+    """Clock ticks of user + system time so far, per process (Linux /proc)."""
     ticks = {}
-    for pid in (server.process.pid, *server.worker_pids()):
+    for pid in pids:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
@@ -752,10 +781,14 @@ def cpu_ticks(server) -> dict[int, int]:
 
 async def measured_phase(side: Side, players: list[Player], seconds: float, **kwargs) -> Tally:
     """A game phase on the side's server, with the server CPU it took."""
-    before = cpu_ticks(side.server)
+    proxy_pids = side.proxy.pids() if side.proxy else []
+    before, proxy_before = cpu_ticks(side.server), process_ticks(proxy_pids)
     tally, finished = await game_phase(side.base, players, seconds, **kwargs)
-    after = cpu_ticks(side.server)
+    after, proxy_after = cpu_ticks(side.server), process_ticks(proxy_pids)
     tally.cpu = sum(ticks - before.get(pid, 0) for pid, ticks in after.items()) / CLOCK_TICKS
+    tally.proxy_cpu = (
+        sum(ticks - proxy_before.get(pid, 0) for pid, ticks in proxy_after.items()) / CLOCK_TICKS
+    )
     side.finished += finished
     return tally
 
@@ -770,6 +803,7 @@ def merge(into: Tally, tally: Tally) -> None:
     into.rounds += tally.rounds
     into.elapsed += tally.elapsed
     into.cpu += tally.cpu
+    into.proxy_cpu += tally.proxy_cpu
 
 
 def fmt_errors(tallies: list[Tally]) -> str:
@@ -780,13 +814,15 @@ def fmt_errors(tallies: list[Tally]) -> str:
 
 
 HEADER = (
-    f"{'database':<11}{'players':>7}  {'tree':<10} {'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
+    f"{'database':<11}{'players':>7}  {'tree':<16} {'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
     f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}{'sent/rnd':>9}"
-    "  errors"
+    f"{'nginx ms':>9}  errors"
 )
 
 
-def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> str:
+def row(
+    kind: str, level: int, tree: str, mode: str, tallies: list[Tally], proxied: bool = False
+) -> str:
     """One line of the table: means over the phases, latencies pooled."""
     pooled = Tally()
     for tally in tallies:
@@ -795,15 +831,17 @@ def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> st
     cpu = statistics.mean(t.cpu_per_round for t in tallies)
     per_round = pooled.requests / pooled.rounds if pooled.rounds else math.nan
     sentences = statistics.mean(pooled.sentences) if pooled.sentences else math.nan
+    # Behind a proxy: its CPU ms per round (not in cpu ms/rnd, which is gunicorn's).
+    proxy = f"{statistics.mean(t.proxy_cpu_per_round for t in tallies):.1f}" if proxied else "-"
     if mode == "paced":  # a paced round's time is mostly the reader's pauses
         round_p50 = round_p99 = f"{'-':>10}"
     else:
         round_p50 = f"{percentile(pooled.round_times, 0.5):>8.0f}ms"
         round_p99 = f"{percentile(pooled.round_times, 0.99):>8.0f}ms"
     line = (
-        f"{kind:<11}{level:>7}  {tree:<10} {mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
+        f"{kind:<11}{level:>7}  {tree:<16} {mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
         f"{percentile(pooled.latencies, 0.5):>8.1f}ms{percentile(pooled.latencies, 0.99):>8.1f}ms"
-        f"{round_p50}{round_p99}{sentences:>9.1f}  {fmt_errors(tallies)}"
+        f"{round_p50}{round_p99}{sentences:>9.1f}{proxy:>9}  {fmt_errors(tallies)}"
     )
     if len(tallies) > 1:
         line += (
@@ -811,6 +849,11 @@ def row(kind: str, level: int, tree: str, mode: str, tallies: list[Tally]) -> st
             + " ".join(f"{t.round_rate:.1f}" for t in tallies)
             + "; cpu ms/rnd "
             + " ".join(f"{t.cpu_per_round:.1f}" for t in tallies)
+            + (
+                "; nginx cpu ms/rnd " + " ".join(f"{t.proxy_cpu_per_round:.1f}" for t in tallies)
+                if proxied
+                else ""
+            )
         )
     return line
 
@@ -828,13 +871,23 @@ def ratio_line(
         percentile(h.round_times, 0.99) / percentile(b.round_times, 0.99)
         for b, h in zip(base, head, strict=True)
     ]
-    return (
+    line = (
         f"  {kind:<11}{level:>4} {mode:<7}{label + ' ' if label else ''}"
         f"cpu/round {statistics.mean(cpu):.2f}× "
         f"(pairs {' '.join(f'{r:.2f}' for r in cpu)}), rounds/s {statistics.mean(rate):.2f}× "
         f"(pairs {' '.join(f'{r:.2f}' for r in rate)}), round p99 {statistics.mean(tail):.2f}× "
         f"(pairs {' '.join(f'{r:.2f}' for r in tail)})"
     )
+    if any(t.proxy_cpu for t in (*base, *head)):
+        # gunicorn's and the proxy's CPU together: what the host spends per round.
+        total = [
+            h.host_cpu_per_round / b.host_cpu_per_round for b, h in zip(base, head, strict=True)
+        ]
+        line += (
+            f", gunicorn+nginx cpu/round {statistics.mean(total):.2f}× "
+            f"(pairs {' '.join(f'{r:.2f}' for r in total)})"
+        )
+    return line
 
 
 def app_time_by_endpoint(log_path: Path) -> list[str]:
@@ -1028,6 +1081,7 @@ def check_database(side: Side) -> list[str]:
 async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str]]:
     """Serve every side, play the phases at each level, print the rows; (no errors, ratios)."""
     from tests.gunicorn_server import GunicornServer
+    from tests.nginx_server import NginxProxy
 
     levels = [int(n) for n in args.players.split(",")]
     think = tuple(float(x) for x in args.think.split(","))
@@ -1047,6 +1101,10 @@ async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str
                     root=side.tree.root,
                 )
             )
+            if side.tree.proxy:
+                side.proxy = stack.enter_context(
+                    NginxProxy(side.work / "nginx", [side.server.port], source=side.tree.proxy)
+                )
         for index, level in enumerate(levels):
             logged_in: dict[str, list[Player]] = {}
             try:
@@ -1069,6 +1127,14 @@ async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str
     if retries:
         print(f"  requests retried on a connection the server had closed: {retries}")
     for side in sides:
+        if side.proxy:
+            logged = side.proxy.error_log.read_text(errors="replace").splitlines()
+            failed = [line for line in logged if "[error]" in line or "[crit]" in line]
+            print(f"  nginx of {side.tree.name}: {len(failed)} error lines in its log")
+            for line in failed[:5]:
+                print(f"    {line[:300]}")
+            errors += len(failed)
+    for side in sides:
         print(f"  time inside the app ({kind}, {side.tree.name}, all phases, from its access log):")
         print("\n".join(app_time_by_endpoint(side.server.log_path)) or "    (no access lines)")
     return errors == 0, ratios
@@ -1079,21 +1145,22 @@ def report_level(kind: str, level: int, sides: list[Side], results: dict) -> lis
     print(HEADER)
     for side in sides:
         for mode in (*args_modes(), "paced"):
-            print(row(kind, level, side.tree.name, mode, results[level, side.tree.name, mode]))
+            tallies = results[level, side.tree.name, mode]
+            print(row(kind, level, side.tree.name, mode, tallies, proxied=bool(side.proxy)))
     if len(sides) < 2:
         return []
-    # Each side against the first (the baseline tree, or the first of --configs).
-    first = sides[0].tree.name
     lines = [
         ratio_line(
             kind,
             level,
             mode,
-            results[level, first, mode],
-            results[level, side.tree.name, mode],
-            f"{side.tree.name} / {first}" if len(sides) > 2 or first != "baseline" else "",
+            results[level, base.tree.name, mode],
+            results[level, head.tree.name, mode],
+            f"{head.tree.name} / {base.tree.name}"
+            if len(sides) > 2 or base.tree.name != "baseline"
+            else "",
         )
-        for side in sides[1:]
+        for base, head in comparisons(sides)
         for mode in args_modes()
     ]
     paced = []
@@ -1103,6 +1170,29 @@ def report_level(kind: str, level: int, sides: list[Side], results: dict) -> lis
         paced.append(f"{side.tree.name} {p50:.1f}/{p99:.1f} ms")
     lines.append(f"  {kind:<11}{level:>4} paced   p50/p99 per request: {', '.join(paced)}")
     return lines
+
+
+def comparisons(sides: list[Side]) -> list[tuple[Side, Side]]:
+    """(base, head) pairs of sides to divide: each side by the first (the baseline tree, or the
+    first of --configs); with sides behind a proxy and sides without, each proxied side by the
+    first proxied one too, and by its twin served directly (the same tree and configuration)."""
+    pairs = [(sides[0], side) for side in sides[1:]]
+    proxied = [side for side in sides if side.proxy]
+    if proxied and proxied[0] is not sides[0]:
+        pairs += [(proxied[0], side) for side in proxied[1:]]
+    for side in proxied:
+        twin = next(
+            (
+                other
+                for other in sides
+                if not other.proxy
+                and (other.tree.root, other.tree.env) == (side.tree.root, side.tree.env)
+            ),
+            None,
+        )
+        if twin is not None and (twin, side) not in pairs:
+            pairs.append((twin, side))
+    return pairs
 
 
 async def one_level(kind, level, index, sides, logged_in, think, results, args) -> None:
@@ -1221,6 +1311,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     add("--modes", default=",".join(MODES), help="the modes measured: script, form or both")
     add(
+        "--proxy",
+        choices=["none", "nginx", "both"],
+        default="none",
+        help="nginx: the players connect to a local nginx running the tree's deploy/nginx.conf "
+        "(made local as tests/nginx_server.py does) in front of each server; both: each tree or "
+        "configuration served directly and behind nginx (NAME_nginx). In --configs, NGINX=deploy "
+        "or NGINX=PATH (another nginx.conf) puts one configuration behind nginx",
+    )
+    add(
         "--current-env",
         metavar="KEY=VALUE,...",
         default="",
@@ -1245,6 +1344,23 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def with_proxy(trees: list[Tree], proxy: str) -> list[Tree]:
+    """--proxy: every tree behind nginx with its own deploy/nginx.conf, or each tree served
+    directly and again behind nginx (the direct ones first)."""
+    if proxy == "none":
+        return trees
+
+    def behind(tree: Tree) -> Tree:
+        if tree.proxy:
+            return tree
+        name = tree.name if proxy == "nginx" else f"{tree.name}_nginx"
+        return dataclasses.replace(tree, name=name, proxy=tree.root / "deploy" / "nginx.conf")
+
+    if proxy == "nginx":
+        return [behind(tree) for tree in trees]
+    return trees + [behind(tree) for tree in trees if not tree.proxy]
+
+
 def run(args) -> bool:
     """Every database for every tree; whether anything failed."""
     kinds = ["sqlite", "postgresql"] if args.database == "both" else [args.database]
@@ -1254,18 +1370,25 @@ def run(args) -> bool:
             trees.append(stack.enter_context(baseline_worktree(args.baseline_ref)))
         if args.configs:
             tree = current_tree()
-            trees += [
-                Tree(name, tree.root, tree.label, tuple(sorted(env.items())))
-                for name, env in parse_configs(args.configs)
-            ]
-            for config in trees:
-                print(f"  {config.name}: {' '.join(f'{k}={v}' for k, v in config.env)}")
+            for name, env in parse_configs(args.configs):
+                proxy = env.pop("NGINX", None)
+                if proxy is not None:
+                    proxy = tree.root / "deploy" / "nginx.conf" if proxy == "deploy" else proxy
+                    proxy = Path(proxy).resolve()
+                    if not proxy.is_file():
+                        raise SystemExit(f"--configs {name}: no nginx.conf at {proxy}")
+                trees.append(Tree(name, tree.root, tree.label, tuple(sorted(env.items())), proxy))
         else:
             tree = current_tree()
             own = parse_env(args.current_env)
             trees.append(Tree(tree.name, tree.root, tree.label, tuple(sorted(own.items()))))
             if own:
                 print(f"  current: {' '.join(f'{k}={v}' for k, v in sorted(own.items()))}")
+        trees = with_proxy(trees, args.proxy)
+        if args.configs or args.proxy != "none":
+            for side in trees:
+                behind = f" behind nginx ({side.proxy})" if side.proxy else " direct"
+                print(f"  {side.name}: {' '.join(f'{k}={v}' for k, v in side.env)}{behind}")
         print(
             "trees: "
             + ", ".join(f"{tree.name} = {tree.label} ({tree.root})" for tree in trees)
@@ -1280,7 +1403,8 @@ def run(args) -> bool:
             failed |= not ok
             ratios += lines
         if ratios:
-            versus = f"/ {trees[0].name}" if args.configs else "current / baseline"
+            names = [tree.name for tree in trees]
+            versus = "current / baseline" if names == ["baseline", "current"] else f"/ {names[0]}"
             print(f"{versus} (mean of the pairs' ratios):")
             print("\n".join(ratios))
     return failed

@@ -15,14 +15,28 @@ from pathlib import Path
 import pytest
 
 from app import PROJECT_ROOT
+from tests.nginx_server import nginx_binary
 
 DATABASE = "postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite"
+
+
+def bench_env() -> dict[str, str]:
+    """The environment of a benchmark run: on PostgreSQL, database names of this test run's own
+    (web_load.py drops and recreates its databases, and the default names are shared by every
+    checkout and pytest worker on the server, so two runs at once would drop each other's)."""
+    env = dict(os.environ)
+    if DATABASE == "postgresql":
+        test_db = re.sub(r"\W", "_", os.environ["TEST_DATABASE_URL"].rsplit("/", 1)[-1])
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        env["BENCH_PG_PREFIX"] = f"lb_{test_db}_{worker}"[:40]
+    return env
 
 
 def run_bench(script: str, *args: str) -> str:
     finished = subprocess.run(
         [sys.executable, f"bench/{script}", "--database", DATABASE, *args],
         cwd=PROJECT_ROOT,
+        env=bench_env(),
         capture_output=True,
         text=True,
         timeout=240,
@@ -88,6 +102,38 @@ def test_web_load_compares_server_configurations_of_the_current_tree():
     assert all(fields[-1] == "0" for fields in rows.values())  # no errors
     assert re.search(rf"{DATABASE} +2 script threads / sync cpu/round [\d.]+× .*round p99", out)
     for tree in ("sync", "threads"):
+        match = re.search(rf"database check \({DATABASE}, {tree}\): (\d+) rounds, (.*)", out)
+        assert match and int(match[1]) > 0 and match[2] == "OK", out[-2000:]
+
+
+@pytest.mark.skipif(nginx_binary() is None, reason="nginx is not installed (make test installs it)")
+def test_web_load_behind_nginx_plays_through_the_proxy_and_checks_the_database():
+    out = run_bench("web_load.py", "--proxy", "both", "--modes", "script", "--keep", *TINY_LOAD)
+    kept = Path(re.search(r"gunicorn logs and SQLite files kept in (\S+)", out)[1])
+    try:
+        proxied = (kept / "current_nginx" / "nginx" / "access.log").read_text()
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+    rows = load_rows(out)
+    assert set(rows) == {
+        (tree, mode) for tree in ("current", "current_nginx") for mode in ("script", "paced")
+    }
+    for (tree, mode), fields in rows.items():
+        assert float(fields[4]) > 0 and float(fields[5]) > 0, (tree, mode)
+        assert fields[-1] == "0", (tree, mode)  # no errors
+        # nginx's CPU per round: measured behind it, "-" for the server players reach directly.
+        assert (fields[-2] == "-") == (tree == "current"), fields
+    # The players of current_nginx went through nginx: it logged their game requests, each
+    # answered by the one gunicorn behind it; nginx logged no error.
+    answers = re.findall(r'"POST /play/round/\d+/answer HTTP/1.1" 200 .* upstream=(\S+)', proxied)
+    assert answers and len(set(answers)) == 1, proxied[-2000:]
+    assert "nginx of current_nginx: 0 error lines in its log" in out
+    assert re.search(
+        rf"{DATABASE} +2 script current_nginx / current cpu/round [\d.]+×.*"
+        r"gunicorn\+nginx cpu/round [\d.]+×",
+        out,
+    )
+    for tree in ("current", "current_nginx"):
         match = re.search(rf"database check \({DATABASE}, {tree}\): (\d+) rounds, (.*)", out)
         assert match and int(match[1]) > 0 and match[2] == "OK", out[-2000:]
 

@@ -4,7 +4,10 @@ This is the setup of `docker-compose.yml` and docs/scaling.md, minus Docker: the
 nothing but the database, Redis and SECRET_KEY. A small round-robin proxy (standard library, in
 this file) stands in for nginx, so consecutive requests of one player, redirects included, land
 on different servers. The tests check what must not depend on which server answers: every round
-is stored once, sessions, rate limits, the daily challenge and the leaderboards.
+is stored once, sessions, rate limits, the daily challenge and the leaderboards. Where nginx is
+installed (`make test` installs it), the last tests run `deploy/nginx.conf` itself in front of
+the servers (tests/nginx_server.py): round robin, and upstream connections kept alive and closed
+by nginx before gunicorn would close them.
 """
 
 from __future__ import annotations
@@ -12,13 +15,12 @@ from __future__ import annotations
 import fcntl
 import http.client
 import itertools
-import os
 import random
 import re
-import shutil
-import subprocess
+import runpy
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -35,6 +37,7 @@ from app.models import Player as PlayerRow
 from tests.gunicorn_server import free_port, wait_until
 from tests.live.invariants import check_database, check_seen_rounds, count_players
 from tests.live.player import Player, RoundPage
+from tests.nginx_server import DEPLOY_CONF, NginxProxy, nginx_binary
 
 # A Redis database of its own (see tests/live/conftest.py for the others), flushed around each test.
 REDIS_DB = 11
@@ -353,56 +356,20 @@ def test_the_daily_challenge_drawn_on_both_servers_at_once_is_one(app, demo_db, 
         db.session.remove()
 
 
-def _nginx_config(tmp_path: Path, port: int, backends: dict[str, int]) -> Path:
-    """deploy/nginx.conf with the compose service addresses, port and paths made local."""
-    conf = (PROJECT_ROOT / "deploy" / "nginx.conf").read_text()
-    for name, backend_port in backends.items():
-        assert f"server {name} " in conf, name
-        conf = conf.replace(f"server {name} ", f"server 127.0.0.1:{backend_port} ")
-    assert "listen 8000;" in conf and "access_log /dev/stdout roft;" in conf
-    conf = conf.replace("listen 8000;", f"listen 127.0.0.1:{port};")
-    conf = conf.replace("access_log /dev/stdout roft;", f"access_log {tmp_path}/access.log roft;")
-    temp = "".join(
-        f"\n    {kind}_temp_path {tmp_path}/{kind};"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    )
-    conf = conf.replace("http {", "http {" + temp, 1)
-    path = tmp_path / "nginx.conf"
-    path.write_text(conf)
-    return path
+NO_NGINX = "nginx is not installed: `make test` installs it (scripts/ensure-nginx.sh)"
 
 
-@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+@pytest.mark.skipif(nginx_binary() is None, reason=NO_NGINX)
 def test_the_shipped_nginx_config_spreads_a_players_requests_over_both_servers(
     app, two_servers, tmp_path
 ):
     first, second = two_servers(PROXY_FIX="1")
-    port = free_port()
-    conf = _nginx_config(tmp_path, port, {"web1:8000": first.port, "web2:8000": second.port})
-    main = f"daemon off; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;"
-    if os.geteuid() == 0:
-        main += " user root;"  # the workers must reach the temporary paths under tmp_path
-    command = ["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", main]
-    checked = subprocess.run([*command, "-t"], capture_output=True, text=True, timeout=30)
-    assert checked.returncode == 0, checked.stderr
-    nginx = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        proxy_url = f"http://127.0.0.1:{port}"
-
-        def up():
-            try:
-                return Player(proxy_url, timeout=2).get("/healthz").status == 200
-            except Exception:
-                return False
-
-        wait_until(up, 20, f"nginx did not start: {(tmp_path / 'error.log').read_text()}")
-        player = Player(proxy_url)
+    with NginxProxy(tmp_path / "nginx", [first.port, second.port]) as nginx:
+        player = Player(nginx.url)
         form = {"username": "grace", "password": "correct-horse", "consent": "yes"}
         assert player.post("/signup", form).first_status == 302
         played = [player.play_round(reveal_to=k, choice="machine") for k in (2, 4, 3)]
-    finally:
-        nginx.terminate()
-        nginx.wait(timeout=20)
+        upstreams = set(nginx.upstreams())
 
     stored = check_database(app)
     check_seen_rounds(stored, played)
@@ -411,5 +378,59 @@ def test_the_shipped_nginx_config_spreads_a_players_requests_over_both_servers(
         paths = [s.target for s in server.served() if s.target.startswith("/play/round/")]
         assert paths, f"{server.url} served no round request"
         assert {s.status for s in server.served()} <= {200, 302, 303}
-    upstreams = set(re.findall(r"upstream=(\S+)", (tmp_path / "access.log").read_text()))
     assert upstreams == {f"127.0.0.1:{first.port}", f"127.0.0.1:{second.port}"}
+
+
+def upstream_keepalive_timeout() -> float:
+    """Seconds deploy/nginx.conf keeps an idle upstream connection (its upstream block's
+    `keepalive_timeout`; nginx's default is 60 s)."""
+    conf = DEPLOY_CONF.read_text()
+    block = re.search(r"upstream roft_app \{(.*?)\}", conf, re.S).group(1)
+    assert re.search(r"^\s*keepalive \d+;", block, re.M), "no keepalive pool in the upstream"
+    found = re.search(r"^\s*keepalive_timeout (\d+)s;", block, re.M)
+    return float(found.group(1)) if found else 60.0
+
+
+@pytest.mark.skipif(nginx_binary() is None, reason=NO_NGINX)
+def test_nginx_reuses_its_connections_to_gunicorn_and_closes_them_before_gunicorn_does(
+    serve, tmp_path, monkeypatch
+):
+    # If gunicorn closed an idle connection first, a request nginx sent down it at that moment
+    # would fail, and nginx does not resend a POST: the player would get a 502.
+    idle = upstream_keepalive_timeout()
+    monkeypatch.delenv("GUNICORN_KEEPALIVE", raising=False)
+    monkeypatch.delenv("GUNICORN_WORKER_CLASS", raising=False)
+    defaults = runpy.run_path(str(PROJECT_ROOT / "gunicorn.conf.py"))
+    assert defaults["worker_class"] == "gthread"
+    assert idle < defaults["keepalive"], (idle, defaults["keepalive"])
+
+    # gunicorn keeps idle connections far longer here, so whatever closes them is nginx.
+    server = serve(workers=1, env={"PROXY_FIX": "1", "GUNICORN_KEEPALIVE": "60"})
+    with NginxProxy(tmp_path / "nginx", [server.port]) as nginx:
+        client = http.client.HTTPConnection("127.0.0.1", nginx.port, timeout=10)
+        open_after: list[list[int]] = []  # the server's open connections after each request
+        try:
+            for _ in range(8):
+                client.request("GET", "/healthz")
+                reply = client.getresponse()
+                reply.read()
+                assert reply.status == 200
+                open_after.append(
+                    sorted(p for ports in server.connections().values() for p in ports)
+                )
+        finally:
+            client.close()
+        # The same upstream connections (one per nginx worker that has proxied a request, at
+        # most) carried all the requests, and they stay open while idle...
+        assert open_after[0] and all(ports == open_after[0] for ports in open_after), open_after
+        assert len(nginx.upstreams()) == 8 + 1  # NginxProxy.start's probe, then these
+        kept = time.monotonic()
+        time.sleep(1)
+        assert sorted(p for ports in server.connections().values() for p in ports) == open_after[0]
+        # ...until nginx's idle timeout, well before gunicorn's.
+        wait_until(
+            lambda: not any(server.connections().values()),
+            idle + 5,
+            f"nginx kept its idle upstream connection past {idle} s",
+        )
+        assert idle - 1 <= time.monotonic() - kept <= idle + 5
