@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/roft_side_by_side.py --roft-dir DIR [--roft-python PYTHON]
                                                 [--players 16,64] [--seconds 12] [--pairs 2]
-                                                [--warmup 3] [--roft-workers 5] [--copies 4]
+                                                [--warmup 3] [--roft-workers 5] [--texts 5000]
                                                 [--seed-rounds 100000] [--seed-players 2000]
                                                 [--roft-label TEXT] [--keep]
 
@@ -17,8 +17,8 @@ its own migrations (`python -m django migrate`).
 
 This site. The checkout this script is in, served by tests/gunicorn_server.py with its own
 gunicorn.conf.py defaults (worker class, workers, threads), prepared by bench/web_load.py's
-seeding: the demo texts --copies times, the bench players, and --seed-rounds answered rounds of
---seed-players players.
+seeding: --texts texts (the demo set repeated), the bench players, and --seed-rounds answered
+rounds of --seed-players players.
 
 The same data on both. After this site's database is seeded, the same texts (each text's human
 sentences become RoFT's prompt, its machine sentences the generation: RoFT's boundary is ours
@@ -821,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--pairs", type=int, default=2, help="A-B pairs per level")
     add("--warmup", type=float, default=3.0, help="unmeasured seconds per site and level first")
     add("--roft-workers", type=int, default=5, help="RoFT's gunicorn sync workers")
-    add("--copies", type=int, default=4, help="demo texts loaded this many times (4: 5,336 texts)")
+    add("--texts", type=int, default=5000, help="texts on both sites: the demo set repeated")
     add("--seed-rounds", type=int, default=100_000, help="answered rounds stored first")
     add("--seed-players", type=int, default=2000, help="players those rounds are spread over")
     add("--keep", action="store_true", help="keep the databases and gunicorn logs")

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/web_load.py [--baseline-ref REF] [--database sqlite|postgresql|both]
                                        [--players 16,64] [--seconds 15] [--pairs 2] [--workers 5]
-                                       [--copies 15] [--seed-rounds 100000] [--seed-players 2000]
+                                       [--texts 5000] [--seed-rounds 100000] [--seed-players 2000]
                                        [--think 0.5,1.5] [--profile DIR] [--modes script,form]
                                        [--configs "NAME:KEY=VALUE,...;NAME2:..."]
                                        [--current-env KEY=VALUE,...] [--proxy none|nginx|both]
@@ -30,10 +30,11 @@ behind nginx and by its twin served directly. Error lines in nginx's error log c
 Data. Each tree gets a fresh database (a SQLite file; on PostgreSQL roft_loadbench_base and
 roft_loadbench_head, dropped and recreated; BENCH_PG_PREFIX=NAME makes them NAME_base and
 NAME_head), prepared by a subprocess running that tree's code: the migrations, the demo texts
---copies times (each copy with its own passages; 15 copies are 5,220 texts), the bench players,
-and --seed-rounds answered rounds spread over --seed-players background players (heavy-tailed, at
-most one round per player and text, points from the scoring rule), with the statistics,
-leaderboard rows, passages read and annotation counts they imply, inserted in bulk.
+repeated until there are --texts of them (each copy with its own passages; both trees get as
+many texts, however large their demo sets, so that picking a text costs both alike), the bench
+players, and --seed-rounds answered rounds spread over --seed-players background players
+(heavy-tailed, at most one round per player and text, points from the scoring rule), with the
+statistics, leaderboard rows, passages read and annotation counts they imply, inserted in bulk.
 
 Load. Both trees are served at once by gunicorn (tests/gunicorn_server.py) with their own
 gunicorn.conf.py and the same --workers. An asynchronous client in this process (aiohttp; it
@@ -502,7 +503,7 @@ def prepare_databases(kind: str, sides: list[Side], args, bench_players: int) ->
         spec = {
             "tree": str(side.tree.root),
             "url": side.url,
-            "copies": args.copies,
+            "texts": args.texts,
             "bench_players": bench_players,
             "seed_rounds": args.seed_rounds,
             "seed_players": args.seed_players,
@@ -541,17 +542,17 @@ def prepare_databases(kind: str, sides: list[Side], args, bench_players: int) ->
     print(f"  databases ready in {time.perf_counter() - started:.1f} s", flush=True)
 
 
-def copies_of(records: list, copies: int) -> list:
-    """The demo records `copies` times, each copy with its own ids and passages."""
+def copies_of(records: list, texts: int) -> list:
+    """The demo records repeated up to `texts` records, each copy with its own ids and passages."""
     out = []
-    for copy in range(copies):
+    for copy in range(-(-texts // len(records))):
         for record in records:
             source = dict(record.source)
             for key in ("doc_id", "splice_doc_id"):
                 if key in source:
                     source[key] = f"{source[key]}~{copy}"
             out.append(dataclasses.replace(record, id=f"{record.id}~{copy}", source=source))
-    return out
+    return out[:texts]
 
 
 def round_counts(rounds: int, players: int, texts: int, rng: random.Random) -> list[int]:
@@ -608,7 +609,7 @@ def seed_tree(spec: dict) -> None:
     with flask_app.app_context():
         upgrade(directory=str(tree / "migrations"))
         demo = read_records(tree / "data" / "demo" / "examples.jsonl")
-        import_records(Path("demo"), copies_of(demo, spec["copies"]))
+        import_records(Path("demo"), copies_of(demo, spec["texts"]))
 
         template = Player(username="template")
         template.set_password(PASSWORD)  # hash once; every bench player shares the password
@@ -1298,7 +1299,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     add("--think", default="0.5,1.5", help="paced players' pause after each page, seconds")
     add("--workers", type=int, default=5, help="gunicorn workers of each tree")
-    add("--copies", type=int, default=15, help="demo texts loaded this many times")
+    add("--texts", type=int, default=5000, help="texts in each database: the demo set repeated")
     add("--seed-rounds", type=int, default=100_000, help="answered rounds stored first")
     add("--seed-players", type=int, default=2000, help="players those rounds are spread over")
     add("--profile", type=Path, metavar="DIR", help="py-spy one worker per tree into DIR")

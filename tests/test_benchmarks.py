@@ -47,7 +47,7 @@ def run_bench(script: str, *args: str) -> str:
 
 TINY_LOAD = (
     *("--players", "2", "--seconds", "1", "--think", "0.05,0.1", "--pairs", "1"),
-    *("--copies", "2", "--seed-rounds", "200", "--seed-players", "20", "--warmup", "0.5"),
+    *("--texts", "400", "--seed-rounds", "200", "--seed-players", "20", "--warmup", "0.5"),
 )
 
 
