@@ -213,8 +213,20 @@ def count(
     revealed: int,
     now: datetime,
 ) -> None:
-    """Add a counted answer to the totals and boards, then review the player's record."""
-    stats = standings.record_answer(
+    """Add a counted answer to the totals and boards, and review the player's record in the same
+    step (the boards' counts move once per transaction: see `standings.record_answer`)."""
+    judged = player.unlisted_at is not None or player.restored_at is not None
+    reasons: list[str] = []
+
+    def review(stats: standings.PlayerStats) -> bool:
+        if judged or stats.rounds < fairness.JUDGE_AFTER:
+            return False
+        reason = fairness.implausible(stats.rounds, stats.exact, stats.fast_rounds, site_rate())
+        if reason is not None:
+            reasons.append(reason)
+        return reason is not None
+
+    standings.record_answer(
         player.id,
         example.category_id,
         verdict,
@@ -222,15 +234,13 @@ def count(
         fast=fairness.is_fast((now - started_at).total_seconds(), revealed),
         when=now,
         detection=skill_rule.detection(guess, example.boundary, example.n_sentences),
+        review=review,
     )
-    judged = player.unlisted_at is not None or player.restored_at is not None
-    if judged or stats.rounds < fairness.JUDGE_AFTER:
-        return
-    reason = fairness.implausible(stats.rounds, stats.exact, stats.fast_rounds, site_rate())
-    if reason is not None:
+    if reasons:
         player.unlisted_at = now
-        player.unlisted_reason = reason
-        db.session.flush()  # the Player event takes the rows off the boards in this transaction
+        player.unlisted_reason = reasons[0]
+        # The rows and counts are already off the boards; the Player event finds nothing to move.
+        db.session.flush()
         standings.forget_boards_of(player.id)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -36,7 +37,7 @@ from app.models.standings import (
     Moves,
     count_row,
     move_counts,
-    relist,
+    relist_moves,
 )
 
 TOP_N = 50
@@ -235,12 +236,19 @@ def record_answer(
     fast: bool = False,
     when: datetime | None = None,
     detection: skill_rule.Detection = skill_rule.NO_DETECTION,
+    review: Callable[[PlayerStats], bool] | None = None,
 ) -> PlayerStats:
     """Add one counted round to the player's statistics and to their six boards (no commit).
 
     `excess` is the round's points minus what "all human" would have scored, `fast` whether it
     was answered faster than reading speed, `when` the answer's time (it picks the week and month),
-    `detection` what the round adds to the detection counts (`skill.detection`).
+    `detection` what the round adds to the detection counts (`skill.detection`), `review`
+    whether the player's record, with this round, takes them off the boards (the caller then
+    records why; the rows and counts are moved here).
+
+    The counts move in one `move_counts` (one lock order over every count the transaction
+    touches): taking a player off the boards in a second call after the answer's own moves could
+    deadlock with a concurrent answer.
     """
     when = when or utcnow()
     dialect = db.session.get_bind().dialect.name
@@ -310,13 +318,15 @@ def record_answer(
             )
         count_row(moves, row, row.listed, row.ranked, 1)
         misfiled |= row.listed != on_boards
+    stats = PlayerStats(mine.rounds, mine.exact, mine.fast_rounds)
     connection = db.session.connection()
+    off = review is not None and review(stats)
+    if misfiled or (off and on_boards):
+        # Off the boards with this answer, or the player joined or left them without the ORM
+        # event (a bulk UPDATE, or a sign-up racing this answer): put the rows right now.
+        moves.update(relist_moves(connection, player_id, on_boards and not off))
     move_counts(connection, moves)
-    if misfiled:
-        # The player joined or left the boards without the ORM event (a bulk UPDATE, or a sign-up
-        # racing this answer): put the rows right now.
-        relist(connection, player_id, on_boards)
-    return PlayerStats(mine.rounds, mine.exact, mine.fast_rounds)
+    return stats
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,11 @@ def _count_statements(dialect: str) -> tuple[Insert, Delete]:
 def move_counts(connection: Connection, moves: Moves) -> None:
     """Add each delta to its count and drop the counts that reach 0.
 
-    Always in key order, so concurrent answers lock counts in one order and cannot deadlock.
+    Always in key order, so concurrent transactions lock counts in one order and cannot deadlock,
+    provided each calls this once: a second call would take its own keys in order again, after
+    holding the first call's, and a lower key taken late can wait on a transaction that waits on
+    this one. A transaction with several kinds of moves (an answer that also unlists its player)
+    adds them up in one `Moves` first (`relist_moves`) and calls this once.
     """
     keys = sorted(key for key, delta in moves.items() if delta)
     if not keys:
@@ -176,6 +180,12 @@ def count_row(moves: Moves, row, listed: bool, ranked: bool, sign: int) -> None:
 
 def relist(connection: Connection, player_id: int, listed: bool) -> None:
     """Set `listed` (and `ranked`) on the player's board rows and move the counts with them."""
+    move_counts(connection, relist_moves(connection, player_id, listed))
+
+
+def relist_moves(connection: Connection, player_id: int, listed: bool) -> Moves:
+    """Set `listed` (and `ranked`) on the player's board rows; return the counts' moves (for the
+    caller to make, in its one `move_counts` of the transaction)."""
     table = BoardTotal.__table__
     changed = connection.execute(
         update(table)
@@ -186,7 +196,7 @@ def relist(connection: Connection, player_id: int, listed: bool) -> None:
     moves: Moves = Counter()
     for row in changed:
         count_row(moves, row, True, row.rounds >= MIN_ROUNDS, 1 if listed else -1)
-    move_counts(connection, moves)
+    return moves
 
 
 @event.listens_for(Player, "after_update")
