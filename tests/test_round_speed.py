@@ -146,6 +146,24 @@ def test_the_pick_moves_on_to_the_next_count_and_ends_when_all_are_read(ctx):
     assert rounds._pick_example(player, None) is None
 
 
+def test_the_pick_walks_back_from_the_point_in_the_same_statement(ctx, app, monkeypatch):
+    """A random point past every readable text: the last one before it, in one statement."""
+    texts = [factories.example(boundary=3, passage=f"back-{i}") for i in range(4)]
+    texts[3].annotation_count = 5  # not among the least annotated
+    db.session.commit()
+    player = factories.player()
+    rounds.create_round(player, texts[2], "news").guess = 2  # read: not served again
+    db.session.commit()
+    monkeypatch.setattr(rounds.random, "random", lambda: 0.999)
+    assert player.id  # loaded again after the commit, before counting
+    with work(app) as counted:
+        picked = rounds._pick_example(player, None)
+    assert picked.id == texts[1].id
+    assert len(counted.statements) == 1, counted.statements
+    monkeypatch.setattr(rounds.random, "random", lambda: 0.0)
+    assert rounds._pick_example(player, None).id == texts[0].id
+
+
 def test_commit_keeping_keeps_only_the_named_objects_loaded(ctx):
     kept = factories.player("kept")
     other = factories.player("other")

@@ -242,10 +242,8 @@ def _unplayed_by_ids(
 
 
 @functools.cache
-def _pick_statements(
-    by_category: bool, avoid_repeats: bool, by_level: bool = False
-) -> tuple[Select, Select]:
-    """The two statements of `_pick_example`, built once per kind of pick."""
+def _pick_statement(by_category: bool, avoid_repeats: bool, by_level: bool = False) -> Select:
+    """The statement of `_pick_example`, built once per kind of pick."""
     eligible = _unplayed_by_ids(
         bindparam("player_id"),
         bindparam("category_id") if by_category else None,
@@ -262,12 +260,29 @@ def _pick_statements(
     last_id = select(func.max(Example.id)).scalar_subquery()
     fraction = bindparam("fraction", type_=Float)
     pivot = first_id + cast(fraction * (last_id - first_id + 1), Integer)
-    candidates = eligible.where(Example.annotation_count == lowest).options(
-        _PAGE_COLUMNS, *_EXAMPLE_DETAILS
+    candidates = eligible.with_only_columns(Example.id).where(Example.annotation_count == lowest)
+    # Each walk keeps its own `examples` (not the outer query's).
+    after = (
+        candidates.where(Example.id >= pivot)
+        .order_by(Example.id)
+        .limit(1)
+        .correlate(None)
+        .scalar_subquery()
     )
-    after = candidates.where(Example.id >= pivot).order_by(Example.id).limit(1)
-    before = candidates.where(Example.id < pivot).order_by(Example.id.desc()).limit(1)
-    return after, before
+    before = (
+        candidates.where(Example.id < pivot)
+        .order_by(Example.id.desc())
+        .limit(1)
+        .correlate(None)
+        .scalar_subquery()
+    )
+    # COALESCE evaluates its second argument only when the first is NULL: the walk back from the
+    # point runs only when no text lies after it, in the same statement.
+    return (
+        select(Example)
+        .where(Example.id == func.coalesce(after, before))
+        .options(_PAGE_COLUMNS, *_EXAMPLE_DETAILS)
+    )
 
 
 def _pick_example(
@@ -275,12 +290,12 @@ def _pick_example(
 ) -> Example | None:
     """A text the player may be served: one of the least-annotated, at random among them.
 
-    Its cost does not grow with the pool: two walks of `ix_examples_pick` in index order, each
-    stopping at the first text the player may read. The first finds the lowest annotation count
-    among those texts; the second takes the first such text at or after a random point of the id
-    range (the last one before it when none is after).
+    One statement, whose cost does not grow with the pool: walks of `ix_examples_pick` in index
+    order, each stopping at the first text the player may read. The first finds the lowest
+    annotation count among those texts; the second takes the first such text at or after a
+    random point of the id range, and only when there is none, a third the last one before it.
     """
-    after, before = _pick_statements(
+    statement = _pick_statement(
         category is not None, current_app.config["AVOID_REPEATED_PASSAGES"], level is not None
     )
     params = {"player_id": player.id, "fraction": random.random()}
@@ -288,7 +303,7 @@ def _pick_example(
         params["category_id"] = category.id
     if level is not None:
         params["level"] = level
-    return db.session.scalars(after, params).first() or db.session.scalars(before, params).first()
+    return db.session.scalars(statement, params).first()
 
 
 def _chosen_category(category_slug: str) -> Category | None:

@@ -82,12 +82,16 @@ def _wants_fragment() -> bool:
     return request.headers.get(FRAGMENT_HEADER) == "fetch"
 
 
-def _needs_tutorial() -> bool:
-    """A first visit: no tutorial seen in this browser and no round played."""
+def _needs_tutorial(played: bool = False) -> bool:
+    """A first visit: no tutorial seen in this browser and no round played. `played`: the caller
+    already knows of a round of the player's (an open one, or answers in their totals), so no
+    query is needed."""
     if session.get(TUTORED):
         return False
     if not current_user.is_authenticated:
         return True
+    if played:
+        return False
     return not db.session.scalar(select(exists().where(Round.player_id == current_user.id)))
 
 
@@ -111,14 +115,17 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
     day = daily.today()
     today_set = daily.own_set(current_user, day) if signed_in else None
     choice = sets.last_choice(current_user) if signed_in else rounds.RANDOM
+    open_round = rounds.open_round(current_user) if signed_in else None
+    stats = _home_stats()
     page = render_template(
         "game/home.html",
         categories=rounds.categories_with_examples(),
-        open_round=rounds.open_round(current_user) if signed_in else None,
+        open_round=open_round,
         open_set=sets.open_normal_set(current_user) if signed_in else None,
         needs_consent=not signed_in or current_user.research_consent_at is None,
-        first_visit=_needs_tutorial(),
-        stats=_home_stats(),
+        # A player with an open round or answers on record has played: no query for a round.
+        first_visit=_needs_tutorial(open_round is not None or bool(stats and stats["rounds"])),
+        stats=stats,
         today=day,
         today_set=today_set,
         choice=choice,

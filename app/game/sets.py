@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from flask import current_app
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
@@ -33,14 +33,19 @@ def open_normal_set(player: Player) -> GameSet | None:
     return db.session.scalars(_OPEN_NORMAL_SET, {"player_id": player.id}).first()
 
 
-def _normal_set(player: Player, looked_up: bool = False) -> GameSet:
-    """The player's unfinished normal set, or a new one (`looked_up`: the caller has just found
-    none, so the first look is skipped)."""
+def _normal_set(player: Player, looked_up: bool = False, level: str | None = None) -> GameSet:
+    """The player's unfinished normal set, or a new one drawing from difficulty `level` (None:
+    any) (`looked_up`: the caller has just found none, so the first look is skipped)."""
     for attempt in range(3):
         found = None if looked_up and attempt == 0 else open_normal_set(player)
         if found is not None:
             return found
-        new = GameSet(player_id=player.id, kind=NORMAL_SET, size=current_app.config["SET_SIZE"])
+        new = GameSet(
+            player_id=player.id,
+            kind=NORMAL_SET,
+            size=current_app.config["SET_SIZE"],
+            level=level,
+        )
         db.session.add(new)
         try:
             # Only the new set changed: what the request loaded so far stays loaded.
@@ -59,18 +64,57 @@ def play(player: Player, category_slug: str, level: str | None = None) -> Round:
     `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
     on, "any" from every level; None keeps the open set's level (a new set has none).
     """
-    current = open_normal_set(player)
+    # The open set and whether a round is open, in one statement: a round open already is what
+    # `start_round` looks for first (it looks again only when there is one).
+    current, open_id = db.session.execute(_OPEN_SET_AND_ROUND, {"player_id": player.id}).one()
     chosen = (current.level if current is not None else None) if level is None else level
     chosen = None if chosen == "any" else chosen
 
     def open_set() -> GameSet:
-        game_set = current if current is not None else _normal_set(player, looked_up=True)
-        # Committed with the new round.
-        game_set.level = chosen
+        game_set = (
+            current if current is not None else _normal_set(player, looked_up=True, level=chosen)
+        )
+        # Committed with the new round; a new set has its level already (no UPDATE).
+        if game_set.level != chosen:
+            game_set.level = chosen
         return game_set
 
-    return rounds.start_round(player, category_slug, open_set=open_set, level=chosen)
+    return rounds.start_round(
+        player, category_slug, open_set=open_set, level=chosen, looked_up=open_id is None
+    )
 
+
+# The id of the player's open round (None: none is open), by the index of open rounds.
+_OPEN_ROUND_ID = (
+    select(Round.id)
+    .where(Round.player_id == bindparam("player_id"), Round.guess.is_(None))
+    .order_by(Round.id.desc())
+    .limit(1)
+    .scalar_subquery()
+)
+# The player's open normal set (None: none) and `_OPEN_ROUND_ID`: one row, from the player's.
+_OPEN_SET_AND_ROUND = (
+    select(GameSet, _OPEN_ROUND_ID)
+    .select_from(Player)
+    .outerjoin(
+        GameSet,
+        and_(
+            GameSet.player_id == Player.id,
+            GameSet.kind == NORMAL_SET,
+            GameSet.finished_at.is_(None),
+        ),
+    )
+    .where(Player.id == bindparam("player_id"))
+)
+# `_OPEN_ROUND_ID` and the category the player last chose in the set (None: no round yet).
+_OPEN_ROUND_AND_LAST_CHOICE = select(
+    _OPEN_ROUND_ID,
+    select(Round.chosen_category)
+    .where(Round.set_id == bindparam("set_id"))
+    .order_by(Round.id.desc())
+    .limit(1)
+    .scalar_subquery(),
+)
 
 # A set with its player, for a request whose session names a player (see `preload_set`).
 _SET_WITH_OWNER = (
@@ -283,6 +327,20 @@ def next_round(player: Player, set_id: int) -> Round:
     Raises SetFinished for a finished set (the caller shows its summary).
     """
     game_set = get_own(player, set_id)
+    if game_set.kind == NORMAL_SET and not game_set.finished:
+        # The usual "Next text": whether a round is open and the set's last choice, one statement.
+        open_id, chosen = db.session.execute(
+            _OPEN_ROUND_AND_LAST_CHOICE, {"player_id": player.id, "set_id": game_set.id}
+        ).one()
+        if open_id is not None and (current := rounds.open_round(player)) is not None:
+            return current
+        return rounds.start_round(
+            player,
+            chosen or rounds.RANDOM,
+            game_set=game_set,
+            level=game_set.level,
+            looked_up=True,
+        )
     current = rounds.open_round(player)
     if current is not None:
         return current
