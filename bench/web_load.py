@@ -31,8 +31,9 @@ Data. Each tree gets a fresh database (a SQLite file; on PostgreSQL roft_loadben
 roft_loadbench_head, dropped and recreated; BENCH_PG_PREFIX=NAME makes them NAME_base and
 NAME_head), prepared by a subprocess running that tree's code: the migrations, the demo texts
 repeated until there are --texts of them (each copy with its own passages; both trees get as
-many texts, however large their demo sets, so that picking a text costs both alike), the bench
-players, and --seed-rounds answered rounds spread over --seed-players background players
+many texts however large their demo sets, though the number of passages follows each set's
+texts per passage), the bench players, and --seed-rounds answered rounds spread over
+--seed-players background players
 (heavy-tailed, at most one round per player and text, points from the scoring rule), with the
 statistics, leaderboard rows, passages read and annotation counts they imply, inserted in bulk.
 
