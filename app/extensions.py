@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from typing import TypeVar
 
+from flask import current_app
 from flask_caching import Cache
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
@@ -11,7 +12,7 @@ from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
 from sqlalchemy import MetaData
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase
 
 # Named constraints let Alembic alter and drop them on every backend (SQLite batch mode too).
@@ -69,3 +70,32 @@ def commit_keeping(*keep: object) -> None:
     for obj in list(session.identity_map.values()):
         if id(obj) not in kept:
             session.expire(obj)
+
+
+# PostgreSQL aborts a transaction it picked to break a deadlock (SQLSTATE 40P01), or one it could
+# not serialise (40001); such a transaction is run again, at most this many times in all.
+TRANSACTION_ATTEMPTS = 3
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+
+
+def retrying(work: Callable[[], T], what: str) -> T:
+    """Run `work` (a transaction, committed inside it) and return its result; when PostgreSQL
+    aborts it as a deadlock's victim or a serialization failure, roll back, log a warning naming
+    `what`, and run it again (TRANSACTION_ATTEMPTS in all).
+
+    `work` must be safe to repeat from its start after a rollback: everything it did before its
+    commit is undone then, so it must not have sent mail, paid, or changed anything outside the
+    database that a second run would do again.
+    """
+    for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+        try:
+            return work()
+        except OperationalError as error:
+            sqlstate = getattr(error.orig, "sqlstate", None)
+            if sqlstate not in RETRYABLE_SQLSTATES or attempt == TRANSACTION_ATTEMPTS:
+                raise
+            db.session.rollback()
+            current_app.logger.warning(
+                "%s retried (attempt %s failed with %s)", what, attempt, sqlstate
+            )
+    raise AssertionError("unreachable")

@@ -18,7 +18,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.accounts import passwords, survey
 from app.errors import BadRequest, Conflict, ServiceError
-from app.extensions import db
+from app.extensions import db, retrying
 from app.leaderboard import standings
 from app.models import LoginFailure, Player, PlayerSurvey
 from app.models.base import UTCDateTime, utcnow
@@ -104,6 +104,15 @@ def sign_up(
     username, password = validate_credentials(username, password)
     if username_taken(username):
         raise Conflict("That username is taken; please choose another.")
+    return retrying(
+        lambda: _sign_up_once(username, password, consent, guest, researcher),
+        "sign-up" if guest is None else f"sign-up of guest {guest.id}",
+    )
+
+
+def _sign_up_once(
+    username: str, password: str, consent: bool, guest: Player | None, researcher: bool
+) -> Player:
     player = guest if guest is not None and guest.is_guest else Player()
     player.username = username
     player.set_password(password)

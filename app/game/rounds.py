@@ -28,7 +28,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload, load_only, undefer
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.sql.elements import BindParameter
@@ -36,7 +36,7 @@ from sqlalchemy.sql.elements import BindParameter
 from app.catalog.records import SLUG_RE
 from app.database import ALONE
 from app.errors import BadRequest, Conflict, NotFound
-from app.extensions import commit_keeping, db
+from app.extensions import commit_keeping, db, retrying
 from app.game import hooks
 from app.game import reasons as reason_catalogue
 from app.game.scoring import Verdict, verdict
@@ -590,35 +590,17 @@ class AlreadyAnswered(Conflict):
         self.round = round_
 
 
-# PostgreSQL aborts a transaction it picked to break a deadlock (SQLSTATE 40P01), or one it could
-# not serialise (40001); the answer's transaction is then run again, at most this many times in
-# all. Everything the answer does before its commit is in the transaction or safe to repeat
-# (forgetting cached boards, the cached site rate, the browser's device token kept in `g`).
-ANSWER_ATTEMPTS = 3
-RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
-
-
 def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
     """Store the guess and its points once. Points come from the stored boundary only.
 
     A transaction PostgreSQL aborts as a deadlock's victim or a serialization failure is rolled
-    back and run again (ANSWER_ATTEMPTS in all) instead of failing the request.
+    back and run again (`retrying`) instead of failing the request. Everything the answer does
+    before its commit is in the transaction or safe to repeat (forgetting cached boards, the
+    cached site rate, the browser's device token kept in `g`).
     """
-    for attempt in range(1, ANSWER_ATTEMPTS + 1):
-        try:
-            return _submit_answer_once(player, round_id, answer)
-        except OperationalError as error:
-            sqlstate = getattr(error.orig, "sqlstate", None)
-            if sqlstate not in RETRYABLE_SQLSTATES or attempt == ANSWER_ATTEMPTS:
-                raise
-            db.session.rollback()
-            current_app.logger.warning(
-                "answer to round %s retried (attempt %s failed with %s)",
-                round_id,
-                attempt,
-                sqlstate,
-            )
-    raise AssertionError("unreachable")
+    return retrying(
+        lambda: _submit_answer_once(player, round_id, answer), f"answer to round {round_id}"
+    )
 
 
 def _submit_answer_once(player: Player, round_id: int, answer: Answer) -> Round:

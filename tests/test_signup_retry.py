@@ -1,0 +1,109 @@
+"""A guest's sign-up that PostgreSQL aborts as a deadlock's victim is run again, over HTTP.
+
+Signing up puts the guest's board rows on the boards in the same transaction as the player's
+row; a concurrent transaction of the same player (an answer in another tab) can hold one of those
+board rows and then want the player's row. PostgreSQL breaks such a deadlock by aborting one
+side: when that is the sign-up, it is rolled back and run again instead of answering 503.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+from sqlalchemy import select, text
+
+from app.extensions import db
+from app.models import BoardTotal, Player
+from tests import factories
+from tests.conftest import csrf_token
+from tests.test_accounts import signup
+from tests.test_game_http import client_answer, start
+
+WAIT = 10  # seconds
+
+
+class RetryLog(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        if "retried" in record.getMessage():
+            self.messages.append(record.getMessage())
+
+
+def test_sign_up_aborted_as_a_deadlock_victim_is_retried_and_the_guest_keeps_everything(
+    app, client
+):
+    with app.app_context():
+        if db.engine.dialect.name != "postgresql":
+            pytest.skip("row locks and deadlock detection are PostgreSQL's (SQLite has one writer)")
+        factories.example(boundary=1)
+    round_id = start(client)
+    token = csrf_token(client)
+    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    client_answer(client, round_id, token, seen=2)  # the boundary: 5 points
+    with app.app_context():
+        guest_id = db.session.scalar(select(Player.id))
+        boards = db.session.scalars(select(BoardTotal).where(BoardTotal.player_id == guest_id))
+        assert [row.listed for row in boards] == [False] * 6  # a guest is on no board
+
+    holding = threading.Event()
+    seen: dict[str, object] = {}
+
+    def rival_transaction() -> None:
+        with app.app_context(), db.engine.connect() as conn:
+            # Its own deadlock check waits long, so that the sign-up is the one aborted.
+            conn.execute(text("SET LOCAL deadlock_timeout = '20s'"))
+            conn.execute(
+                text(
+                    "SELECT 1 FROM board_totals WHERE player_id = :id AND period = 'all' "
+                    "AND scope = 0 FOR UPDATE"
+                ),
+                {"id": guest_id},
+            )
+            holding.set()
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:  # until the sign-up waits on that row
+                conn.execute(text("SELECT pg_stat_clear_snapshot()"))
+                waiting = conn.scalar(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND datname = current_database() AND pid <> pg_backend_pid()"
+                    )
+                )
+                if waiting:
+                    break
+                time.sleep(0.01)
+            # The sign-up's UPDATE holds the player's row: this waits until PostgreSQL aborts
+            # the sign-up, whose first attempt then left the player a guest.
+            seen["username"] = conn.scalar(
+                text("SELECT username FROM players WHERE id = :id FOR UPDATE"), {"id": guest_id}
+            )
+            conn.rollback()
+
+    retries = RetryLog()
+    app.logger.addHandler(retries)
+    rival = threading.Thread(target=rival_transaction)
+    rival.start()
+    try:
+        assert holding.wait(WAIT)
+        response = signup(client, username="grace")
+    finally:
+        rival.join(timeout=60)
+        app.logger.removeHandler(retries)
+
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
+    assert seen == {"username": None}  # the rival saw the guest, before the retry
+    assert retries.messages == [
+        f"sign-up of guest {guest_id} retried (attempt 1 failed with 40P01)"
+    ]
+    with app.app_context():
+        players = db.session.scalars(select(Player)).all()
+        assert [(p.id, p.username, p.is_guest) for p in players] == [(guest_id, "grace", False)]
+        boards = db.session.scalars(select(BoardTotal).where(BoardTotal.player_id == guest_id))
+        assert sorted((row.listed, row.points) for row in boards) == [(True, 5)] * 6
+    assert "grace" in client.get("/").get_data(as_text=True)
