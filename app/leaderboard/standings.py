@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Select, bindparam, case, cast, func, select, true
+from flask import current_app
+from sqlalchemy import BigInteger, Select, bindparam, case, cast, func, select, true, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
@@ -29,13 +30,16 @@ from app.leaderboard import skill as skill_rule
 from app.models import BoardTotal, Category, Player, PlayerTotal
 from app.models.base import utcnow
 from app.models.standings import (
+    FOLD_EVERY,
     OVERALL_SCOPE,
     POINTS,
     SKILL,
     BoardCount,
+    BoardCountDelta,
     CategoryTotal,
     Moves,
     count_row,
+    fold_counts,
     move_counts,
     relist_moves,
 )
@@ -246,9 +250,9 @@ def record_answer(
     whether the player's record, with this round, takes them off the boards (the caller then
     records why; the rows and counts are moved here).
 
-    The counts move in one `move_counts` (one lock order over every count the transaction
-    touches): taking a player off the boards in a second call after the answer's own moves could
-    deadlock with a concurrent answer.
+    The counts' changes, the answer's and those of taking the player off the boards, are
+    appended in one `move_counts` (one statement, locking no shared row). When that makes a fold
+    due, the caller runs `fold_if_due` after its commit.
     """
     when = when or utcnow()
     dialect = db.session.get_bind().dialect.name
@@ -325,8 +329,36 @@ def record_answer(
         # Off the boards with this answer, or the player joined or left them without the ORM
         # event (a bulk UPDATE, or a sign-up racing this answer): put the rows right now.
         moves.update(relist_moves(connection, player_id, on_boards and not off))
-    move_counts(connection, moves)
+    fold_every = current_app.config.get("BOARD_FOLD_EVERY", FOLD_EVERY)
+    if move_counts(connection, moves, fold_every):
+        db.session.info[_FOLD_DUE] = True
     return stats
+
+
+# The session's flag that its transaction made a fold of the counts due (`fold_if_due`).
+_FOLD_DUE = "roft_fold_due"
+
+
+def fold_if_due() -> None:
+    """After the commit of an answer: fold the counts' deltas if the answer made it due.
+
+    Never raises: the answer is stored already, and a fold that failed leaves the deltas for
+    the next one (the ranks stay exact either way); the error is logged.
+    """
+    if db.session.info.pop(_FOLD_DUE, False):
+        fold()
+
+
+def fold() -> int | None:
+    """Add the deltas of the boards' counts into the counts, in a transaction of its own on a
+    connection of its own (the request's session and what it has loaded are left alone); return
+    how many were folded, or None when the fold failed (logged, not raised)."""
+    try:
+        with db.engine.begin() as connection:
+            return fold_counts(connection)
+    except Exception:
+        current_app.logger.exception("folding the leaderboard counts failed; the next fold retries")
+        return None
 
 
 @dataclass(frozen=True)
@@ -409,19 +441,49 @@ def _top_query(measure: str) -> Select:
 
 @functools.cache
 def _standing_query(measure: str) -> Select:
-    totals, counts = BoardTotal.__table__, BoardCount.__table__
+    """The player's row, how many players are above it and the smallest value above it that
+    someone has, from the counts plus the deltas not folded into them yet (one statement, so one
+    snapshot: a fold commits its counts and deletes its deltas together, and is seen whole or not
+    at all)."""
+    totals = BoardTotal.__table__
     value = totals.c[measure]
-    on_this_board = (
-        counts.c.period == totals.c.period,
-        counts.c.scope == totals.c.scope,
-        counts.c.measure == measure,
-    )
-    better = (
-        select(func.coalesce(func.sum(counts.c.players), 0))
-        .where(*on_this_board, counts.c.value > value)
+
+    def above_mine(table):
+        return (
+            table.c.period == totals.c.period,
+            table.c.scope == totals.c.scope,
+            table.c.measure == measure,
+            table.c.value > value,
+        )
+
+    def players_above(table):
+        return (
+            select(func.coalesce(func.sum(table.c.players), 0))
+            .where(*above_mine(table))
+            .scalar_subquery()
+        )
+
+    counts, deltas = BoardCount.__table__, BoardCountDelta.__table__
+    better = players_above(counts) + players_above(deltas)
+    # A value with a count may have lost all its players in deltas not folded yet (and a delta may
+    # add a value without a count): the next value above is the first whose players, counts and
+    # deltas together, are more than 0. Both sides are read in value order from their indexes,
+    # so PostgreSQL stops at the first such value.
+    values_above = union_all(
+        *(
+            select(table.c.value, table.c.players).where(*above_mine(table)).correlate(totals)
+            for table in (counts, deltas)
+        )
+    ).subquery("values_above")
+    above = (
+        select(values_above.c.value)
+        .group_by(values_above.c.value)
+        .having(func.sum(values_above.c.players) > 0)
+        .order_by(values_above.c.value)
+        .limit(1)
+        .correlate(totals)
         .scalar_subquery()
     )
-    above = select(func.min(counts.c.value)).where(*on_this_board, counts.c.value > value)
     return select(
         totals.c.points,
         totals.c.rounds,
@@ -429,7 +491,7 @@ def _standing_query(measure: str) -> Select:
         totals.c.skill,
         totals.c[_ON_BOARD[measure]].label("on_board"),
         better.label("better"),
-        above.scalar_subquery().label("above"),
+        above.label("above"),
     ).where(
         totals.c.period == bindparam("period"),
         totals.c.scope == bindparam("scope"),
