@@ -1,14 +1,21 @@
 """Leaderboards from maintained totals: by skill and by points ("most played"), for this week,
 this month and all time, overall and per category.
 
-`record_answer` is the only writer: the game service calls it (through app/leaderboard/integrity.py)
-inside the transaction that stores a counted answer. `invalidate` is the only cache invalidation
-point, called by that service after commit.
+`record_answer` adds each counted answer to the totals: the game service calls it (through
+app/leaderboard/integrity.py) inside the transaction that stores a counted answer. `invalidate`
+is the only cache invalidation point, called by that service after commit, followed by
+`fold_if_due`.
 
 Only listed rows are on a points board and only ranked rows (listed, with enough rounds) on a
 skill board: a top list is a short walk down a board index, joining `players` for the 50 names
-only; a rank adds up `board_counts` above the player's value (one row per distinct value), and the
-gap to the next player is the smallest counted value above it.
+only. A rank adds up the players at values above the player's: `board_counts` (one row per
+distinct value) plus `board_count_deltas`, the changes answers and sign-ups appended since the
+last fold (app/models/standings.py); the gap to the next player is the smallest value above
+whose players, counts and deltas together, are more than 0. Both are read in one statement, so
+from one snapshot, and are exact whether or not a fold has run: a fold moves deltas into the
+counts in one transaction. An answer folds after its commit when its deltas took an id that is
+a multiple of `BOARD_FOLD_EVERY` (`fold_if_due`), so that the deltas a rank reads stay few;
+`flask boards fold` does the same by hand.
 """
 
 from __future__ import annotations
@@ -465,25 +472,44 @@ def _standing_query(measure: str) -> Select:
 
     counts, deltas = BoardCount.__table__, BoardCountDelta.__table__
     better = players_above(counts) + players_above(deltas)
-    # A value with a count may have lost all its players in deltas not folded yet (and a delta may
-    # add a value without a count): the next value above is the first whose players, counts and
-    # deltas together, are more than 0. Both sides are read in value order from their indexes,
-    # so PostgreSQL stops at the first such value.
-    values_above = union_all(
-        *(
-            select(table.c.value, table.c.players).where(*above_mine(table)).correlate(totals)
-            for table in (counts, deltas)
+
+    # The next value above: the smallest one whose players, count and deltas together, are more
+    # than 0. A count (never 0 or less once folded) may have lost its players in deltas not
+    # folded yet, and deltas may bring players to a value without a count. So: the first count
+    # above whose deltas do not take it to 0, and the first value above whose deltas add players
+    # (then more than 0 with any count there); the smaller of the two. Each is a walk up an index
+    # from the player's value that stops at its first match, usually the first row.
+    at_value = deltas.alias("at_value")
+
+    def deltas_at(table):
+        return (
+            select(func.coalesce(func.sum(at_value.c.players), 0))
+            .where(
+                at_value.c.period == table.c.period,
+                at_value.c.scope == table.c.scope,
+                at_value.c.measure == measure,
+                at_value.c.value == table.c.value,
+            )
+            .correlate(table)
+            .scalar_subquery()
         )
-    ).subquery("values_above")
-    above = (
-        select(values_above.c.value)
-        .group_by(values_above.c.value)
-        .having(func.sum(values_above.c.players) > 0)
-        .order_by(values_above.c.value)
-        .limit(1)
+
+    first_count = (
+        select(func.min(counts.c.value))
+        .where(*above_mine(counts), counts.c.players + deltas_at(counts) > 0)
         .correlate(totals)
         .scalar_subquery()
     )
+    first_added = (
+        select(func.min(deltas.c.value))
+        .where(*above_mine(deltas), deltas.c.players > 0, deltas_at(deltas) > 0)
+        .correlate(totals)
+        .scalar_subquery()
+    )
+    candidates = union_all(
+        select(first_count.label("value")), select(first_added.label("value"))
+    ).subquery("candidates")
+    above = select(func.min(candidates.c.value)).correlate(totals).scalar_subquery()
     return select(
         totals.c.points,
         totals.c.rounds,

@@ -43,6 +43,7 @@ from sqlalchemy import (
     func,
     inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -245,16 +246,9 @@ def fold_due(ids: list[int], fold_every: int) -> bool:
 @functools.cache
 def _fold_statements(dialect: str) -> tuple[Delete, Insert, Delete]:
     """Take the deltas, add to the counts (creating them), drop counts at 0; built once per
-    dialect."""
+    dialect. PostgreSQL takes and adds in `_FOLD` instead of the first two."""
     deltas, counts = BoardCountDelta.__table__, BoardCount.__table__
-    take = delete(deltas)
-    if dialect == "postgresql":
-        # One fold at a time: a second one takes nothing (the lock is evaluated once, before the
-        # first row, and held until the fold's commit).
-        take = take.where(
-            select(func.pg_try_advisory_xact_lock(FOLD_LOCK, type_=Boolean)).scalar_subquery()
-        )
-    take = take.returning(*(deltas.c[name] for name in (*_KEY, "players")))
+    take = delete(deltas).returning(*(deltas.c[name] for name in (*_KEY, "players")))
     module = postgresql if dialect == "postgresql" else sqlite
     upsert = module.insert(counts)
     upsert = upsert.on_conflict_do_update(
@@ -265,6 +259,31 @@ def _fold_statements(dialect: str) -> tuple[Delete, Insert, Delete]:
         *(counts.c[name] == bindparam(name) for name in _KEY), counts.c.players == 0
     )
     return take, upsert, drop
+
+
+# PostgreSQL: take the deltas, add their sums per count into `board_counts` and return how many
+# were taken and the counts that reached 0, in one statement (a fold of some 1,000 deltas cost
+# 28 ms as a DELETE and one upsert per count, in one round trip each). Folds take turns: the
+# advisory lock is tried once, before the first row (an InitPlan), and held until the fold's
+# commit; a second fold meanwhile takes nothing. The sums are added in key order.
+_FOLD = text(
+    "WITH taken AS ("
+    " DELETE FROM board_count_deltas WHERE (SELECT pg_try_advisory_xact_lock(:lock))"
+    " RETURNING period, scope, measure, value, players),"
+    " sums AS ("
+    " SELECT period, scope, measure, value, sum(players) AS players FROM taken"
+    " GROUP BY period, scope, measure, value HAVING sum(players) <> 0"
+    " ORDER BY period, scope, measure, value),"
+    " added AS ("
+    " INSERT INTO board_counts (period, scope, measure, value, players)"
+    " SELECT period, scope, measure, value, players FROM sums"
+    " ON CONFLICT (period, scope, measure, value)"
+    " DO UPDATE SET players = board_counts.players + excluded.players"
+    " RETURNING period, scope, measure, value, players)"
+    " SELECT (SELECT count(*) FROM taken) AS taken,"
+    " added.period, added.scope, added.measure, added.value"
+    " FROM (SELECT 1) AS one LEFT JOIN added ON added.players = 0"
+).bindparams(bindparam("lock", FOLD_LOCK, type_=BigInteger()))
 
 
 def fold_counts(connection: Connection) -> int:
@@ -285,12 +304,16 @@ def fold_counts(connection: Connection) -> int:
     never wait on each other's count rows. SQLite has one writer at a time anyway.
     """
     take, upsert, drop = _fold_statements(connection.dialect.name)
+    if connection.dialect.name == "postgresql":
+        rows = connection.execute(_FOLD).all()
+        emptied = [dict(zip(_KEY, row[1:], strict=True)) for row in rows if row.period]
+        if emptied:
+            connection.execute(drop, emptied)
+        return rows[0].taken
     moves: Moves = Counter()
     taken = connection.execute(take).all()
     for row in taken:
         moves[row.period, row.scope, row.measure, row.value] += row.players
-    # In key order, as every fold's statements: of two folds (if the lock were ever bypassed),
-    # neither waits on a count the other holds while holding one it needs.
     keys = sorted(key for key, delta in moves.items() if delta)
     if keys:
         connection.execute(
