@@ -199,6 +199,36 @@ def test_answers_fold_when_their_deltas_take_an_id_that_is_a_multiple(ctx):
     _check_every_standing()
 
 
+def test_an_answer_moves_its_counts_in_one_insert_and_touches_no_count_row(ctx):
+    """An answer that moves its player on six boards and both measures (12 counts left, 12
+    entered) appends 24 deltas in one statement, and reads or writes no row of `board_counts`
+    (the old upsert and the DELETE of emptied counts made two statements that locked them)."""
+    ctx.config["BOARD_FOLD_EVERY"] = 10**9
+    news = factories.category("news")
+    ada = factories.player("ada")
+    for _ in range(skill.MIN_ROUNDS):
+        standings.record_answer(ada.id, news.id, Verdict(2, 0, ""), detection=(1, 2, 0, 0))
+    db.session.commit()
+    before = db.session.scalar(select(func.max(BoardCountDelta.id)))
+    statements: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        standings.record_answer(ada.id, news.id, Verdict(5, 0, ""), detection=(1, 5, 0, 0))
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    assert [s for s in statements if "board_count" in s] == [
+        s for s in statements if s.startswith("INSERT INTO board_count_deltas")
+    ]
+    assert len([s for s in statements if "board_count" in s]) == 1
+    db.session.commit()
+    assert db.session.scalar(select(func.max(BoardCountDelta.id))) - before == 24
+    _check_every_standing()
+
+
 def test_the_fold_command(ctx):
     news = factories.category("news")
     ada = factories.player("ada")
