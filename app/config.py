@@ -239,6 +239,10 @@ def build_config(instance_path: Path) -> dict:
         # Difficulty levels: counted answers a text needs before `flask difficulty refresh`
         # gives it a level (easy, medium, hard).
         "LEVEL_MIN_ANSWERS": _int_env("LEVEL_MIN_ANSWERS", 10),
+        # The leaderboard counts' pending changes are folded into the counts after the answer
+        # whose changes take an id that is a multiple of this (about every 50th answer; see
+        # app/models/standings.py).
+        "BOARD_FOLD_EVERY": _int_env("BOARD_FOLD_EVERY", 1024),
         # Crowd studies (docs/running-a-study.md). PUBLIC_URL is the site's address as workers
         # reach it (https://roft.example.org): every printed and shown link starts with it.
         "PUBLIC_URL": (os.environ.get("PUBLIC_URL") or "").rstrip("/") or None,

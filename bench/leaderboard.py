@@ -21,6 +21,13 @@ boards, the naive way without totals: the same top 50 and rank from SUM(...) GRO
 naive, is checked against one full aggregate of the rounds, or the run stops. Also timed:
 `record_answer` (each call rolled back), a cached `top`, and `SELECT 1` as the floor. Prints median
 and p99 milliseconds and naive / maintained of the medians as a Markdown table.
+
+The counts start folded (no `board_count_deltas`). --pending-deltas N appends N changes a fold has
+not taken yet before the reads are timed, as answers leave them between folds: pairs of +1 and -1
+at counts drawn in proportion to their players (where answers move players from and to), so every
+count, rank and gap stays the same and the checks still hold, while each rank reads them.
+--folds K times K folds at the end, each of the deltas that --fold-answers committed answers
+(`record_answer` for random named players) appended.
 """
 
 from __future__ import annotations
@@ -723,6 +730,62 @@ def write_and_floor_ms(args: argparse.Namespace, rng: np.random.Generator) -> li
     ]
 
 
+def pend(n: int, rng: np.random.Generator, postgres: bool) -> None:
+    """Append n unfolded count changes that add up to nothing: n/2 pairs of +1 and -1, each at a
+    count drawn in proportion to its players."""
+    counts = db.session.execute(
+        text("SELECT period, scope, measure, value, players FROM board_counts")
+    ).all()
+    weights = np.array([row.players for row in counts], dtype=float)
+    picked = rng.choice(len(counts), size=n // 2, p=weights / weights.sum())
+    rows = [
+        {"period": c.period, "scope": c.scope, "measure": c.measure, "value": c.value, "d": d}
+        for c in (counts[i] for i in picked)
+        for d in (1, -1)
+    ]
+    db.session.execute(
+        text(
+            "INSERT INTO board_count_deltas (period, scope, measure, value, players) "
+            "VALUES (:period, :scope, :measure, :value, :d)"
+        ),
+        rows,
+    )
+    db.session.commit()
+    if postgres:
+        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE board_count_deltas"))
+
+
+def fold_ms(args: argparse.Namespace, rng: np.random.Generator) -> Row:
+    """A fold of what --fold-answers committed answers appended, --folds times (after the reads:
+    the answers change the boards)."""
+    from app.models.standings import fold_counts
+
+    ids = db.session.scalars(select(Player.id).where(Player.username.is_not(None))).all()
+    categories = db.session.scalars(select(Category.id)).all()
+    verdicts = [Verdict(points=p, distance=0, message="") for p in range(6)]
+    standings.fold()  # the pending deltas of --pending-deltas
+    folded: list[float] = []
+    for _ in tqdm(range(args.folds), desc="fold", leave=False, disable=None):
+        for _ in range(args.fold_answers):
+            standings.record_answer(
+                int(rng.choice(ids)),
+                int(rng.choice(categories)),
+                verdicts[int(rng.integers(6))],
+                when=BENCH_NOW,
+                detection=(1, int(rng.integers(6)), 0, 0),
+            )
+            db.session.commit()
+
+        def fold() -> int:
+            with db.engine.begin() as connection:
+                return fold_counts(connection)
+
+        ms, _ = timed_ms(fold)
+        folded.append(ms)
+    return Row(f"fold ({args.fold_answers} answers' deltas)", ("",), folded, [])
+
+
 def bench_config(url: str, cache_type: str) -> dict:
     warnings.filterwarnings("ignore", message="Flask-Caching: CACHE_TYPE is set to NullCache")
     return {
@@ -785,6 +848,16 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed of the data and samples")
     parser.add_argument(
+        "--pending-deltas",
+        type=int,
+        default=0,
+        help="unfolded count changes (net zero) the ranks read (0)",
+    )
+    parser.add_argument("--folds", type=int, default=0, help="timed folds at the end (0)")
+    parser.add_argument(
+        "--fold-answers", type=int, default=50, help="committed answers before each fold (50)"
+    )
+    parser.add_argument(
         "--keep", type=Path, help="SQLite: make the database file in this folder and keep it"
     )
     args = parser.parse_args()
@@ -812,10 +885,14 @@ def run(args: argparse.Namespace, folder: Path) -> None:
         upgrade(directory=str(ROOT / "migrations"), revision="head")
         seconds = fill(data, postgres)
         seconds["synthesize"] = built
+        if args.pending_deltas:
+            pend(args.pending_deltas, np.random.default_rng(args.seed + 1), postgres)
         exact = float(np.mean(data.round_points == MAX_POINTS))
         rng = np.random.default_rng(args.seed)
         rows = measure(args, rng)
         rows += write_and_floor_ms(args, rng)
+        if args.folds:
+            rows.append(fold_ms(args, rng))
         db.session.remove()
         db.engine.dispose()
     cached = cached_top_ms(url, 500)

@@ -1,12 +1,14 @@
-"""Concurrent answers on PostgreSQL: the board counts' locks, and the answer's retry.
+"""Concurrent answers on PostgreSQL: the board counts take no lock, and the answer's retry.
 
-An answer moves its board counts (`board_counts`, one row per board and value) in one statement
-in key order. An answer that also takes its player off the boards (an implausible record) used
-to move the counts a second time, for every board row of the player, after holding the first
-set: a count of another category, low in the order, then waited on a concurrent answer that held
-it and waited on a count the first answer held (PostgreSQL: "deadlock detected", the request
-answered 503). The first test makes that interleaving happen every time; the others check that
-an answer aborted by PostgreSQL as a deadlock's victim is run again and stored once.
+An answer used to update its board counts (`board_counts`, one row per board and value) in place,
+holding the rows until its commit: answers sharing a count queued on each other, and an answer
+that also took its player off the boards (an implausible record), moving counts a second time,
+could deadlock with a concurrent answer ("deadlock detected", the request answered 503). Now
+every writer appends its changes to `board_count_deltas` and a fold adds them into the counts
+(app/models/standings.py): the first test holds an unlisting answer open after its counts moved
+and checks that an answer sharing those counts goes through meanwhile. The others check that an
+answer aborted by PostgreSQL as a deadlock's victim is run again and stored once, and that waves
+of concurrent answers, unlistings, sign-ups and folds leave the counts equal to a recount.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from app.models.base import utcnow
 from tests import factories
 from tests.conftest import csrf_token
 from tests.test_game_http import client_answer, reveal, start
-from tests.test_leaderboard import counts_from_totals, stored_counts
+from tests.test_leaderboard import counts_from_totals, folded_counts, stored_counts
 
 WAIT = 10  # seconds any thread waits for the other before giving up (the test then fails)
+DELTAS = "INSERT INTO board_count_deltas"
 
 
 def _postgres_only() -> None:
@@ -57,32 +60,13 @@ class RetryLog(logging.Handler):
             self.messages.append(record.getMessage())
 
 
-def _wait_for_lock_wait(pids: dict[str, int]) -> bool:
-    """Poll until the backend in `pids["bob"]` waits on a lock (or WAIT passes)."""
-    deadline = time.monotonic() + WAIT
-    with db.engine.connect() as watch:
-        while time.monotonic() < deadline:
-            pid = pids.get("bob")
-            if pid is not None:
-                # Activity is read once per transaction unless its snapshot is cleared.
-                watch.execute(text("SELECT pg_stat_clear_snapshot()"))
-                waiting = watch.scalar(
-                    text("SELECT wait_event_type FROM pg_stat_activity WHERE pid = :pid"),
-                    {"pid": pid},
-                )
-                if waiting == "Lock":
-                    return True
-            time.sleep(0.01)
-    return False
-
-
-def test_answer_that_unlists_does_not_deadlock_with_an_answer_sharing_counts(app):
+def test_an_answer_sharing_counts_goes_through_while_an_unlisting_answer_is_open(app):
     """Ada's answer makes her record implausible (fast rounds): her rows leave the boards in the
-    same transaction, including her all-time row in "stories". Bob answers in "stories" at the
-    same moment; their all-time "stories" rows and their new monthly/weekly overall rows share
-    counts. Bob's answer is let in right after Ada's counts moved and holds its first counts
-    until Ada goes on, which is the interleaving that deadlocked when unlisting moved the counts
-    in a second statement."""
+    same transaction, including her all-time row in "stories". Bob answers in "stories": their
+    all-time "stories" rows and their new monthly and weekly overall rows share counts. Ada's
+    transaction is held open right after her counts moved until Bob's answer is stored: when the
+    counts were updated in place, Bob waited there on Ada's row locks (and, with her second move
+    of counts, deadlocked); appended, his answer does not wait on hers at all."""
     with app.app_context():
         _postgres_only()
         news = factories.example(boundary=2, category_slug="news")
@@ -104,31 +88,23 @@ def test_answer_that_unlists_does_not_deadlock_with_an_answer_sharing_counts(app
             .values(rounds=fairness.JUDGE_AFTER - 1, fast_rounds=fairness.JUDGE_AFTER - 1)
         )
         db.session.commit()
+        # Folded: the shared counts are rows of `board_counts` that the answers change.
+        folded_counts()
         ada_round = _open_round(ada, news)
         bob_round = _open_round(bob, story)
         player_ids = {"ada": ada.id, "bob": bob.id}
         round_ids = {"ada": ada_round, "bob": bob_round}
 
     roles: dict[int, str] = {}
-    pids: dict[str, int] = {}
     ada_counted = threading.Event()
-    ada_waited: list[bool] = []
-    bob_blocked: list[bool] = []
-
-    def before(conn, cursor, statement, parameters, context, executemany):
-        role = roles.get(threading.get_ident())
-        if role == "bob" and statement.startswith("INSERT INTO board_counts"):
-            pids["bob"] = cursor.connection.info.backend_pid
-            assert ada_counted.wait(WAIT), "Ada's answer never moved its counts"
-        elif role == "ada" and ada_counted.is_set() and not ada_waited:
-            ada_waited.append(True)
-            bob_blocked.append(_wait_for_lock_wait(pids))
+    bob_done = threading.Event()
+    bob_while_ada_open: list[bool] = []
 
     def after(conn, cursor, statement, parameters, context, executemany):
-        if roles.get(threading.get_ident()) == "ada" and statement.startswith(
-            "INSERT INTO board_counts"
-        ):
+        if roles.get(threading.get_ident()) == "ada" and statement.startswith(DELTAS):
             ada_counted.set()
+            # Ada's transaction stays open, her counts moved, until Bob's answer is stored.
+            bob_while_ada_open.append(bob_done.wait(WAIT))
 
     outcomes: dict[str, str] = {}
     retries = RetryLog()
@@ -139,17 +115,20 @@ def test_answer_that_unlists_does_not_deadlock_with_an_answer_sharing_counts(app
             try:
                 player = db.session.get(Player, player_ids[name])
                 parsed = rounds.parse_answer("machine", 3, ["generic"], "")
+                if name == "bob":
+                    assert ada_counted.wait(WAIT), "Ada's answer never moved its counts"
                 rounds.submit_answer(player, round_ids[name], parsed)
                 outcomes[name] = "stored"
             except Exception as error:  # the test reports what failed
                 outcomes[name] = repr(error)
                 db.session.rollback()
             finally:
+                if name == "bob":
+                    bob_done.set()
                 db.session.remove()
 
     with app.app_context():
         engine = db.engine
-        event.listen(engine, "before_cursor_execute", before)
         event.listen(engine, "after_cursor_execute", after)
     app.logger.addHandler(retries)
     try:
@@ -160,13 +139,12 @@ def test_answer_that_unlists_does_not_deadlock_with_an_answer_sharing_counts(app
             thread.join(timeout=60)
     finally:
         app.logger.removeHandler(retries)
-        event.remove(engine, "before_cursor_execute", before)
         event.remove(engine, "after_cursor_execute", after)
 
     assert outcomes == {"ada": "stored", "bob": "stored"}
     assert retries.messages == []
-    # The interleaving happened: Bob's counts waited on Ada's transaction while she went on.
-    assert bob_blocked == [True]
+    # Bob's answer was stored while Ada's transaction held her counts' changes.
+    assert bob_while_ada_open == [True]
     with app.app_context():
         ada = db.session.get(Player, player_ids["ada"])
         assert ada.unlisted_at is not None and ada.unlisted_reason
@@ -174,6 +152,17 @@ def test_answer_that_unlists_does_not_deadlock_with_an_answer_sharing_counts(app
             select(BoardTotal.listed).where(BoardTotal.player_id == ada.id).limit(1)
         )
         assert stored_counts() == counts_from_totals()
+        assert folded_counts() == counts_from_totals()
+
+
+class FoldLog(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        if "fold" in record.getMessage():
+            self.messages.append(record.getMessage())
 
 
 def _round_state(round_id: int) -> tuple:
@@ -182,16 +171,18 @@ def _round_state(round_id: int) -> tuple:
 
 
 def test_answer_aborted_as_a_deadlock_victim_is_retried_and_stored_once(client, app):
-    """A second connection holds the count the answer needs, then asks for the answer's round:
-    PostgreSQL aborts the answer (its wait came first, so its deadlock check runs first). The
-    answer runs again, once the other transaction has let go, and is stored once, over HTTP."""
+    """A second connection holds the player's statistics row, which the answer updates after
+    its round, then asks for the answer's round: PostgreSQL aborts the answer (its wait came
+    first, so its deadlock check runs first). The answer runs again, once the other transaction
+    has let go, and is stored once, over HTTP. (This test held a board count until counts were
+    appended instead of updated: an answer no longer waits on a count.)"""
     with app.app_context():
         _postgres_only()
         example = factories.example(boundary=2, category_slug="news")
         rival = factories.player("rival")
         standings.record_answer(rival.id, example.category_id, Verdict(5, 0, ""))
         db.session.commit()
-        key = {"period": "all", "scope": example.category_id, "measure": "points", "value": 5}
+        example_id, category_id = example.id, example.category_id
     round_id = start(client)
     token = csrf_token(client, f"/play/round/{round_id}")
     for seen in (1, 2):  # read on to sentence 3, the boundary: 5 points, like the rival
@@ -201,6 +192,8 @@ def test_answer_aborted_as_a_deadlock_victim_is_retried_and_stored_once(client, 
         # Only a named player is on the boards (and so moves the counts).
         player = db.session.get(Player, player_id)
         player.username, player.is_guest = "ada", False
+        # A statistics row (with nothing in it yet) for the rival to lock.
+        db.session.add(PlayerTotal(player_id=player_id))
         db.session.commit()
 
     holding = threading.Event()
@@ -211,14 +204,11 @@ def test_answer_aborted_as_a_deadlock_victim_is_retried_and_stored_once(client, 
             # Its own deadlock check waits long, so that the answer is the one aborted.
             conn.execute(text("SET LOCAL deadlock_timeout = '20s'"))
             conn.execute(
-                text(
-                    "SELECT players FROM board_counts WHERE period = :period AND "
-                    "scope = :scope AND measure = :measure AND value = :value FOR UPDATE"
-                ),
-                key,
+                text("SELECT rounds FROM player_totals WHERE player_id = :id FOR UPDATE"),
+                {"id": player_id},
             )
             holding.set()
-            # Wait until the answer waits on the count, then ask for its round.
+            # Wait until the answer waits on the row, then ask for its round.
             deadline = time.monotonic() + WAIT
             while time.monotonic() < deadline:
                 conn.execute(text("SELECT pg_stat_clear_snapshot()"))
@@ -258,22 +248,25 @@ def test_answer_aborted_as_a_deadlock_victim_is_retried_and_stored_once(client, 
         assert (total.rounds, total.points, total.exact) == (1, 5, 1)
         rows = db.session.scalars(select(BoardTotal).where(BoardTotal.player_id == player_id))
         assert sorted((row.rounds, row.points) for row in rows) == [(1, 5)] * 6
-        assert db.session.get(Example, example.id).annotation_count == 1
+        assert db.session.get(Example, example_id).annotation_count == 1
         assert stored_counts() == counts_from_totals()
-        assert stored_counts()["all", example.category_id, "points", 5] == 2
+        assert stored_counts()["all", category_id, "points", 5] == 2
 
 
 CATEGORIES = ("news", "stories", "poems", "recipes")
 JITTER = 0.03  # seconds
 
 
-def test_many_concurrent_answers_some_unlisting_store_every_answer(app):
+def test_many_concurrent_answers_sign_ups_and_folds_keep_the_counts_exact(app):
     """Waves of players answer at once (a barrier), every other one with a record that the
-    answer makes implausible; their all-time rows in every category share counts a year old,
-    their new rows this week's. A random pause of up to JITTER before each statement on the
-    boards lets the answers interleave there as under load. Every answer is stored, none
-    retried, and the counts match the rows."""
-    waves, per_wave = 6, 12
+    answer makes implausible, while guests with rounds sign up and folds run (every 17th delta
+    folds after its answer's commit, and one more fold per wave on its own); their all-time rows
+    in every category share counts a year old, their new rows this week's. A random pause of up
+    to JITTER before each statement on the boards lets them interleave there as under load.
+    Every answer and sign-up is stored, none retried, no fold fails, and the counts plus the
+    deltas match a recount of the board rows, as do the counts alone after a last fold."""
+    waves, per_wave, guests_per_wave = 6, 12, 3
+    app.config["BOARD_FOLD_EVERY"] = 17
     with app.app_context():
         _postgres_only()
         examples = {slug: factories.example(boundary=2, category_slug=slug) for slug in CATEGORIES}
@@ -281,9 +274,10 @@ def test_many_concurrent_answers_some_unlisting_store_every_answer(app):
         values = random.Random(11)
         planned = []
         for wave in range(waves):
-            batch = []
-            for index in range(per_wave):
-                player = factories.player(f"p{wave}x{index}")
+            batch, guests = [], []
+            for index in range(per_wave + guests_per_wave):
+                guest = index >= per_wave
+                player = factories.player(None if guest else f"p{wave}x{index}")
                 for slug in CATEGORIES:
                     # Few values per category (shared counts), sums spread over more values.
                     points = values.randint(2, 4)
@@ -291,25 +285,30 @@ def test_many_concurrent_answers_some_unlisting_store_every_answer(app):
                         player.id,
                         examples[slug].category_id,
                         Verdict(points, 1, ""),
-                        when=last_year,
+                        when=last_year if index % 3 else utcnow(),
                     )
-                if index % 2 == 0:
+                if index % 2 == 0 and not guest:
                     db.session.execute(
                         update(PlayerTotal)
                         .where(PlayerTotal.player_id == player.id)
                         .values(rounds=fairness.JUDGE_AFTER - 1, fast_rounds=fairness.JUDGE_AFTER)
                     )
                 db.session.commit()
-                example = examples[CATEGORIES[(index * 3 + wave) % len(CATEGORIES)]]
-                batch.append((player.id, _open_round(player, example)))
-            planned.append(batch)
+                if guest:
+                    guests.append(player.id)
+                else:
+                    example = examples[CATEGORIES[(index * 3 + wave) % len(CATEGORIES)]]
+                    batch.append((player.id, _open_round(player, example)))
+            planned.append((batch, guests))
 
     outcomes: list[str] = []
-    retries = RetryLog()
+    retries, failed_folds = RetryLog(), FoldLog()
     jitter = random.Random(7)
+    folded: list[int | None] = []
 
     def pause(conn, cursor, statement, parameters, context, executemany):
-        if statement.startswith(("INSERT INTO board_counts", "UPDATE board_totals")):
+        boards = statement.startswith((DELTAS, "UPDATE board_totals"))
+        if boards or "DELETE FROM board_count_deltas" in statement:  # the answers' and the folds'
             time.sleep(jitter.uniform(0, JITTER))
 
     def answer(player_id: int, round_id: int, barrier: threading.Barrier) -> None:
@@ -326,29 +325,60 @@ def test_many_concurrent_answers_some_unlisting_store_every_answer(app):
             finally:
                 db.session.remove()
 
+    def sign_up(player_id: int, barrier: threading.Barrier) -> None:
+        with app.app_context():
+            try:
+                player = db.session.get(Player, player_id)
+                barrier.wait(WAIT)
+                player.username, player.is_guest = f"guest{player_id}", False
+                db.session.commit()  # the Player event lists the rows and moves their counts
+                outcomes.append("signed up")
+            except Exception as error:  # the test reports what failed
+                outcomes.append(repr(error)[:300])
+                db.session.rollback()
+            finally:
+                db.session.remove()
+
+    def fold(barrier: threading.Barrier) -> None:
+        with app.app_context():
+            barrier.wait(WAIT)
+            folded.append(standings.fold())
+            db.session.remove()
+
     with app.app_context():
         engine = db.engine
         event.listen(engine, "before_cursor_execute", pause)
     app.logger.addHandler(retries)
+    app.logger.addHandler(failed_folds)
     try:
-        for batch in planned:
-            barrier = threading.Barrier(len(batch))
+        for batch, guests in planned:
+            barrier = threading.Barrier(len(batch) + len(guests) + 1)
             threads = [
                 threading.Thread(target=answer, args=(player_id, round_id, barrier))
                 for player_id, round_id in batch
             ]
+            threads += [threading.Thread(target=sign_up, args=(g, barrier)) for g in guests]
+            threads.append(threading.Thread(target=fold, args=(barrier,)))
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join(timeout=60)
     finally:
         app.logger.removeHandler(retries)
+        app.logger.removeHandler(failed_folds)
         event.remove(engine, "before_cursor_execute", pause)
 
-    assert [outcome for outcome in outcomes if outcome != "stored"] == []
-    assert len(outcomes) == waves * per_wave
-    assert retries.messages == []
+    assert [o for o in outcomes if o not in ("stored", "signed up")] == []
+    assert outcomes.count("stored") == waves * per_wave
+    assert outcomes.count("signed up") == waves * guests_per_wave
+    assert retries.messages == [] and failed_folds.messages == []
+    assert len(folded) == waves and None not in folded
     with app.app_context():
         unlisted = db.session.scalars(select(Player).where(Player.unlisted_at.is_not(None))).all()
         assert len(unlisted) == waves * per_wave // 2
+        # The answers' own folds ran too: fewer deltas are left than were appended.
+        left = db.session.scalar(text("SELECT count(*) FROM board_count_deltas"))
+        appended = db.session.scalar(text("SELECT last_value FROM board_count_deltas_id_seq"))
+        assert left < appended
         assert stored_counts() == counts_from_totals()
+        assert folded_counts() == counts_from_totals()

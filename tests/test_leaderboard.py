@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from flask_migrate import downgrade, upgrade
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 
 from app.accounts import service as accounts
 from app.extensions import db
 from app.game import rounds
 from app.game.scoring import Verdict
 from app.leaderboard import skill, standings
-from app.models import BoardCount, BoardTotal, Category, Player
+from app.models import BoardCount, BoardCountDelta, BoardTotal, Category, Player
 from app.models.standings import OVERALL_SCOPE
 from tests import factories
 from tests.conftest import csrf_token
@@ -71,6 +71,20 @@ def counts_from_totals() -> dict[tuple[str, int, str, int], int]:
 
 
 def stored_counts() -> dict[tuple[str, int, str, int], int]:
+    """The counts as ranks read them: `board_counts` plus the deltas not folded into it yet (a
+    key whose players add up to 0 is left out, as a count that reaches 0 is dropped)."""
+    net: Counter = Counter()
+    for model in (BoardCount, BoardCountDelta):
+        for c in db.session.scalars(select(model)):
+            net[c.period, c.scope, c.measure, c.value] += c.players
+    return {key: players for key, players in net.items() if players}
+
+
+def folded_counts() -> dict[tuple[str, int, str, int], int]:
+    """Fold the deltas (committing), then `board_counts` as it is, rows at 0 included."""
+    db.session.commit()
+    assert standings.fold() is not None
+    assert db.session.scalar(select(func.count()).select_from(BoardCountDelta)) == 0
     return {
         (c.period, c.scope, c.measure, c.value): c.players
         for c in db.session.scalars(select(BoardCount))
@@ -327,6 +341,8 @@ def test_board_counts_follow_every_answer_and_drop_empty_values(ctx):
     ]:
         play(player, slug, latest)
         assert stored_counts() == counts_from_totals()
+    # Folded, the counts alone are the same, with no count left at 0 (nobody at 5 in news).
+    assert folded_counts() == counts_from_totals()
     news, stories = factories.category("news"), factories.category("stories")
     assert all_time_points() == {
         (OVERALL_SCOPE, 9): 1,

@@ -689,6 +689,8 @@ def _submit_answer_once(player: Player, round_id: int, answer: Answer) -> Round:
     _commit_keeping_round(player, current)
     if scored and uncounted is None:
         standings.invalidate(category_slug, now)
+        # About one answer in 50 then adds up the boards' pending count changes (never fails).
+        standings.fold_if_due()
     return current
 
 

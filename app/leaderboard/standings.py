@@ -1,14 +1,21 @@
 """Leaderboards from maintained totals: by skill and by points ("most played"), for this week,
 this month and all time, overall and per category.
 
-`record_answer` is the only writer: the game service calls it (through app/leaderboard/integrity.py)
-inside the transaction that stores a counted answer. `invalidate` is the only cache invalidation
-point, called by that service after commit.
+`record_answer` adds each counted answer to the totals: the game service calls it (through
+app/leaderboard/integrity.py) inside the transaction that stores a counted answer. `invalidate`
+is the only cache invalidation point, called by that service after commit, followed by
+`fold_if_due`.
 
 Only listed rows are on a points board and only ranked rows (listed, with enough rounds) on a
 skill board: a top list is a short walk down a board index, joining `players` for the 50 names
-only; a rank adds up `board_counts` above the player's value (one row per distinct value), and the
-gap to the next player is the smallest counted value above it.
+only. A rank adds up the players at values above the player's: `board_counts` (one row per
+distinct value) plus `board_count_deltas`, the changes answers and sign-ups appended since the
+last fold (app/models/standings.py); the gap to the next player is the smallest value above
+whose players, counts and deltas together, are more than 0. Both are read in one statement, so
+from one snapshot, and are exact whether or not a fold has run: a fold moves deltas into the
+counts in one transaction. An answer folds after its commit when its deltas took an id that is
+a multiple of `BOARD_FOLD_EVERY` (`fold_if_due`), so that the deltas a rank reads stay few;
+`flask boards fold` does the same by hand.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Select, bindparam, case, cast, func, select, true
+from flask import current_app
+from sqlalchemy import BigInteger, Select, bindparam, case, cast, func, select, true, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
@@ -29,13 +37,16 @@ from app.leaderboard import skill as skill_rule
 from app.models import BoardTotal, Category, Player, PlayerTotal
 from app.models.base import utcnow
 from app.models.standings import (
+    FOLD_EVERY,
     OVERALL_SCOPE,
     POINTS,
     SKILL,
     BoardCount,
+    BoardCountDelta,
     CategoryTotal,
     Moves,
     count_row,
+    fold_counts,
     move_counts,
     relist_moves,
 )
@@ -246,9 +257,9 @@ def record_answer(
     whether the player's record, with this round, takes them off the boards (the caller then
     records why; the rows and counts are moved here).
 
-    The counts move in one `move_counts` (one lock order over every count the transaction
-    touches): taking a player off the boards in a second call after the answer's own moves could
-    deadlock with a concurrent answer.
+    The counts' changes, the answer's and those of taking the player off the boards, are
+    appended in one `move_counts` (one statement, locking no shared row). When that makes a fold
+    due, the caller runs `fold_if_due` after its commit.
     """
     when = when or utcnow()
     dialect = db.session.get_bind().dialect.name
@@ -325,8 +336,36 @@ def record_answer(
         # Off the boards with this answer, or the player joined or left them without the ORM
         # event (a bulk UPDATE, or a sign-up racing this answer): put the rows right now.
         moves.update(relist_moves(connection, player_id, on_boards and not off))
-    move_counts(connection, moves)
+    fold_every = current_app.config.get("BOARD_FOLD_EVERY", FOLD_EVERY)
+    if move_counts(connection, moves, fold_every):
+        db.session.info[_FOLD_DUE] = True
     return stats
+
+
+# The session's flag that its transaction made a fold of the counts due (`fold_if_due`).
+_FOLD_DUE = "roft_fold_due"
+
+
+def fold_if_due() -> None:
+    """After the commit of an answer: fold the counts' deltas if the answer made it due.
+
+    Never raises: the answer is stored already, and a fold that failed leaves the deltas for
+    the next one (the ranks stay exact either way); the error is logged.
+    """
+    if db.session.info.pop(_FOLD_DUE, False):
+        fold()
+
+
+def fold() -> int | None:
+    """Add the deltas of the boards' counts into the counts, in a transaction of its own on a
+    connection of its own (the request's session and what it has loaded are left alone); return
+    how many were folded, or None when the fold failed (logged, not raised)."""
+    try:
+        with db.engine.begin() as connection:
+            return fold_counts(connection)
+    except Exception:
+        current_app.logger.exception("folding the leaderboard counts failed; the next fold retries")
+        return None
 
 
 @dataclass(frozen=True)
@@ -409,19 +448,68 @@ def _top_query(measure: str) -> Select:
 
 @functools.cache
 def _standing_query(measure: str) -> Select:
-    totals, counts = BoardTotal.__table__, BoardCount.__table__
+    """The player's row, how many players are above it and the smallest value above it that
+    someone has, from the counts plus the deltas not folded into them yet (one statement, so one
+    snapshot: a fold commits its counts and deletes its deltas together, and is seen whole or not
+    at all)."""
+    totals = BoardTotal.__table__
     value = totals.c[measure]
-    on_this_board = (
-        counts.c.period == totals.c.period,
-        counts.c.scope == totals.c.scope,
-        counts.c.measure == measure,
-    )
-    better = (
-        select(func.coalesce(func.sum(counts.c.players), 0))
-        .where(*on_this_board, counts.c.value > value)
+
+    def above_mine(table):
+        return (
+            table.c.period == totals.c.period,
+            table.c.scope == totals.c.scope,
+            table.c.measure == measure,
+            table.c.value > value,
+        )
+
+    def players_above(table):
+        return (
+            select(func.coalesce(func.sum(table.c.players), 0))
+            .where(*above_mine(table))
+            .scalar_subquery()
+        )
+
+    counts, deltas = BoardCount.__table__, BoardCountDelta.__table__
+    better = players_above(counts) + players_above(deltas)
+
+    # The next value above: the smallest one whose players, count and deltas together, are more
+    # than 0. A count (never 0 or less once folded) may have lost its players in deltas not
+    # folded yet, and deltas may bring players to a value without a count. So: the first count
+    # above whose deltas do not take it to 0, and the first value above whose deltas add players
+    # (then more than 0 with any count there); the smaller of the two. Each is a walk up an index
+    # from the player's value that stops at its first match, usually the first row.
+    at_value = deltas.alias("at_value")
+
+    def deltas_at(table):
+        return (
+            select(func.coalesce(func.sum(at_value.c.players), 0))
+            .where(
+                at_value.c.period == table.c.period,
+                at_value.c.scope == table.c.scope,
+                at_value.c.measure == measure,
+                at_value.c.value == table.c.value,
+            )
+            .correlate(table)
+            .scalar_subquery()
+        )
+
+    first_count = (
+        select(func.min(counts.c.value))
+        .where(*above_mine(counts), counts.c.players + deltas_at(counts) > 0)
+        .correlate(totals)
         .scalar_subquery()
     )
-    above = select(func.min(counts.c.value)).where(*on_this_board, counts.c.value > value)
+    first_added = (
+        select(func.min(deltas.c.value))
+        .where(*above_mine(deltas), deltas.c.players > 0, deltas_at(deltas) > 0)
+        .correlate(totals)
+        .scalar_subquery()
+    )
+    candidates = union_all(
+        select(first_count.label("value")), select(first_added.label("value"))
+    ).subquery("candidates")
+    above = select(func.min(candidates.c.value)).correlate(totals).scalar_subquery()
     return select(
         totals.c.points,
         totals.c.rounds,
@@ -429,7 +517,7 @@ def _standing_query(measure: str) -> Select:
         totals.c.skill,
         totals.c[_ON_BOARD[measure]].label("on_board"),
         better.label("better"),
-        above.scalar_subquery().label("above"),
+        above.label("above"),
     ).where(
         totals.c.period == bindparam("period"),
         totals.c.scope == bindparam("scope"),

@@ -4,7 +4,13 @@ from app.models.content import Category, Example, ExamplePassage, Passage, Passa
 from app.models.players import LoginFailure, Player, PlayerSurvey
 from app.models.rounds import ExplanationVote, Reveal, Round, TruthView
 from app.models.sets import DailyChallenge, GameSet
-from app.models.standings import BoardCount, BoardTotal, CategoryTotal, PlayerTotal
+from app.models.standings import (
+    BoardCount,
+    BoardCountDelta,
+    BoardTotal,
+    CategoryTotal,
+    PlayerTotal,
+)
 from app.models.studies import (
     Participant,
     ParticipantStatus,
@@ -18,6 +24,7 @@ from app.models.studies import (
 
 __all__ = [
     "BoardCount",
+    "BoardCountDelta",
     "BoardTotal",
     "Category",
     "CategoryTotal",
