@@ -4,9 +4,12 @@
                                        [--players 4] [--texts 5000] [--seed-rounds 100000]
                                        [--seed-players 2000] [--no-seed] [--profile DIR]
 
-Trees. The current tree (this checkout, with any uncommitted change) and a detached `git
-worktree` of each --ref, in temporary folders removed at the end. Each tree runs its own code in
-a process of its own, with its own database.
+Trees. A detached `git worktree` of each --ref, in temporary folders removed at the end, and the
+current checkout (with any uncommitted change). Each tree runs its own code in a process of its
+own, with its own database. Compare worktrees with each other (--ref HEAD for a committed
+change): in one run a process of the checkout came out up to a fifth slower than one of a
+worktree of the same commit (docs/BENCHMARKS.md), so the checkout's column is a check, not a
+measurement to rely on alone.
 
 Data. Each tree's PostgreSQL database (BENCH_PG_PREFIX, default roft_pagecpu, then _<tree>;
 dropped and recreated) is prepared by that tree's code exactly as bench/web_load.py prepares it
@@ -203,6 +206,7 @@ def git(*args: str, cwd: Path = ROOT) -> str:
 
 @contextmanager
 def worktree(ref: str, folder: Path):
+    folder.mkdir(parents=True, exist_ok=True)
     where = folder / ref.replace("/", "_")
     try:
         git("worktree", "add", "--detach", "--quiet", str(where), ref)
@@ -271,6 +275,45 @@ def median_ratio(turns_a: list[dict], turns_b: list[dict], route: str) -> float 
     return statistics.median(ratios) if ratios else None
 
 
+def report(names: list[str], results: list[list[dict]], turns: int, sets: int) -> None:
+    """Print the table: per route, each tree's median and its ratios to the trees before it."""
+    trees = names
+    print(f"median CPU (wall) ms per request; {turns} turns x {sets} sets per tree")
+    # Every tree against every tree before it (the first --ref: the baseline).
+    pairs = [(i, j) for i in range(1, len(trees)) for j in range(i)]
+    print(
+        "| route | "
+        + " | ".join(names)
+        + " | "
+        + " | ".join(f"{names[i]} / {names[j]}" for i, j in pairs)
+        + " |"
+    )
+    print("|---" * (1 + len(names) + len(pairs)) + "|")
+    for route in ROUTES:
+        cells = []
+        for turns in results:
+            cpu = [x for r in turns for x in r["cpu"].get(route, [])]
+            wall = [x for r in turns for x in r["wall"].get(route, [])]
+            cells.append(
+                f"{statistics.median(cpu) * 1000:.2f} ({statistics.median(wall) * 1000:.2f})"
+                if cpu
+                else "-"
+            )
+        ratios = [median_ratio(results[i], results[j], route) for i, j in pairs]
+        cells += [f"{r:.2f}x" if r is not None else "-" for r in ratios]
+        print(f"| {route} | " + " | ".join(cells) + " |")
+    # Everything a set cost (its home page, start, rounds, Next texts and summary), per set.
+    per_set = [
+        [sum(sum(v) for v in r["cpu"].values()) * 1000 / sets for r in turns] for turns in results
+    ]
+    cells = [f"{statistics.median(values):.1f}" for values in per_set]
+    cells += [
+        f"{statistics.median(a / b for a, b in zip(per_set[i], per_set[j], strict=True)):.2f}x"
+        for i, j in pairs
+    ]
+    print("| a whole set, CPU ms | " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="\n\n".join(__doc__.split("\n\n", 2)[::2]),
@@ -293,14 +336,16 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tempfile.mkdtemp(prefix="roft-pagecpu-"))
         stack.callback(shutil.rmtree, folder, True)
         trees: list[tuple[str, Path, str]] = []
-        for ref in args.ref:
-            root = stack.enter_context(worktree(ref, folder))
+        for number, ref in enumerate(args.ref):
+            root = stack.enter_context(worktree(ref, folder / str(number)))
             label = git("rev-parse", "--short", "HEAD", cwd=root)
+            if label in [name for name, _, _ in trees]:
+                label += f"-{number}"  # the same commit twice: names tell the processes apart
             trees.append((label, root, ""))
         label = git("rev-parse", "--short", "HEAD")
         if git("status", "--porcelain", "--untracked-files=no"):
             label += "+changes"
-        trees.append((label, ROOT, ""))
+        trees.append((f"{label} (checkout)", ROOT, ""))
         trees = [
             (name, root, database(f"{PREFIX}_{i}", not args.no_seed))
             for i, (name, root, _) in enumerate(trees)
@@ -369,43 +414,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"load average (1 min) during the turns: {min(loads):.2f}-{max(loads):.2f}")
     names = [name for name, _, _ in trees]
-    print(f"median CPU (wall) ms per request; {args.turns} turns x {args.sets} sets per tree")
-    print(
-        "| route | "
-        + " | ".join(names)
-        + " | "
-        + " | ".join(f"{n} / {names[0]}" for n in names[1:])
-        + (f" | {names[-1]} / {names[-2]}" if len(names) > 2 else "")
-        + " |"
-    )
-    print("|---" * (1 + 2 * len(names) - 1 + (len(names) > 2)) + "|")
-    for route in ROUTES:
-        cells = []
-        for turns in results:
-            cpu = [x for r in turns for x in r["cpu"].get(route, [])]
-            wall = [x for r in turns for x in r["wall"].get(route, [])]
-            cells.append(
-                f"{statistics.median(cpu) * 1000:.2f} ({statistics.median(wall) * 1000:.2f})"
-                if cpu
-                else "-"
-            )
-        ratios = [median_ratio(results[i], results[0], route) for i in range(1, len(trees))]
-        if len(trees) > 2:
-            ratios.append(median_ratio(results[-1], results[-2], route))
-        cells += [f"{r:.2f}x" if r is not None else "-" for r in ratios]
-        print(f"| {route} | " + " | ".join(cells) + " |")
-    # Everything a set cost (its home page, start, rounds, Next texts and summary), per set.
-    per_set = [
-        [sum(sum(v) for v in r["cpu"].values()) * 1000 / args.sets for r in turns]
-        for turns in results
-    ]
-    cells = [f"{statistics.median(values):.1f}" for values in per_set]
-    pairs = [(i, 0) for i in range(1, len(trees))] + ([(-1, -2)] if len(trees) > 2 else [])
-    cells += [
-        f"{statistics.median(a / b for a, b in zip(per_set[i], per_set[j], strict=True)):.2f}x"
-        for i, j in pairs
-    ]
-    print("| a whole set, CPU ms | " + " | ".join(cells) + " |")
+    report(names, results, args.turns, args.sets)
     if args.profile:
         import pstats
 
