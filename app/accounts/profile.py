@@ -73,7 +73,12 @@ def _figures(label: str, row) -> Figures:
 
 
 def overall(player: Player) -> Figures:
-    return _figures("All categories", db.session.get(PlayerTotal, player.id))
+    return overall_of(db.session.get(PlayerTotal, player.id))
+
+
+def overall_of(totals: PlayerTotal | None) -> Figures:
+    """`overall` from the player's totals row, already read (None: no answer counted yet)."""
+    return _figures("All categories", totals)
 
 
 def per_category(player: Player) -> list[Figures]:

@@ -41,6 +41,7 @@ from app.game import (
     tutorial,
     typing_signals,
 )
+from app.game.home import home_state
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
 from app.leaderboard import standings
 from app.models import Round
@@ -95,10 +96,11 @@ def _needs_tutorial(played: bool = False) -> bool:
     return not db.session.scalar(select(exists().where(Round.player_id == current_user.id)))
 
 
-def _home_stats() -> dict | None:
+def _home_stats(totals: profiles.Figures | None = None) -> dict | None:
+    """The progress strip: `totals`, the player's overall figures when already read."""
     if not current_user.is_authenticated or current_user.kind == "crowd":
         return None
-    figures = profiles.overall(current_user)
+    figures = totals if totals is not None else profiles.overall(current_user)
     # The all-time skill board: a rank once on it, else how many rounds are still needed.
     standing = standings.rank_of(current_user) if figures.rounds else None
     return {
@@ -113,23 +115,25 @@ def _home_stats() -> dict | None:
 def _render_home(notice: str | None = None, status: int = 200, left: list | None = None):
     signed_in = current_user.is_authenticated
     day = daily.today()
-    today_set = daily.own_set(current_user, day) if signed_in else None
-    choice = sets.last_choice(current_user) if signed_in else rounds.RANDOM
-    open_round = rounds.open_round(current_user) if signed_in else None
-    stats = _home_stats()
+    # The player's own sets, open round, last choice and totals in one statement.
+    mine = home_state(current_user, day) if signed_in else None
+    choice = mine.choice if mine is not None else rounds.RANDOM
+    stats = _home_stats(profiles.overall_of(mine.totals) if mine is not None else None)
+    categories = rounds.categories_with_examples()
+    open_round = mine.open_round if mine is not None else None
     page = render_template(
         "game/home.html",
-        categories=rounds.categories_with_examples(),
+        categories=categories,
         open_round=open_round,
-        open_set=sets.open_normal_set(current_user) if signed_in else None,
+        open_set=mine.open_set if mine is not None else None,
         needs_consent=not signed_in or current_user.research_consent_at is None,
         # A player with an open round or answers on record has played: no query for a round.
         first_visit=_needs_tutorial(open_round is not None or bool(stats and stats["rounds"])),
         stats=stats,
         today=day,
-        today_set=today_set,
+        today_set=mine.today_set if mine is not None else None,
         choice=choice,
-        choice_name=_category_name(choice),
+        choice_name=_category_name(choice, categories),
         notice=notice,
         categories_left=left,
         # Easy, medium and hard sets, for players past their first text.
@@ -138,10 +142,14 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
     return page, status
 
 
-def _category_name(slug: str) -> str | None:
-    """The name of a chosen category; None for "random" or one that no longer exists."""
+def _category_name(slug: str, shown: list | None = None) -> str | None:
+    """The name of a chosen category; None for "random" or one that no longer exists.
+    `shown`: categories already read for the page, looked in first (no query when found)."""
     if slug == rounds.RANDOM:
         return None
+    for category in shown or ():
+        if category.slug == slug:
+            return category.name
     category = rounds.category_by_slug(slug)
     return category.name if category is not None else None
 
@@ -409,7 +417,7 @@ def set_summary(set_id: int):
     summary = sets.summary(current_user, set_id)
     if summary.game_set.day is not None or summary.game_set.challenge_of_id is not None:
         return redirect(_summary_url(summary.game_set))
-    choice = sets.last_category(summary.game_set)
+    choice = sets.last_category(summary.game_set, summary.last_chosen)
     from app.game import challenge_views
 
     return render_template(

@@ -19,7 +19,7 @@ from app.errors import NotFound
 from app.extensions import commit_keeping, db
 from app.game import daily, practice, rounds, tally
 from app.game.scoring import verdict
-from app.models import Example, GameSet, Player, Round
+from app.models import Category, Example, GameSet, Player, Round
 from app.models.sets import CHALLENGE_SET, DAILY_SET, NORMAL_SET, PRACTICE_SET
 
 _OPEN_NORMAL_SET = select(GameSet).where(
@@ -141,8 +141,11 @@ def get_own(player: Player, set_id: int) -> GameSet:
     return found
 
 
-def last_category(game_set: GameSet) -> str:
-    """What the player last chose in this set ("random" for a new set)."""
+def last_category(game_set: GameSet, known: str | None = None) -> str:
+    """What the player last chose in this set ("random" for a new set). `known`: the last
+    round's choice, already read (`Summary.last_chosen`), so no query is needed."""
+    if known:
+        return known
     chosen = db.session.scalar(
         select(Round.chosen_category)
         .where(Round.set_id == game_set.id)
@@ -226,6 +229,9 @@ class Call:
 class Summary:
     game_set: GameSet
     calls: list[Call]
+    # The category last chosen in a finished set, when known without a query (None: ask
+    # `last_category`).
+    last_chosen: str | None = None
 
     @property
     def points(self) -> int:
@@ -279,13 +285,16 @@ def summary(player: Player, set_id: int) -> Summary:
 def summary_of(game_set: GameSet) -> Summary:
     """The answered texts of a set, with the results of players other than its owner: what its
     summary shows, and what a challenge compares (app/game/challenge.py)."""
+    # The category's name comes with each text: read through `example.category`, each category
+    # of a mixed set was a statement of its own.
     rows = db.session.execute(
-        select(Round, Example)
+        select(Round, Example, Category.name)
         .join(Example, Example.id == Round.example_id)
+        .join(Category, Category.id == Example.category_id)
         .where(Round.set_id == game_set.id, Round.guess.is_not(None))
         .order_by(Round.id)
     ).all()
-    example_ids = [example.id for _, example in rows]
+    example_ids = [example.id for _, example, _ in rows]
     others = {
         example_id: (count, total)
         for example_id, count, total in db.session.execute(
@@ -300,14 +309,14 @@ def summary_of(game_set: GameSet) -> Summary:
         )
     }
     calls = []
-    for number, (round_, example) in enumerate(rows, start=1):
+    for number, (round_, example, category_name) in enumerate(rows, start=1):
         result = verdict(round_.guess, example.boundary, example.n_sentences)
         count, total = others.get(example.id, (0, 0))
         calls.append(
             Call(
                 round_id=round_.id,
                 number=number,
-                category=example.category.name,
+                category=category_name,
                 points=tally.earned(round_),
                 distance=result.distance,
                 exact=result.exact,
@@ -318,7 +327,11 @@ def summary_of(game_set: GameSet) -> Summary:
                 example_id=example.id,
             )
         )
-    return Summary(game_set, calls)
+    # A finished set's last answered round is its last round (a round of a set starts only once
+    # the one before it is answered, and none after its last text): its category is the set's
+    # last choice, with no query for it (`last_category`).
+    last = rows[-1][0].chosen_category if rows and game_set.finished else None
+    return Summary(game_set, calls, last)
 
 
 def next_round(player: Player, set_id: int) -> Round:
