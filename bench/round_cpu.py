@@ -23,7 +23,11 @@ the same decisions.
 
 Printed per request kind (reveal, answer, "Next text", the start of a set, the round's page, the
 summary, the home page): how many were timed, the median over the turns of the mean CPU per
-request, the statements per request, and current / baseline; and the CPU per completed round.
+request, the statements per request, and current / baseline; the CPU per completed round; and
+each kind's CPU split into the before-request hooks, the view, the after-request hooks and the
+rest (the request's context, the cookie read). ROUNDCPU_CPROFILE=KIND,FILE runs cProfile over
+the requests of one kind (e.g. reveal) and writes its statistics to FILE (wall time: to look
+at, not to compare).
 --profile DIR runs an extra, unmeasured turn per tree under `py-spy record --gil` and writes
 DIR/<tree>.txt (collapsed stacks) and DIR/<tree>.svg, then prints each tree's hottest functions
 by samples of their own and by samples under them.
@@ -359,21 +363,26 @@ def _short(frame: str) -> str:
     return re.sub(r"\(.*?/(site-packages|app|lib/python3\.\d+)/", r"(\1/", frame)
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n", 2)[1],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description=__doc__, formatter_class=_HelpFormatter, epilog="Results: docs/BENCHMARKS.md."
     )
-    parser.add_argument("--baseline-ref", metavar="REF")
+    parser.add_argument("--baseline-ref", metavar="REF", help="also run a git worktree of REF, A-B")
     parser.add_argument("--database", choices=("postgresql", "sqlite"), default="postgresql")
-    parser.add_argument("--texts", type=int, default=3000)
-    parser.add_argument("--seed-rounds", type=int, default=20000)
-    parser.add_argument("--seed-players", type=int, default=400)
+    parser.add_argument("--texts", type=int, default=3000, help="texts in each database")
+    parser.add_argument(
+        "--seed-rounds", type=int, default=20000, help="answered rounds stored first"
+    )
+    parser.add_argument("--seed-players", type=int, default=400, help="players of those rounds")
     parser.add_argument("--players", type=int, default=8, help="bench players per tree")
     parser.add_argument("--turns", type=int, default=8, help="measured turns per tree")
     parser.add_argument("--rounds", type=int, default=30, help="completed rounds per turn")
     parser.add_argument("--warmup", type=int, default=10, help="unmeasured rounds first")
-    parser.add_argument("--profile", type=Path, metavar="DIR")
+    parser.add_argument("--profile", type=Path, metavar="DIR", help="py-spy each tree into DIR")
     args = parser.parse_args(argv)
 
     sys.path.append(str(ROOT))
