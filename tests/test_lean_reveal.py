@@ -12,6 +12,7 @@ from app.game import rounds
 from app.models import Player, Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
+from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
 
 FETCH = {"X-Requested-With": "fetch"}
 ROUND_PATH = re.compile(r"/play/round/(\d+)")
@@ -174,3 +175,18 @@ def test_another_players_round_and_an_ended_session_are_still_refused(app, clien
     assert signed_out.status_code == 302 and signed_out.headers["Location"] == "/"
     with app.app_context():
         assert db.session.get(Round, round_id).revealed == 1
+
+
+def test_a_reveal_in_the_daily_challenge_shows_its_header_as_the_full_path(daily_app):  # noqa: F811
+    """A daily set's round: the challenge's header and score bar, drawn from the row too."""
+    client = daily_app.test_client()
+    token = csrf_token(client)
+    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
+    round_id = int(ROUND_PATH.search(location).group(1))
+    shown = client.post(
+        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH
+    )
+    assert shown.status_code == 200
+    body = shown.get_data(as_text=True)
+    assert "Daily challenge" in body and "today" in body
+    assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
