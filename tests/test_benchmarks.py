@@ -194,3 +194,27 @@ def test_request_overhead_bench_measures_every_variant_and_counts_the_limiters_c
     # A visitor is counted; the X-RateLimit headers (now off) cost more calls on top.
     counted = calls["limited view, visitor (counted), CSRF off"]
     assert 0 < counted < calls["limited view, visitor, CSRF off, headers on"]
+
+
+def test_round_cpu_bench_times_each_request_of_a_round_on_both_trees():
+    out = run_bench(
+        "round_cpu.py",
+        *("--baseline-ref", "HEAD", "--texts", "1000", "--seed-rounds", "200"),
+        *("--seed-players", "20", "--players", "2", "--turns", "2", "--rounds", "2"),
+        "--warmup",
+        "1",
+    )
+    table = out.split("where it goes")[0]
+    rows = {
+        fields[0]: fields
+        for line in table.splitlines()
+        if (fields := line.split()) and fields[0] in ("reveal", "answer")
+    }
+    # name, then per tree: requests timed, CPU ms, statements; then the ratio and its turns.
+    for kind in ("reveal", "answer"):
+        fields = rows[kind]
+        assert int(fields[1]) == int(fields[4]) > 0, out[-2000:]  # both trees played alike
+        assert float(fields[2]) > 0 and float(fields[5]) > 0
+        assert float(fields[7]) > 0
+    assert re.search(r"^per round +4 ", out, re.MULTILINE), out[-2000:]
+    assert "where it goes" in out and "baseline:" in out

@@ -43,5 +43,7 @@ answer_stored = Hook("answer_stored")
 answer_form = Hook("answer_form")
 
 # (round) when the round page is drawn: each handler returns a dict to add to the page's context
-# (a "template" key replaces the page's template).
+# (a "template" key replaces the page's template). The round after a reveal of a round outside
+# any study is drawn from one row without it (app/game/routes.py: `_render_reveal`); a study's
+# round (participant_id set) always comes here.
 round_page = Hook("round_page")

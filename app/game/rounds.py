@@ -6,10 +6,12 @@ lives on the server; the client only sends intents.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 
 from flask import current_app
 from sqlalchemy import (
@@ -462,6 +464,107 @@ def preload_round(round_id: int) -> Round | None:
     return None
 
 
+@dataclass(frozen=True)
+class RevealView:
+    """A round as a reveal reads and shows it, from one row: no ORM objects but the player.
+
+    Loading the round with its text, category, system, set and player as ORM objects cost a
+    reveal more CPU than anything else it does (docs/BENCHMARKS.md); a reveal reads a few of
+    their columns. The round's page, the answer and anything unusual still load the objects.
+    """
+
+    id: int
+    player_id: int
+    kind: str
+    participant_id: int | None
+    revealed: int
+    guess: int | None
+    sentences: list[str]
+    n_sentences: int
+    category_name: str
+    # The round's set (None: not in a set) and the round's place in it.
+    set_id: int | None
+    set_kind: str | None
+    set_number: int | None
+    set_size: int | None
+    set_points: int | None
+    set_answered: int | None
+    set_finished: bool
+    set_day: date | None
+    set_level: str | None
+
+    @property
+    def answered(self) -> bool:
+        return self.guess is not None
+
+
+_categories, _players = Category.__table__.c, Player.__table__.c
+# The round for a reveal with its player (an ORM object: Flask-Login's user loader finds it in
+# the session, as with `_ROUND_WITH_OWNER`), the rest as plain columns.
+_REVEAL_VIEW = (
+    select(
+        _rounds.id,
+        _rounds.player_id,
+        _rounds.kind,
+        _rounds.participant_id,
+        _rounds.revealed,
+        _rounds.guess,
+        _examples.sentences,
+        _examples.n_sentences,
+        _categories.name.label("category_name"),
+        _rounds.set_id,
+        _sets.kind.label("set_kind"),
+        Round.set_number.expression.label("set_number"),
+        _sets.size.label("set_size"),
+        _sets.points.label("set_points"),
+        _sets.answered.label("set_answered"),
+        _sets.finished_at.label("set_finished_at"),
+        _sets.day.label("set_day"),
+        _sets.level.label("set_level"),
+        Player,
+    )
+    .select_from(Round.__table__)
+    .join(Example.__table__, _examples.id == _rounds.example_id)
+    .join(Category.__table__, _categories.id == _examples.category_id)
+    .join(Player.__table__, _players.id == _rounds.player_id)
+    .outerjoin(GameSet.__table__, _sets.id == _rounds.set_id)
+    .where(_rounds.id == bindparam("round_id"))
+)
+
+
+def preload_reveal(round_id: int) -> tuple[Player, RevealView] | None:
+    """Load a round for a reveal together with its player, before the request's player is known
+    (see `preload_round`: the session's version is still checked, and another player's round is
+    still refused). The caller keeps the player for the request."""
+    if not 0 < round_id <= MAX_ID:
+        return None
+    row = db.session.execute(_REVEAL_VIEW, {"round_id": round_id}).first()
+    if row is None:
+        return None
+    in_set = row.set_id is not None and row.set_kind is not None
+    view = RevealView(
+        id=row.id,
+        player_id=row.player_id,
+        kind=row.kind,
+        participant_id=row.participant_id,
+        revealed=row.revealed,
+        guess=row.guess,
+        sentences=row.sentences,
+        n_sentences=row.n_sentences,
+        category_name=row.category_name,
+        set_id=row.set_id if in_set else None,
+        set_kind=row.set_kind,
+        set_number=row.set_number if in_set else None,
+        set_size=row.set_size,
+        set_points=row.set_points,
+        set_answered=row.set_answered,
+        set_finished=row.set_finished_at is not None,
+        set_day=row.set_day,
+        set_level=row.set_level,
+    )
+    return row.Player, view
+
+
 def get_round(player: Player, round_id: int) -> Round:
     """The player's own round; someone else's round is reported as not found."""
     # One query for the round, its text, category, system and set: every page and answer needs
@@ -487,23 +590,57 @@ def reveal_next(player: Player, round_id: int, seen: int) -> Round:
         raise Conflict("This round is already answered.")
     if seen != current.revealed:
         raise Conflict("This page was out of date; here is the round as it stands.")
-    n = current.example.n_sentences
-    if current.revealed >= n:
+    if current.revealed >= current.example.n_sentences:
         raise Conflict("Every sentence is already shown: decide whether it is all human.")
+    _move_on(current.id, seen)
+    set_committed_value(current, "revealed", seen + 1)
+    try:
+        # The page drawn next shows this round: keep it, its text and the player loaded.
+        _commit_keeping_round(player, current)
+    except IntegrityError:
+        db.session.rollback()
+        raise Conflict("This page was out of date; here is the round as it stands.") from None
+    return current
+
+
+def reveal_preloaded(player: Player, view: RevealView, seen: int) -> RevealView:
+    """`reveal_next` for a round loaded by `preload_reveal`: the same checks and statements, no
+    ORM objects. Returns the round as it now stands."""
+    if view.player_id != player.id:
+        raise NotFound("That round does not exist.")
+    if view.answered:
+        raise Conflict("This round is already answered.")
+    if seen != view.revealed:
+        raise Conflict("This page was out of date; here is the round as it stands.")
+    if view.revealed >= view.n_sentences:
+        raise Conflict("Every sentence is already shown: decide whether it is all human.")
+    _move_on(view.id, seen)
+    try:
+        commit_keeping(player)
+    except IntegrityError:
+        db.session.rollback()
+        raise Conflict("This page was out of date; here is the round as it stands.") from None
+    return dataclasses.replace(view, revealed=seen + 1)
+
+
+def _move_on(round_id: int, seen: int) -> None:
+    """Show the sentence after the `seen` first ones and record when (no commit); a Conflict,
+    with everything rolled back, when the round is no longer at `seen` (a double click, a second
+    tab) or was answered meanwhile."""
     stale = Conflict("This page was out of date; here is the round as it stands.")
     now = utcnow()
     try:
         if db.session.get_bind().dialect.name == "postgresql":
             # The round moves on and the reveal is recorded, both or neither, in one statement.
             result = db.session.execute(
-                _REVEAL_AND_RECORD, {"round_id": current.id, "seen": seen, "revealed_at": now}
+                _REVEAL_AND_RECORD, {"round_id": round_id, "seen": seen, "revealed_at": now}
             )
         else:
-            result = db.session.execute(_REVEAL, {"round_id": current.id, "seen": seen})
+            result = db.session.execute(_REVEAL, {"round_id": round_id, "seen": seen})
             if result.rowcount == 1:
                 db.session.execute(
                     _ADD_REVEAL,
-                    {"round_id": current.id, "sentence_index": seen, "revealed_at": now},
+                    {"round_id": round_id, "sentence_index": seen, "revealed_at": now},
                 )
     except IntegrityError:
         db.session.rollback()
@@ -512,14 +649,6 @@ def reveal_next(player: Player, round_id: int, seen: int) -> Round:
         # Another request (a double click, a second tab) revealed this sentence first.
         db.session.rollback()
         raise stale
-    set_committed_value(current, "revealed", seen + 1)
-    try:
-        # The page drawn next shows this round: keep it, its text and the player loaded.
-        _commit_keeping_round(player, current)
-    except IntegrityError:
-        db.session.rollback()
-        raise stale from None
-    return current
 
 
 def _commit_keeping_round(player: Player, current: Round) -> None:

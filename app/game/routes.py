@@ -208,7 +208,7 @@ def start():
 
 
 # The round and set pages and actions: each loads its round or set, and the player with it.
-_ROUND_ENDPOINTS = frozenset({"game.show", "game.reveal", "game.answer"})
+_ROUND_ENDPOINTS = frozenset({"game.show", "game.answer"})
 _SET_ENDPOINTS = frozenset({"game.next_in_set", "game.set_summary"})
 
 
@@ -221,11 +221,15 @@ def _load_player_with_round_or_set() -> None:
     (app/accounts/service.py: load_player); anyone else's round or set is refused by the route as
     before. It runs before any other hook reads `current_user` (the game's blueprint is registered
     before the crowd's, whose hook checks a worker's time on a reveal). What it loaded is kept in
-    `g` for the request: the session's identity map holds objects weakly.
+    `g` for the request: the session's identity map holds objects weakly. A reveal loads one row
+    of the round's columns with the player as the only ORM object (`rounds.preload_reveal`).
     """
     if "_user_id" not in session or "_login_user" in g or not request.view_args:
         return
-    if request.endpoint in _ROUND_ENDPOINTS:
+    if request.endpoint == "game.reveal":
+        # A reveal reads a few columns of the round: one row, and the player as an object.
+        g.preloaded = rounds.preload_reveal(request.view_args["round_id"])
+    elif request.endpoint in _ROUND_ENDPOINTS:
         g.preloaded = rounds.preload_round(request.view_args["round_id"])
     elif request.endpoint in _SET_ENDPOINTS:
         g.preloaded = sets.preload_set(request.view_args["set_id"])
@@ -321,6 +325,54 @@ def show(round_id: int):
     return _render_round(round_, flag=request.args.get("flag") == "1" and not round_.answered)
 
 
+def _render_reveal(view: rounds.RevealView):
+    """The round after a reveal, as `_render_round` draws an unanswered round outside a study,
+    from the row `rounds.preload_reveal` read (tests/test_round_speed.py compares the two)."""
+    position = None
+    if view.set_id is not None:
+        position = sets.Position(
+            view.set_id,
+            view.set_kind,
+            view.set_number,
+            view.set_size,
+            view.set_points,
+            view.set_answered,
+            view.set_finished,
+            view.set_day,
+            view.set_level,
+        )
+    context = {
+        "round": view,
+        "category": {"name": view.category_name},
+        "sentences": view.sentences[: view.revealed],
+        "n": view.n_sentences,
+        "remaining": view.n_sentences - view.revealed,
+        "reasons": REASONS,
+        "max_explanation": MAX_EXPLANATION_CHARS,
+        "confidence_levels": rounds.CONFIDENCE_LEVELS,
+        "flag": False,
+        "error": None,
+        "form": {},
+        "position": position,
+    }
+    return render_template("game/_round.html", **context)
+
+
+def _preloaded_reveal(round_id: int) -> rounds.RevealView | None:
+    """The round the hook read for this reveal, when the lean path may serve it: the session's
+    player owns it and it is no study's (a study's round page has parts of its own, drawn by
+    the `round_page` hook on the full path)."""
+    preloaded = g.get("preloaded")
+    if not isinstance(preloaded, tuple) or len(preloaded) != 2:
+        return None
+    view = preloaded[1]
+    if not isinstance(view, rounds.RevealView) or view.id != round_id:
+        return None
+    if view.player_id != current_user.id or view.participant_id is not None:
+        return None
+    return view
+
+
 @bp.post("/play/round/<int:round_id>/next")
 def reveal(round_id: int):
     if (redirect_home := _require_player()) is not None:
@@ -331,6 +383,14 @@ def reveal(round_id: int):
         return _render_round(
             rounds.get_round(current_user, round_id), 400, "The request was incomplete."
         )
+    if (view := _preloaded_reveal(round_id)) is not None:
+        try:
+            shown = rounds.reveal_preloaded(current_user, view, seen)
+        except rounds.Conflict as conflict:
+            return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
+        if _wants_fragment():
+            return _render_reveal(shown)
+        return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
     try:
         round_ = rounds.reveal_next(current_user, round_id, seen)
     except rounds.Conflict as conflict:

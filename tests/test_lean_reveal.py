@@ -1,0 +1,192 @@
+"""The reveal served from one row (`rounds.preload_reveal`, `routes._render_reveal`): the page's
+script gets exactly the round the full path draws, and the reveal checks what it checked before."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import func, select
+
+from app.extensions import db
+from app.game import rounds
+from app.models import Player, Reveal, Round
+from tests import factories
+from tests.conftest import csrf_token
+from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
+
+FETCH = {"X-Requested-With": "fetch"}
+ROUND_PATH = re.compile(r"/play/round/(\d+)")
+TOKEN = re.compile(r'name="csrf_token" value="[^"]+"')
+
+
+def _same_but_token(page: str) -> str:
+    # A GET signs a new token for its forms; a post reuses the one it checked. Both are valid.
+    return TOKEN.sub('name="csrf_token" value="-"', page)
+
+
+def _start(client, token: str) -> int:
+    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    return int(ROUND_PATH.search(started.headers["Location"]).group(1))
+
+
+def _as_drawn_by_the_full_path(client, round_id: int) -> str:
+    page = client.get(f"/play/round/{round_id}", headers=FETCH)
+    assert page.status_code == 200
+    return _same_but_token(page.get_data(as_text=True))
+
+
+def test_a_reveal_shows_the_round_as_the_full_path_draws_it(app, client, monkeypatch):
+    from app.game import routes
+
+    lean = []
+    draw = routes._render_reveal
+    monkeypatch.setattr(routes, "_render_reveal", lambda view: lean.append(view) or draw(view))
+    with app.app_context():
+        factories.example(boundary=3, n=4, passage="one")
+        factories.example(boundary=2, n=4, passage="two")
+    token = csrf_token(client)
+    round_id = _start(client, token)
+    for seen in range(1, 4):  # up to the last sentence, whose form says "all human"
+        shown = client.post(
+            f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen}, headers=FETCH
+        )
+        assert shown.status_code == 200
+        body = shown.get_data(as_text=True)
+        assert f"Sentence {seen + 1} of 4" in body and "text 1 of" in body
+        assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
+    assert len(lean) == 3  # each reveal was drawn from its row
+    with app.app_context():
+        stored = db.session.get(Round, round_id)
+        assert stored.revealed == 4
+        assert (
+            db.session.scalar(
+                select(func.count()).select_from(Reveal).where(Reveal.round_id == round_id)
+            )
+            == 4
+        )
+
+
+def test_a_reveal_of_a_round_outside_a_set(app, client):
+    """A round with no set (a study's or an older one) has no set bar, on either path."""
+    with app.app_context():
+        factories.example(boundary=3, n=4, passage="one")
+    token = csrf_token(client)
+    _start(client, token)  # signs the guest in
+    with app.app_context():
+        player = db.session.scalar(select(Player))
+        open_round = rounds.open_round(player)
+        open_round.set_id = None
+        db.session.commit()
+        round_id = open_round.id
+    shown = client.post(
+        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH
+    )
+    assert shown.status_code == 200
+    body = shown.get_data(as_text=True)
+    assert "set-bar" not in body
+    assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
+
+
+def test_a_stale_or_repeated_reveal_is_refused_and_changes_nothing(app, client):
+    with app.app_context():
+        factories.example(boundary=3, n=4, passage="one")
+    token = csrf_token(client)
+    round_id = _start(client, token)
+    url = f"/play/round/{round_id}/next"
+    assert (
+        client.post(url, data={"csrf_token": token, "seen": "1"}, headers=FETCH).status_code == 200
+    )
+    # The same click again (a double click, a second tab): refused, and the round as it stands.
+    again = client.post(url, data={"csrf_token": token, "seen": "1"}, headers=FETCH)
+    assert again.status_code == 409
+    assert "out of date" in again.get_data(as_text=True)
+    assert "Sentence 2 of 4" in again.get_data(as_text=True)
+    for seen in ("2", "3"):
+        assert (
+            client.post(url, data={"csrf_token": token, "seen": seen}, headers=FETCH).status_code
+            == 200
+        )
+    # Past the last sentence.
+    done = client.post(url, data={"csrf_token": token, "seen": "4"}, headers=FETCH)
+    assert done.status_code == 409 and "already shown" in done.get_data(as_text=True)
+    # Bad input is a 400, never a 500.
+    assert (
+        client.post(url, data={"csrf_token": token, "seen": "x"}, headers=FETCH).status_code == 400
+    )
+    # No token: the CSRF check still refuses it before anything moves.
+    assert client.post(url, data={"seen": "4"}, headers=FETCH).status_code == 400
+    with app.app_context():
+        assert db.session.get(Round, round_id).revealed == 4
+
+
+def test_an_answered_round_is_not_revealed_further(app, client):
+    with app.app_context():
+        factories.example(boundary=3, n=4, passage="one")
+    token = csrf_token(client)
+    round_id = _start(client, token)
+    client.post(
+        f"/play/round/{round_id}/answer",
+        data={"csrf_token": token, "seen": "1", "choice": "human"},
+        headers=FETCH,
+    )  # refused: "human" only at the last sentence
+    with app.app_context():
+        stored = db.session.get(Round, round_id)
+        stored.guess, stored.points = 1, 0
+        db.session.commit()
+    refused = client.post(
+        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH
+    )
+    assert refused.status_code == 409 and "already answered" in refused.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.get(Round, round_id).revealed == 1
+
+
+def test_a_plain_form_reveal_redirects_to_the_latest_sentence(app, client):
+    with app.app_context():
+        factories.example(boundary=3, n=4, passage="one")
+    token = csrf_token(client)
+    round_id = _start(client, token)
+    moved = client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    assert moved.status_code == 302
+    assert moved.headers["Location"] == f"/play/round/{round_id}#latest"
+    with app.app_context():
+        assert db.session.get(Round, round_id).revealed == 2
+
+
+def test_another_players_round_and_an_ended_session_are_still_refused(app, client):
+    with app.app_context():
+        for passage in ("one", "two"):
+            factories.example(boundary=3, n=4, passage=passage)
+    token = csrf_token(client)
+    round_id = _start(client, token)
+    url = f"/play/round/{round_id}/next"
+    other = app.test_client()
+    other_token = csrf_token(other)
+    _start(other, other_token)
+    # The other player's row comes with the round (it is the owner's): not theirs, not found.
+    refused = other.post(url, data={"csrf_token": other_token, "seen": "1"}, headers=FETCH)
+    assert refused.status_code == 404
+    with app.app_context():
+        owner = db.session.get(Round, round_id).player_id
+        player = db.session.get(Player, owner)
+        player.session_version += 1  # signed out everywhere
+        db.session.commit()
+    signed_out = client.post(url, data={"csrf_token": token, "seen": "1"}, headers=FETCH)
+    assert signed_out.status_code == 302 and signed_out.headers["Location"] == "/"
+    with app.app_context():
+        assert db.session.get(Round, round_id).revealed == 1
+
+
+def test_a_reveal_in_the_daily_challenge_shows_its_header_as_the_full_path(daily_app):  # noqa: F811
+    """A daily set's round: the challenge's header and score bar, drawn from the row too."""
+    client = daily_app.test_client()
+    token = csrf_token(client)
+    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
+    round_id = int(ROUND_PATH.search(location).group(1))
+    shown = client.post(
+        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH
+    )
+    assert shown.status_code == 200
+    body = shown.get_data(as_text=True)
+    assert "Daily challenge" in body and "today" in body
+    assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
