@@ -57,7 +57,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 PREFIX = os.environ.get("BENCH_PG_PREFIX", "roft_pagecpu")
 PASSWORD = "bench-password-1"  # web_load.py's bench players' password
-CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"  # aiohttp's, as web_load.py's players send
 ROUTES = ("home", "start", "round page", "reveal", "answer", "next text", "summary")
 SERVE = "--serve"
@@ -89,8 +88,13 @@ def serve(spec: dict) -> None:
     """Run in a tree's own process: build its app, log the players in, then play as told on
     stdin ("turn N measured|warmup" lines), answering each turn with one JSON line."""
     tree = Path(spec["tree"]).resolve()
+    # This checkout's bench.protocol and web_load's chooser, imported before the tree's folder
+    # takes the path's first place: a tree has a bench/ of its own, perhaps an older one.
+    sys.path[0] = str(ROOT)
+    from bench.protocol import Reply, log_in_test_client, play_sets
+    from bench.web_load import chooser
+
     sys.path[0] = str(tree)
-    sys.path.append(str(ROOT))  # bench.protocol, bench.web_load's chooser: this checkout's
     import cProfile
     import random
 
@@ -98,8 +102,6 @@ def serve(spec: dict) -> None:
 
     import app as app_package
     from app import create_app
-    from bench.protocol import Reply, play_sets
-    from bench.web_load import chooser
 
     if not Path(app_package.__file__).resolve().is_relative_to(tree):
         raise SystemExit(f"imported {app_package.__file__}, not the app of {tree}")
@@ -107,17 +109,7 @@ def serve(spec: dict) -> None:
     players = []
     for i in range(spec["players"]):
         client = flask_app.test_client()
-        page = client.get("/login").get_data(as_text=True)
-        reply = client.post(
-            "/login",
-            data={
-                "csrf_token": CSRF.search(page).group(1),
-                "username": f"bench{i:03d}",
-                "password": PASSWORD,
-            },
-        )
-        if reply.status_code != 302:
-            raise SystemExit(f"log-in of bench{i:03d} failed: {reply.status_code}")
+        log_in_test_client(client, f"bench{i:03d}", PASSWORD)
         players.append(client)
     profiles: dict[str, cProfile.Profile] = {}
     profiling = bool(spec.get("profile"))

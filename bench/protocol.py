@@ -34,6 +34,7 @@ MULTIPART, URLENCODED = "multipart/form-data", "application/x-www-form-urlencode
 ROUND_PATH = re.compile(r"^/play/round/(\d+)$")
 SET_SUMMARY_PATH = re.compile(r"^/sets/(\d+)$")
 REDIRECTS = (301, 302, 303, 307, 308)
+CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -380,3 +381,19 @@ def play_sets(
             if form is None:
                 raise ProtocolError("the set summary has no form to play another set")
             break
+
+
+def log_in_test_client(client, username: str, password: str) -> None:
+    """Sign a bench player in through a Flask test client, as the log-in form does (the in-process
+    benchmarks, bench/page_cpu.py and bench/round_cpu.py); exit when the site refuses."""
+    page = client.get("/login").get_data(as_text=True)
+    reply = client.post(
+        "/login",
+        data={
+            "csrf_token": CSRF_FIELD.search(page).group(1),
+            "username": username,
+            "password": password,
+        },
+    )
+    if reply.status_code != 302:
+        raise SystemExit(f"log-in of {username} answered {reply.status_code}")

@@ -162,7 +162,6 @@ def worker(spec: dict) -> None:
                 phases[_phase] += time.process_time() - begun
 
         setattr(flask_app, phase, timed_phase)
-    csrf = re.compile(r'name="csrf_token" value="([^"]+)"')
     from roftcore.reasons import REASONS
 
     codes = sorted(REASONS)  # as bench/web_load.py's players choose
@@ -184,17 +183,7 @@ def worker(spec: dict) -> None:
     players = []
     for number in range(spec["players"]):
         client = flask_app.test_client()
-        page = client.get("/login").get_data(as_text=True)
-        reply = client.post(
-            "/login",
-            data={
-                "csrf_token": csrf.search(page).group(1),
-                "username": f"bench{number:03d}",
-                "password": spec["password"],
-            },
-        )
-        if reply.status_code != 302:
-            raise SystemExit(f"log-in of bench{number:03d} answered {reply.status_code}")
+        protocol.log_in_test_client(client, f"bench{number:03d}", spec["password"])
         rng = random.Random(1000 + number)
         players.append([client, protocol.play_sets(chooser(rng), script=True), None])
     # The text picks' random points: the same sequence in both trees.

@@ -37,6 +37,23 @@ WAIT = 10  # seconds any thread waits for the other before giving up (the test t
 DELTAS = "INSERT INTO board_count_deltas"
 
 
+def wait_until_another_waits(conn) -> None:
+    """Poll, on `conn`, until another backend of this database waits on a lock (or WAIT passes)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        # Activity is read once per transaction unless its snapshot is cleared.
+        conn.execute(text("SELECT pg_stat_clear_snapshot()"))
+        waiting = conn.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        )
+        if waiting:
+            return
+        time.sleep(0.01)
+
+
 def _postgres_only() -> None:
     if db.engine.dialect.name != "postgresql":
         pytest.skip("row locks and deadlock detection are PostgreSQL's (SQLite has one writer)")
@@ -209,18 +226,7 @@ def test_answer_aborted_as_a_deadlock_victim_is_retried_and_stored_once(client, 
             )
             holding.set()
             # Wait until the answer waits on the row, then ask for its round.
-            deadline = time.monotonic() + WAIT
-            while time.monotonic() < deadline:
-                conn.execute(text("SELECT pg_stat_clear_snapshot()"))
-                waiting = conn.scalar(
-                    text(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                        "AND datname = current_database() AND pid <> pg_backend_pid()"
-                    )
-                )
-                if waiting:
-                    break
-                time.sleep(0.01)
+            wait_until_another_waits(conn)
             # The answer's transaction has the round locked (its UPDATE): this waits until
             # PostgreSQL aborts the answer, whose first attempt then left the round open.
             seen["guess"] = conn.scalar(

@@ -8,9 +8,7 @@ side: when that is the sign-up, it is rolled back and run again instead of answe
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 
 import pytest
 from sqlalchemy import select, text
@@ -20,19 +18,8 @@ from app.models import BoardTotal, Player
 from tests import factories
 from tests.conftest import csrf_token
 from tests.test_accounts import signup
+from tests.test_answer_deadlock import WAIT, RetryLog, wait_until_another_waits
 from tests.test_game_http import client_answer, start
-
-WAIT = 10  # seconds
-
-
-class RetryLog(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record):
-        if "retried" in record.getMessage():
-            self.messages.append(record.getMessage())
 
 
 def test_sign_up_aborted_as_a_deadlock_victim_is_retried_and_the_guest_keeps_everything(
@@ -66,18 +53,7 @@ def test_sign_up_aborted_as_a_deadlock_victim_is_retried_and_the_guest_keeps_eve
                 {"id": guest_id},
             )
             holding.set()
-            deadline = time.monotonic() + WAIT
-            while time.monotonic() < deadline:  # until the sign-up waits on that row
-                conn.execute(text("SELECT pg_stat_clear_snapshot()"))
-                waiting = conn.scalar(
-                    text(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                        "AND datname = current_database() AND pid <> pg_backend_pid()"
-                    )
-                )
-                if waiting:
-                    break
-                time.sleep(0.01)
+            wait_until_another_waits(conn)  # the sign-up waits on that row
             # The sign-up's UPDATE holds the player's row: this waits until PostgreSQL aborts
             # the sign-up, whose first attempt then left the player a guest.
             seen["username"] = conn.scalar(

@@ -19,6 +19,7 @@ from sqlalchemy.orm import aliased
 
 from app.extensions import db
 from app.game import rounds
+from app.game.sets import OPEN_ROUND_ID
 from app.models import GameSet, Player, PlayerTotal, Round
 from app.models.sets import DAILY_SET, NORMAL_SET
 
@@ -41,13 +42,6 @@ class HomeState:
 
 _today = aliased(GameSet, name="today_set")
 _open = aliased(GameSet, name="open_set")
-_OPEN_ROUND_ID = (
-    select(Round.id)
-    .where(Round.player_id == bindparam("player_id"), Round.guess.is_(None))
-    .order_by(Round.id.desc())
-    .limit(1)
-    .scalar_subquery()
-)
 _LAST_CHOICE = (
     select(Round.chosen_category)
     .join(GameSet, GameSet.id == Round.set_id)
@@ -62,7 +56,7 @@ _HOME_STATE = (
         _today,
         _open,
         PlayerTotal,
-        _OPEN_ROUND_ID.label("open_round_id"),
+        OPEN_ROUND_ID.label("open_round_id"),
         _LAST_CHOICE.label("last_choice"),
     )
     .select_from(Player)

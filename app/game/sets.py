@@ -85,16 +85,16 @@ def play(player: Player, category_slug: str, level: str | None = None) -> Round:
 
 
 # The id of the player's open round (None: none is open), by the index of open rounds.
-_OPEN_ROUND_ID = (
+OPEN_ROUND_ID = (
     select(Round.id)
     .where(Round.player_id == bindparam("player_id"), Round.guess.is_(None))
     .order_by(Round.id.desc())
     .limit(1)
     .scalar_subquery()
 )
-# The player's open normal set (None: none) and `_OPEN_ROUND_ID`: one row, from the player's.
+# The player's open normal set (None: none) and `OPEN_ROUND_ID`: one row, from the player's.
 _OPEN_SET_AND_ROUND = (
-    select(GameSet, _OPEN_ROUND_ID)
+    select(GameSet, OPEN_ROUND_ID)
     .select_from(Player)
     .outerjoin(
         GameSet,
@@ -106,9 +106,9 @@ _OPEN_SET_AND_ROUND = (
     )
     .where(Player.id == bindparam("player_id"))
 )
-# `_OPEN_ROUND_ID` and the category the player last chose in the set (None: no round yet).
+# `OPEN_ROUND_ID` and the category the player last chose in the set (None: no round yet).
 _OPEN_ROUND_AND_LAST_CHOICE = select(
-    _OPEN_ROUND_ID,
+    OPEN_ROUND_ID,
     select(Round.chosen_category)
     .where(Round.set_id == bindparam("set_id"))
     .order_by(Round.id.desc())
