@@ -54,7 +54,6 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 PREFIX = os.environ.get("BENCH_PG_PREFIX", "roft_pagecpu")
 PASSWORD = "bench-password-1"  # web_load.py's bench players' password
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"  # aiohttp's, as web_load.py's players send
@@ -214,16 +213,11 @@ def worktree(ref: str, folder: Path):
 
 
 def database(name: str, fresh: bool) -> str:
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    from bench.web_load import pg_database_url
 
-    if fresh:
-        admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
-    return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    return pg_database_url(name, fresh)
 
 
 def seed(trees: list[tuple[str, Path, str]], args) -> None:

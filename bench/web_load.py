@@ -486,12 +486,18 @@ def database_url(kind: str, side: Side) -> str:
     if kind == "sqlite":
         side.work.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{side.work / 'bench.sqlite3'}"
-    name = PG_DATABASES.get(side.tree.name, f"{_PG_PREFIX}_{side.tree.name}")
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
+    return pg_database_url(PG_DATABASES.get(side.tree.name, f"{_PG_PREFIX}_{side.tree.name}"))
+
+
+def pg_database_url(name: str, fresh: bool = True) -> str:
+    """The address of the local PostgreSQL database `name`, dropped and created empty first when
+    `fresh` (bench/page_cpu.py's databases too)."""
+    if fresh:
+        admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
     return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
 
 

@@ -17,7 +17,9 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from typing import TypeVar
 
 import pytest
 from sqlalchemy import event, select, text, update
@@ -33,6 +35,7 @@ from tests.conftest import csrf_token
 from tests.test_game_http import client_answer, reveal, start
 from tests.test_leaderboard import counts_from_totals, folded_counts, stored_counts
 
+T = TypeVar("T")
 WAIT = 10  # seconds any thread waits for the other before giving up (the test then fails)
 DELTAS = "INSERT INTO board_count_deltas"
 
@@ -187,6 +190,40 @@ def _round_state(round_id: int) -> tuple:
     return round_.guess, round_.points
 
 
+def act_as_deadlock_victim(app, hold: str, then: str, params: dict, act: Callable[[], T]):
+    """Run `act` (a request) while a rival transaction makes it a deadlock's victim: the rival
+    locks the row of `hold` (a `SELECT ... FOR UPDATE`), waits until `act`'s transaction waits on
+    it, then asks for the row of `then`, which `act` holds. PostgreSQL aborts `act`'s transaction
+    (the rival's own deadlock check waits 20 s, so it is not the one aborted).
+
+    Returns what `act` returned, what the rival's `then` read (the row as the aborted first
+    attempt left it) and the "retried" warnings logged meanwhile.
+    """
+    holding = threading.Event()
+    seen: list[object] = []
+
+    def rival_transaction() -> None:
+        with app.app_context(), db.engine.connect() as conn:
+            conn.execute(text("SET LOCAL deadlock_timeout = '20s'"))
+            conn.execute(text(hold), params)
+            holding.set()
+            wait_until_another_waits(conn)
+            seen.append(conn.scalar(text(then), params))
+            conn.rollback()
+
+    retries = RetryLog()
+    app.logger.addHandler(retries)
+    rival = threading.Thread(target=rival_transaction)
+    rival.start()
+    try:
+        assert holding.wait(WAIT)
+        result = act()
+    finally:
+        rival.join(timeout=60)
+        app.logger.removeHandler(retries)
+    return result, seen, retries.messages
+
+
 def test_answer_aborted_as_a_deadlock_victim_is_retried_and_stored_once(client, app):
     """A second connection holds the player's statistics row, which the answer updates after
     its round, then asks for the answer's round: PostgreSQL aborts the answer (its wait came
@@ -213,41 +250,19 @@ def test_answer_aborted_as_a_deadlock_victim_is_retried_and_stored_once(client, 
         db.session.add(PlayerTotal(player_id=player_id))
         db.session.commit()
 
-    holding = threading.Event()
-    seen: dict[str, object] = {}
-
-    def rival_transaction() -> None:
-        with app.app_context(), db.engine.connect() as conn:
-            # Its own deadlock check waits long, so that the answer is the one aborted.
-            conn.execute(text("SET LOCAL deadlock_timeout = '20s'"))
-            conn.execute(
-                text("SELECT rounds FROM player_totals WHERE player_id = :id FOR UPDATE"),
-                {"id": player_id},
-            )
-            holding.set()
-            # Wait until the answer waits on the row, then ask for its round.
-            wait_until_another_waits(conn)
-            # The answer's transaction has the round locked (its UPDATE): this waits until
-            # PostgreSQL aborts the answer, whose first attempt then left the round open.
-            seen["guess"] = conn.scalar(
-                text("SELECT guess FROM rounds WHERE id = :id FOR UPDATE"), {"id": round_id}
-            )
-            conn.rollback()
-
-    retries = RetryLog()
-    app.logger.addHandler(retries)
-    rival_thread = threading.Thread(target=rival_transaction)
-    rival_thread.start()
-    try:
-        assert holding.wait(WAIT)
-        response = client_answer(client, round_id, token, 3)
-    finally:
-        rival_thread.join(timeout=60)
-        app.logger.removeHandler(retries)
+    # The rival holds the player's statistics row, which the answer waits for, then asks for
+    # the answer's round, which the answer's UPDATE holds.
+    response, seen, retried = act_as_deadlock_victim(
+        app,
+        "SELECT rounds FROM player_totals WHERE player_id = :player FOR UPDATE",
+        "SELECT guess FROM rounds WHERE id = :round FOR UPDATE",
+        {"player": player_id, "round": round_id},
+        lambda: client_answer(client, round_id, token, 3),
+    )
 
     assert response.status_code in (200, 302, 303), response.get_data(as_text=True)[:500]
-    assert seen == {"guess": None}  # the rival got the round only after the first attempt died
-    assert len(retries.messages) == 1 and "40P01" in retries.messages[0]
+    assert seen == [None]  # the rival got the round only after the first attempt died
+    assert len(retried) == 1 and "40P01" in retried[0]
     with app.app_context():
         assert _round_state(round_id) == (2, 5)
         total = db.session.get(PlayerTotal, player_id)

@@ -8,17 +8,15 @@ side: when that is the sign-up, it is rolled back and run again instead of answe
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 from app.extensions import db
 from app.models import BoardTotal, Player
 from tests import factories
 from tests.conftest import csrf_token
 from tests.test_accounts import signup
-from tests.test_answer_deadlock import WAIT, RetryLog, wait_until_another_waits
+from tests.test_answer_deadlock import act_as_deadlock_victim
 from tests.test_game_http import client_answer, start
 
 
@@ -38,45 +36,20 @@ def test_sign_up_aborted_as_a_deadlock_victim_is_retried_and_the_guest_keeps_eve
         boards = db.session.scalars(select(BoardTotal).where(BoardTotal.player_id == guest_id))
         assert [row.listed for row in boards] == [False] * 6  # a guest is on no board
 
-    holding = threading.Event()
-    seen: dict[str, object] = {}
-
-    def rival_transaction() -> None:
-        with app.app_context(), db.engine.connect() as conn:
-            # Its own deadlock check waits long, so that the sign-up is the one aborted.
-            conn.execute(text("SET LOCAL deadlock_timeout = '20s'"))
-            conn.execute(
-                text(
-                    "SELECT 1 FROM board_totals WHERE player_id = :id AND period = 'all' "
-                    "AND scope = 0 FOR UPDATE"
-                ),
-                {"id": guest_id},
-            )
-            holding.set()
-            wait_until_another_waits(conn)  # the sign-up waits on that row
-            # The sign-up's UPDATE holds the player's row: this waits until PostgreSQL aborts
-            # the sign-up, whose first attempt then left the player a guest.
-            seen["username"] = conn.scalar(
-                text("SELECT username FROM players WHERE id = :id FOR UPDATE"), {"id": guest_id}
-            )
-            conn.rollback()
-
-    retries = RetryLog()
-    app.logger.addHandler(retries)
-    rival = threading.Thread(target=rival_transaction)
-    rival.start()
-    try:
-        assert holding.wait(WAIT)
-        response = signup(client, username="grace")
-    finally:
-        rival.join(timeout=60)
-        app.logger.removeHandler(retries)
+    # The rival holds one of the guest's board rows, which the sign-up moves onto the boards,
+    # then asks for the player's row, which the sign-up's UPDATE holds.
+    response, seen, retried = act_as_deadlock_victim(
+        app,
+        "SELECT 1 FROM board_totals WHERE player_id = :id AND period = 'all' AND scope = 0 "
+        "FOR UPDATE",
+        "SELECT username FROM players WHERE id = :id FOR UPDATE",
+        {"id": guest_id},
+        lambda: signup(client, username="grace"),
+    )
 
     assert response.status_code == 302, response.get_data(as_text=True)[:500]
-    assert seen == {"username": None}  # the rival saw the guest, before the retry
-    assert retries.messages == [
-        f"sign-up of guest {guest_id} retried (attempt 1 failed with 40P01)"
-    ]
+    assert seen == [None]  # the rival saw the guest, before the retry
+    assert retried == [f"sign-up of guest {guest_id} retried (attempt 1 failed with 40P01)"]
     with app.app_context():
         players = db.session.scalars(select(Player)).all()
         assert [(p.id, p.username, p.is_guest) for p in players] == [(guest_id, "grace", False)]
