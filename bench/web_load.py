@@ -63,7 +63,9 @@ phase, divided by the rounds); requests per round; p50/p99 latency per request a
 wall time from a round's first request to its last); sentences shown per round (sent/rnd: with
 the page's script a round takes at least that many requests plus one, the answer); errors (an
 unexpected status or a failed connection; a request on a kept-alive connection the server had
-just closed is retried once, as a browser does). Rows give the mean over the pairs (per-pair
+just closed is retried once, as a browser does); the load client's own CPU per round (client ms:
+this process's CPU time over the phase; it runs on the same cores as the servers, so a client that
+works harder per round leaves them less). Rows give the mean over the pairs (per-pair
 values below them); the summary gives, per database, level and mode, current / baseline of CPU per
 round and of rounds per second (mean of the pairs' ratios, each pair's ratio too), and the paced
 players' p50/p99 per request.
@@ -168,6 +170,8 @@ class Tally:
     rounds: int = 0
     cpu: float = 0.0  # server CPU seconds
     proxy_cpu: float = 0.0  # the reverse proxy's CPU seconds (--proxy), not in `cpu`
+    # The load client's own CPU seconds (this process): it shares the machine with the servers.
+    client_cpu: float = 0.0
 
     @property
     def requests(self) -> int:
@@ -186,6 +190,11 @@ class Tally:
     def host_cpu_per_round(self) -> float:
         """gunicorn's and the proxy's CPU milliseconds per completed round."""
         return (self.cpu + self.proxy_cpu) * 1000 / self.rounds if self.rounds else math.nan
+
+    @property
+    def client_cpu_per_round(self) -> float:
+        """The load client's CPU milliseconds per completed round (not the server's)."""
+        return self.client_cpu * 1000 / self.rounds if self.rounds else math.nan
 
     @property
     def proxy_cpu_per_round(self) -> float:
@@ -791,7 +800,9 @@ async def measured_phase(side: Side, players: list[Player], seconds: float, **kw
     """A game phase on the side's server, with the server CPU it took."""
     proxy_pids = side.proxy.pids() if side.proxy else []
     before, proxy_before = cpu_ticks(side.server), process_ticks(proxy_pids)
+    client_before = time.process_time()
     tally, finished = await game_phase(side.base, players, seconds, **kwargs)
+    tally.client_cpu = time.process_time() - client_before
     after, proxy_after = cpu_ticks(side.server), process_ticks(proxy_pids)
     tally.cpu = sum(ticks - before.get(pid, 0) for pid, ticks in after.items()) / CLOCK_TICKS
     tally.proxy_cpu = (
@@ -812,6 +823,7 @@ def merge(into: Tally, tally: Tally) -> None:
     into.elapsed += tally.elapsed
     into.cpu += tally.cpu
     into.proxy_cpu += tally.proxy_cpu
+    into.client_cpu += tally.client_cpu
 
 
 def fmt_errors(tallies: list[Tally]) -> str:
@@ -824,7 +836,7 @@ def fmt_errors(tallies: list[Tally]) -> str:
 HEADER = (
     f"{'database':<11}{'players':>7}  {'tree':<16} {'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
     f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}{'sent/rnd':>9}"
-    f"{'nginx ms':>9}  errors"
+    f"{'client ms':>10}{'nginx ms':>9}  errors"
 )
 
 
@@ -841,6 +853,8 @@ def row(
     sentences = statistics.mean(pooled.sentences) if pooled.sentences else math.nan
     # Behind a proxy: its CPU ms per round (not in cpu ms/rnd, which is gunicorn's).
     proxy = f"{statistics.mean(t.proxy_cpu_per_round for t in tallies):.1f}" if proxied else "-"
+    # The load client's own CPU ms per round: on one machine it takes CPU the servers could use.
+    client = statistics.mean(t.client_cpu_per_round for t in tallies)
     if mode == "paced":  # a paced round's time is mostly the reader's pauses
         round_p50 = round_p99 = f"{'-':>10}"
     else:
@@ -849,7 +863,7 @@ def row(
     line = (
         f"{kind:<11}{level:>7}  {tree:<16} {mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
         f"{percentile(pooled.latencies, 0.5):>8.1f}ms{percentile(pooled.latencies, 0.99):>8.1f}ms"
-        f"{round_p50}{round_p99}{sentences:>9.1f}{proxy:>9}  {fmt_errors(tallies)}"
+        f"{round_p50}{round_p99}{sentences:>9.1f}{client:>10.1f}{proxy:>9}  {fmt_errors(tallies)}"
     )
     if len(tallies) > 1:
         line += (
