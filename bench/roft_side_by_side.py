@@ -767,7 +767,7 @@ def run(args) -> bool:
                     root=ROOT,
                 )
             )
-            roft = Side(Tree("roft", roft_dir, "roft"), work / "roft")
+            roft = Side(Tree("roft", roft_dir, "roft"), work / "roft", url=roft_url)
             roft.server = stack.enter_context(site)
             results, errors = asyncio.run(play_levels(roft, ours, args))
         print("\n".join(report(results, levels)))

@@ -65,10 +65,11 @@ the page's script a round takes at least that many requests plus one, the answer
 unexpected status or a failed connection; a request on a kept-alive connection the server had
 just closed is retried once, as a browser does); the load client's own CPU per round (client ms:
 this process's CPU time over the phase; it runs on the same cores as the servers, so a client that
-works harder per round leaves them less). Rows give the mean over the pairs (per-pair
-values below them); the summary gives, per database, level and mode, current / baseline of CPU per
-round and of rounds per second (mean of the pairs' ratios, each pair's ratio too), and the paced
-players' p50/p99 per request.
+works harder per round leaves them less); on PostgreSQL its CPU per round (db ms: every process of
+the local cluster, the ended backends too, so anything else using it meanwhile counts as well).
+Rows give the mean over the pairs (per-pair values below them); the summary gives, per database,
+level and mode, current / baseline of CPU per round and of rounds per second (mean of the pairs'
+ratios, each pair's ratio too), and the paced players' p50/p99 per request.
 
 Check. For each tree, with plain SQL (so it reads either tree's schema): every round a client
 finished is stored once with the points its page showed and the points the rule gives; no other
@@ -172,6 +173,9 @@ class Tally:
     proxy_cpu: float = 0.0  # the reverse proxy's CPU seconds (--proxy), not in `cpu`
     # The load client's own CPU seconds (this process): it shares the machine with the servers.
     client_cpu: float = 0.0
+    # The local PostgreSQL's CPU seconds, every process of it (nan on SQLite): whatever else
+    # uses the cluster meanwhile is in it too.
+    database_cpu: float = math.nan
 
     @property
     def requests(self) -> int:
@@ -190,6 +194,11 @@ class Tally:
     def host_cpu_per_round(self) -> float:
         """gunicorn's and the proxy's CPU milliseconds per completed round."""
         return (self.cpu + self.proxy_cpu) * 1000 / self.rounds if self.rounds else math.nan
+
+    @property
+    def database_cpu_per_round(self) -> float:
+        """PostgreSQL's CPU milliseconds per completed round (nan on SQLite)."""
+        return self.database_cpu * 1000 / self.rounds if self.rounds else math.nan
 
     @property
     def client_cpu_per_round(self) -> float:
@@ -796,14 +805,38 @@ def process_ticks(pids: list[int]) -> dict[int, int]:
     return ticks
 
 
+def postgres_ticks() -> int:
+    """Clock ticks of user + system time so far of the local PostgreSQL: its live processes, and
+    the backends that have ended (the postmaster's reaped children). Linux /proc only."""
+    processes = {}
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            stat = stat_file.read_text()
+        except OSError:
+            continue
+        if stat[stat.find("(") + 1 : stat.rfind(")")] == "postgres":
+            processes[int(stat_file.parent.name)] = stat[stat.rfind(")") + 2 :].split()
+    total = 0
+    for fields in processes.values():
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+        if int(fields[1]) not in processes:  # the postmaster: its children that ended
+            total += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return total
+
+
 async def measured_phase(side: Side, players: list[Player], seconds: float, **kwargs) -> Tally:
-    """A game phase on the side's server, with the server CPU it took."""
+    """A game phase on the side's server, with the server CPU it took (and the load client's,
+    and PostgreSQL's when the side is on it)."""
     proxy_pids = side.proxy.pids() if side.proxy else []
+    on_postgres = side.url.startswith("postgresql")
+    database_before = postgres_ticks() if on_postgres else 0
     before, proxy_before = cpu_ticks(side.server), process_ticks(proxy_pids)
     client_before = time.process_time()
     tally, finished = await game_phase(side.base, players, seconds, **kwargs)
     tally.client_cpu = time.process_time() - client_before
     after, proxy_after = cpu_ticks(side.server), process_ticks(proxy_pids)
+    if on_postgres:
+        tally.database_cpu = (postgres_ticks() - database_before) / CLOCK_TICKS
     tally.cpu = sum(ticks - before.get(pid, 0) for pid, ticks in after.items()) / CLOCK_TICKS
     tally.proxy_cpu = (
         sum(ticks - proxy_before.get(pid, 0) for pid, ticks in proxy_after.items()) / CLOCK_TICKS
@@ -824,6 +857,11 @@ def merge(into: Tally, tally: Tally) -> None:
     into.cpu += tally.cpu
     into.proxy_cpu += tally.proxy_cpu
     into.client_cpu += tally.client_cpu
+    into.database_cpu = (
+        tally.database_cpu
+        if math.isnan(into.database_cpu)
+        else into.database_cpu + tally.database_cpu
+    )
 
 
 def fmt_errors(tallies: list[Tally]) -> str:
@@ -836,7 +874,7 @@ def fmt_errors(tallies: list[Tally]) -> str:
 HEADER = (
     f"{'database':<11}{'players':>7}  {'tree':<16} {'mode':<7}{'rounds/s':>9}{'cpu ms/rnd':>11}"
     f"{'req/rnd':>8}{'p50 req':>10}{'p99 req':>10}{'p50 rnd':>10}{'p99 rnd':>10}{'sent/rnd':>9}"
-    f"{'client ms':>10}{'nginx ms':>9}  errors"
+    f"{'db ms':>7}{'client ms':>10}{'nginx ms':>9}  errors"
 )
 
 
@@ -855,6 +893,7 @@ def row(
     proxy = f"{statistics.mean(t.proxy_cpu_per_round for t in tallies):.1f}" if proxied else "-"
     # The load client's own CPU ms per round: on one machine it takes CPU the servers could use.
     client = statistics.mean(t.client_cpu_per_round for t in tallies)
+    database = statistics.mean(t.database_cpu_per_round for t in tallies)
     if mode == "paced":  # a paced round's time is mostly the reader's pauses
         round_p50 = round_p99 = f"{'-':>10}"
     else:
@@ -863,7 +902,8 @@ def row(
     line = (
         f"{kind:<11}{level:>7}  {tree:<16} {mode:<7}{rate:>9.1f}{cpu:>11.1f}{per_round:>8.1f}"
         f"{percentile(pooled.latencies, 0.5):>8.1f}ms{percentile(pooled.latencies, 0.99):>8.1f}ms"
-        f"{round_p50}{round_p99}{sentences:>9.1f}{client:>10.1f}{proxy:>9}  {fmt_errors(tallies)}"
+        f"{round_p50}{round_p99}{sentences:>9.1f}{database:>7.1f}"
+        f"{client:>10.1f}{proxy:>9}  {fmt_errors(tallies)}"
     )
     if len(tallies) > 1:
         line += (

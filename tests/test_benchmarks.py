@@ -69,6 +69,9 @@ def assert_played_and_checked(out: str, trees: set[str]) -> None:
         assert fields[1] == "2", (tree, mode)  # 2 players
         assert float(fields[4]) > 0, (tree, mode)  # rounds/s
         assert float(fields[5]) > 0, (tree, mode)  # server CPU ms per round
+        assert float(fields[-3]) > 0, (tree, mode)  # the load client's CPU ms per round
+        # PostgreSQL's CPU ms per round; none measured on SQLite.
+        assert (float(fields[-4]) > 0) == (DATABASE == "postgresql"), (tree, mode, fields)
         assert fields[-1] == "0", (tree, mode)  # no errors
     # The script needs fewer requests per round than plain forms (one per action).
     for tree in trees:
