@@ -445,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     add = parser.add_argument
     trees_help = "also run a git worktree of REF (repeatable, in order; the first: the baseline)"
-    add("--baseline-ref", "--ref", dest="refs", action="append", default=[], help=trees_help)
+    refs = {"dest": "refs", "action": "append", "default": [], "metavar": "REF"}
+    add("--baseline-ref", "--ref", **refs, help=trees_help)
     add("--database", choices=("postgresql", "sqlite"), default="postgresql")
     add("--texts", type=int, default=3000, help="texts in each database")
     add("--seed-rounds", type=int, default=20000, help="answered rounds stored first")
@@ -455,7 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     add("--turns", type=int, default=8, help="measured turns per tree")
     add("--rounds", type=int, default=30, help="completed rounds per turn")
     add("--sets", type=int, default=0, help="whole sets per turn instead of --rounds rounds")
-    add("--warmup", type=int, help="unmeasured rounds first (10; with --sets: sets, --sets)")
+    add(
+        "--warmup",
+        type=int,
+        help="unmeasured rounds first, 10 if None (with --sets: sets, one turn's)",
+    )
     add("--compress", action="store_true", help="accept compressed pages, as web_load's players")
     add("--pages", action="store_true", help="print the per-page table without --sets too")
     add("--profile", type=Path, metavar="DIR", help="py-spy each tree into DIR")
