@@ -410,7 +410,7 @@ def play_sets(
 
 def log_in_test_client(client, username: str, password: str) -> None:
     """Sign a bench player in through a Flask test client, as the log-in form does (the in-process
-    benchmarks, bench/page_cpu.py and bench/round_cpu.py); exit when the site refuses."""
+    benchmark, bench/round_cpu.py); exit when the site refuses."""
     page = client.get("/login").get_data(as_text=True)
     reply = client.post(
         "/login",

@@ -1,41 +1,68 @@
-"""In-process benchmark: the app's CPU per request of a round, against an earlier commit.
+"""In-process benchmark: the app's CPU per request of a round and per page, A-B against commits.
 
-    .venv/bin/python bench/round_cpu.py --baseline-ref 0537e7a [--database postgresql]
-        [--texts 3000] [--turns 8] [--rounds 30] [--players 8] [--profile DIR]
+    .venv/bin/python bench/round_cpu.py --baseline-ref 3da502d [--ref REF ...]
+        [--database postgresql] [--texts 3000] [--turns 8] [--rounds 30 | --sets 6]
+        [--players 8] [--compress] [--pages] [--no-seed] [--profile DIR] [--cprofile DIR]
 
-No server and no network client: each tree (the current checkout, and with --baseline-ref a
-detached git worktree of REF) runs in a process of its own that plays whole sets of texts through
-Flask's test client with the page's script (the requests of bench/protocol.py, as
-bench/web_load.py plays them, with its players' choices), and measures the CPU time of its own
-process spent inside the app for each request (a WSGI wrapper around the app: the session
-cookie, Flask-Login, CSRF, the limiter, the view, the template, the security headers and the
-access line, which goes to /dev/null; not the test client building the request or the player
-parsing the page). The two processes take turns, --rounds completed rounds each per turn, the
-order alternating from turn to turn, so that the machine's load falls on both alike.
+(bench/page_cpu.py, which measured per route over whole sets, is merged into this tool: its
+`--ref A --ref B --sets 8 --players 4` is `--ref A --ref B --sets 8 --players 4 --compress` here,
+with its seeding sizes `--texts 5000 --seed-rounds 100000 --seed-players 2000`; its per-route
+table is the second table, printed with --sets or --pages, and its cProfile per route --cprofile.)
 
-Each tree gets a fresh database prepared by its own code, exactly as bench/web_load.py prepares
-one (`--seed-tree`: the demo texts repeated to --texts, --seed-rounds answered rounds of
---seed-players background players with their totals and boards, the bench players), named
-`<BENCH_PG_PREFIX>_rc_base` and `_rc_head` on PostgreSQL (roft_roundcpu by default), or a SQLite
-file.
-The players' choices and the text picks' random points come from fixed seeds, so both trees play
-the same decisions.
+Trees. The current checkout (with any uncommitted change) and a detached git worktree of each
+--baseline-ref / --ref, in the order given (the first is the baseline every other tree is
+divided by), each running its own app in a process of its own, with its own database.
 
-Printed per request kind (reveal, answer, "Next text", the start of a set, the round's page, the
-summary, the home page): how many were timed, the median over the turns of the mean CPU per
-request, the statements per request, and current / baseline; the CPU per completed round; and
+Data. Each tree's database is prepared exactly as bench/web_load.py prepares one (its
+`--seed-tree`: the migrations of the tree, the demo texts repeated to --texts, the bench
+players, --seed-rounds answered rounds of --seed-players background players with their totals
+and boards, VACUUM ANALYZE), by this checkout's seeding code running against the tree's own app
+and models, so a tree older than the seeding code (3da502d, before issue 23's work, has none of
+its own) is seeded all the same. On PostgreSQL the databases are <BENCH_PG_PREFIX>_rc_base,
+_rc_head and _rc_<tree> (BENCH_PG_PREFIX roft_roundcpu by default), dropped and made afresh;
+--no-seed reuses an earlier run's as they are (with that run's rounds in them). On SQLite, a
+file each in a temporary folder.
+
+Method. Flask's test client plays the page's script (the requests of bench/protocol.py, as
+bench/web_load.py plays them, with its players' choices) as signed-in bench players. The
+players' choices and the text picks' random points come from fixed seeds, so all trees make
+the same decisions. A turn is --rounds completed rounds (one round per player in turn, each
+player's sets running on from turn to turn), or with --sets N, N whole sets each from the home
+page (one per player in turn). The trees take --turns turns each, the order rotating every turn
+(A-B, B-A; A-B-C, B-C-A, ...), after --warmup unmeasured rounds (sets) each. --compress sends
+the Accept-Encoding of web_load.py's aiohttp players (gzip, deflate, br, zstd), so the app
+compresses its pages as in a load run (without it pages go out uncompressed).
+
+Every request is timed twice with time.process_time (the process's CPU: the app and the
+driver's side of the database, not the database server's own work): inside a WSGI wrapper
+around the app (the session cookie, Flask-Login, CSRF, the limiter, the view, the template,
+compression, the security headers and the access line, which is written to /dev/null), and
+around the test client's call (the same plus the test client building the request and the
+response), with the wall time too.
+
+The first table, per request kind (reveal, answer, "Next text", the start of a set, the
+round's page, the summary, the home page): how many were timed, the median over the turns of
+the mean app CPU per request (the WSGI wrapper's), the statements per request, each later
+tree / the baseline with the range of the turns' ratios; the CPU per completed round; then
 each kind's CPU split into the before-request hooks, the view, the after-request hooks and the
-rest (the request's context, the cookie read). ROUNDCPU_CPROFILE=KIND,FILE runs cProfile over
-the requests of one kind (e.g. reveal) and writes its statistics to FILE (wall time: to look
-at, not to compare).
---profile DIR runs an extra, unmeasured turn per tree under `py-spy record --gil` and writes
-DIR/<tree>.txt (collapsed stacks) and DIR/<tree>.svg, then prints each tree's hottest functions
-by samples of their own and by samples under them.
+rest (the request's context, the cookie read).
+The second table (with --sets, or --pages): per route, the median CPU and wall per request
+around the test client's call over all measured requests, the median over the turns of the
+ratios of the turns' medians for every tree to every tree before it, and what a whole set (or
+a round, without --sets) cost, every request of it.
+
+ROUNDCPU_CPROFILE=KIND,FILE runs cProfile over the measured requests of one kind (e.g. reveal)
+and writes its statistics to FILE; --cprofile DIR writes one cProfile file per tree and kind
+(DIR/<tree>.<kind>.prof) and prints the home page's functions by cumulative time (wall time:
+to look at, not to compare). --profile DIR runs an extra, unmeasured turn per tree under
+`py-spy record --gil`, writes DIR/<tree>.txt (collapsed stacks) and DIR/<tree>.svg, and
+prints each tree's hottest functions by samples of their own and by samples under them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -61,14 +88,19 @@ KINDS = (
     ("summary", "GET", re.compile(r"/sets/\d+")),
     ("home", "GET", re.compile(r"/")),
 )
+# The order of the per-page table: a set's requests as they come.
+ROUTES = ("home", "start", "round page", "reveal", "answer", "next text", "summary")
+ACCEPT_ENCODING = "gzip, deflate, br, zstd"  # aiohttp's, as web_load.py's players send
 _PG_PREFIX = os.environ.get("BENCH_PG_PREFIX", "roft_roundcpu")
 
 
 def kind_of(method: str, path: str) -> str:
+    """Which request of a round (which page or action) a request of bench/protocol.py is;
+    anything else is kept apart under its method and path."""
     for name, wanted, pattern in KINDS:
         if method == wanted and pattern.fullmatch(path):
             return name
-    return f"{method} other"
+    return f"{method} {path}"
 
 
 def _load(name: str, path: Path):
@@ -86,8 +118,12 @@ def _load(name: str, path: Path):
 def worker(spec: dict) -> None:
     """Serve commands on stdin (one JSON object a line), answer each on stdout."""
     tree = Path(spec["tree"]).resolve()
+    # This checkout's bench modules, imported before the tree's folder takes the path's first
+    # place: a tree has a bench/ of its own, perhaps an older one.
+    sys.path[0] = str(ROOT)
+    from bench import protocol, web_load
+
     sys.path[0] = str(tree)
-    protocol = _load("roundcpu_protocol", ROOT / "bench" / "protocol.py")
     import random
 
     from sqlalchemy import event
@@ -109,23 +145,29 @@ def worker(spec: dict) -> None:
             "before_cursor_execute",
             lambda *args: statements.__setitem__(0, statements[0] + 1),
         )
-    timed: list[tuple[str, float, int]] = []
+    timed: list[tuple[str, float, int, dict]] = []
     inner = flask_app.wsgi_app
 
-    # ROUNDCPU_CPROFILE=KIND,PATH: run cProfile over the requests of one kind (e.g. reveal) and
-    # write its statistics to PATH when the worker ends (for looking, not for timing).
-    cprofile_kind, _, cprofile_path = os.environ.get("ROUNDCPU_CPROFILE", "").partition(",")
-    profiler = None
-    if cprofile_kind:
-        import cProfile
+    # cProfile over the measured requests of some kinds: ROUNDCPU_CPROFILE=KIND,FILE for one
+    # kind, --cprofile DIR for every kind (DIR/<tree>.<kind>.prof); written when the worker ends.
+    import cProfile
 
-        profiler = cProfile.Profile()
+    profile_files: dict[str, str] = {}
+    cprofile_kind, _, cprofile_path = os.environ.get("ROUNDCPU_CPROFILE", "").partition(",")
+    if cprofile_kind:
+        profile_files[cprofile_kind] = cprofile_path
+    if spec.get("cprofile"):
+        for kind in ROUTES:
+            name = f"{spec['name']}.{kind.replace(' ', '_')}.prof"
+            profile_files.setdefault(kind, str(Path(spec["cprofile"]) / name))
+    profilers = {kind: cProfile.Profile() for kind in profile_files}
+    profiling = [False]  # in a measured turn
 
     def measured(environ, start_response):
         kind = kind_of(environ["REQUEST_METHOD"], environ["PATH_INFO"])
-        profiled = profiler is not None and kind == cprofile_kind
+        profiler = profilers.get(kind) if profiling[0] else None
         ran = statements[0]
-        if profiled:
+        if profiler is not None:
             profiler.enable()
         started = time.process_time()
         body = inner(environ, start_response)
@@ -136,7 +178,7 @@ def worker(spec: dict) -> None:
             if close is not None:
                 close()
         spent = time.process_time() - started
-        if profiled:
+        if profiler is not None:
             profiler.disable()
         split = {
             "before": phases.pop("preprocess_request", 0.0),
@@ -162,69 +204,77 @@ def worker(spec: dict) -> None:
                 phases[_phase] += time.process_time() - begun
 
         setattr(flask_app, phase, timed_phase)
-    from roftcore.reasons import REASONS
-
-    codes = sorted(REASONS)  # as bench/web_load.py's players choose
-
-    def chooser(rng):
-        def decide(view):
-            if view.can_reveal and (not view.can_flag or rng.random() < 0.7):
-                return protocol.Choice("reveal")
-            if view.can_flag and (view.can_reveal or rng.random() < 0.5):
-                return protocol.Choice(
-                    "machine",
-                    tuple(rng.sample(codes, 2)),
-                    "The last sentence drifts away from the topic.",
-                )
-            return protocol.Choice("human")
-
-        return decide
-
     players = []
     for number in range(spec["players"]):
         client = flask_app.test_client()
         protocol.log_in_test_client(client, f"bench{number:03d}", spec["password"])
         rng = random.Random(1000 + number)
-        players.append([client, protocol.play_sets(chooser(rng), script=True), None])
-    # The text picks' random points: the same sequence in both trees.
+        players.append([client, protocol.play_sets(web_load.chooser(rng), script=True), None])
+    # The text picks' random points: the same sequence in every tree.
     random.seed(spec.get("seed", 7))
+    sent_headers = {"Accept-Encoding": ACCEPT_ENCODING} if spec.get("compress") else {}
+    outer: list[tuple[str, float, float]] = []  # kind, CPU and wall around the test client
 
     def send(client, request):
+        kwargs = {"headers": {**sent_headers, **request.headers}}
         if request.content_type == protocol.URLENCODED:
-            response = client.open(
-                request.path,
-                method=request.method,
-                data=_multi(request.fields),
-                headers=request.headers,
-                content_type=request.content_type,
+            kwargs["data"] = _multi(request.fields)
+            kwargs["content_type"] = request.content_type
+        started_wall, started_cpu = time.perf_counter(), time.process_time()
+        response = client.open(request.path, method=request.method, **kwargs)
+        body = response.get_data()  # compressed, as sent
+        outer.append(
+            (
+                kind_of(request.method, request.path),
+                time.process_time() - started_cpu,
+                time.perf_counter() - started_wall,
             )
-        else:
-            response = client.open(request.path, method=request.method, headers=request.headers)
+        )
+        # The player reads the page uncompressed, outside the timing.
         return protocol.Reply(
             response.status_code,
             response.headers.get("Location"),
-            response.get_data(as_text=True),
+            _decoded(body, response.headers.get("Content-Encoding")),
             response.headers.get("X-Round-URL"),
         )
 
-    def play(rounds: int) -> dict:
+    def exchange(client, game, reply):
+        """One request of `game` and its reply; exit when the site answers otherwise."""
+        request = game.send(reply) if reply is not None else next(game)
+        reply = send(client, request)
+        if reply.status != request.expect:
+            raise SystemExit(
+                f"{request.method} {request.path} answered {reply.status}: {reply.text[:300]}"
+            )
+        return request, reply
+
+    sets_played = [0]
+
+    def play(rounds: int, sets: int) -> dict:
         timed.clear()
+        outer.clear()
         done = 0
         started = time.process_time()
+        if sets:  # whole sets, each from the home page, one per player in turn
+            for _ in range(sets):
+                client = players[sets_played[0] % len(players)][0]
+                rng = random.Random(sets_played[0])
+                sets_played[0] += 1
+                game = protocol.play_sets(web_load.chooser(rng), script=True, sets=1)
+                reply = None
+                try:
+                    while True:
+                        request, reply = exchange(client, game, reply)
+                        done += request.step == "answer"
+                except StopIteration:
+                    pass
         turn = 0
-        while done < rounds:
+        while done < rounds:  # one round per player in turn: requests until an answer
             player = players[turn % len(players)]
             turn += 1
             client, game, reply = player
-            # One round per player in turn: requests until an answer.
             while True:
-                request = game.send(reply) if reply is not None else next(game)
-                reply = send(client, request)
-                if reply.status != request.expect:
-                    raise SystemExit(
-                        f"{request.method} {request.path} answered {reply.status}:"
-                        f" {reply.text[:300]}"
-                    )
+                request, reply = exchange(client, game, reply)
                 if request.step == "answer":
                     done += 1
                     break
@@ -237,17 +287,28 @@ def worker(spec: dict) -> None:
             entry[1] += spent
             entry[2] += ran
             entry[3].update(split)
-        return {"rounds": done, "whole": whole, "kinds": dict(by_kind)}
+        pages: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"cpu": [], "wall": []})
+        for kind, cpu, wall in outer:
+            pages[kind]["cpu"].append(cpu)
+            pages[kind]["wall"].append(wall)
+        return {
+            "rounds": done,
+            "sets": sets,
+            "whole": whole,
+            "kinds": dict(by_kind),
+            "pages": dict(pages),
+        }
 
     print(json.dumps({"ready": os.getpid()}), flush=True)
     for line in sys.stdin:
         command = json.loads(line)
         if command.get("quit"):
             break
-        result = play(command["rounds"])
+        profiling[0] = command.get("measured", False)
+        result = play(command.get("rounds", 0), command.get("sets", 0))
         print(json.dumps(result), flush=True)
-    if profiler is not None:
-        profiler.dump_stats(cprofile_path)
+    for kind, profiler in profilers.items():
+        profiler.dump_stats(profile_files[kind])
     with flask_app.app_context():
         db.session.remove()
         db.engine.dispose()
@@ -257,6 +318,26 @@ def _multi(fields):
     from werkzeug.datastructures import MultiDict
 
     return MultiDict(list(fields))
+
+
+def _decoded(body: bytes, encoding: str | None) -> str:
+    if encoding == "br":
+        import brotli
+
+        body = brotli.decompress(body)
+    elif encoding == "gzip":
+        import gzip
+
+        body = gzip.decompress(body)
+    elif encoding == "zstd":
+        import zstandard
+
+        body = zstandard.ZstdDecompressor().decompress(body)
+    elif encoding == "deflate":
+        import zlib
+
+        body = zlib.decompress(body)
+    return body.decode()
 
 
 # --- The driver ----------------------------------------------------------------------------------
@@ -286,8 +367,9 @@ class Worker:
             raise SystemExit(f"the {self.name} worker stopped (its errors are above)")
         return line
 
-    def play(self, rounds: int) -> dict:
-        self.process.stdin.write(json.dumps({"rounds": rounds}) + "\n")
+    def play(self, rounds: int, sets: int = 0, measured: bool = False) -> dict:
+        command = {"rounds": rounds, "sets": sets, "measured": measured}
+        self.process.stdin.write(json.dumps(command) + "\n")
         self.process.stdin.flush()
         return json.loads(self._line())
 
@@ -296,14 +378,15 @@ class Worker:
             try:
                 self.process.stdin.write(json.dumps({"quit": True}) + "\n")
                 self.process.stdin.flush()
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=120)
             except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()
                 self.process.wait()
         shutil.rmtree(self.cache, ignore_errors=True)
 
 
-def profile_turn(worker: Worker, rounds: int, folder: Path) -> None:
+def profile_turn(worker: Worker, rounds: int, sets: int, folder: Path) -> None:
+    """An unmeasured turn under py-spy (--gil), and its hottest frames."""
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     folder.mkdir(parents=True, exist_ok=True)
     outputs = []
@@ -319,7 +402,7 @@ def profile_turn(worker: Worker, rounds: int, folder: Path) -> None:
             )
         )
     time.sleep(1.5)
-    worker.play(rounds)
+    worker.play(rounds, sets)
     for process in outputs:
         process.send_signal(2)
         process.wait(timeout=60)
@@ -360,29 +443,44 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=_HelpFormatter, epilog="Results: docs/BENCHMARKS.md."
     )
-    parser.add_argument("--baseline-ref", metavar="REF", help="also run a git worktree of REF, A-B")
-    parser.add_argument("--database", choices=("postgresql", "sqlite"), default="postgresql")
-    parser.add_argument("--texts", type=int, default=3000, help="texts in each database")
-    parser.add_argument(
-        "--seed-rounds", type=int, default=20000, help="answered rounds stored first"
+    add = parser.add_argument
+    trees_help = "also run a git worktree of REF (repeatable, in order; the first: the baseline)"
+    refs = {"dest": "refs", "action": "append", "default": [], "metavar": "REF"}
+    add("--baseline-ref", "--ref", **refs, help=trees_help)
+    add("--database", choices=("postgresql", "sqlite"), default="postgresql")
+    add("--texts", type=int, default=3000, help="texts in each database")
+    add("--seed-rounds", type=int, default=20000, help="answered rounds stored first")
+    add("--seed-players", type=int, default=400, help="players of those rounds")
+    add("--no-seed", action="store_true", help="reuse an earlier run's databases (PostgreSQL)")
+    add("--players", type=int, default=8, help="bench players per tree")
+    add("--turns", type=int, default=8, help="measured turns per tree")
+    add("--rounds", type=int, default=30, help="completed rounds per turn")
+    add("--sets", type=int, default=0, help="whole sets per turn instead of --rounds rounds")
+    add(
+        "--warmup",
+        type=int,
+        help="unmeasured rounds first, 10 if None (with --sets: sets, one turn's)",
     )
-    parser.add_argument("--seed-players", type=int, default=400, help="players of those rounds")
-    parser.add_argument("--players", type=int, default=8, help="bench players per tree")
-    parser.add_argument("--turns", type=int, default=8, help="measured turns per tree")
-    parser.add_argument("--rounds", type=int, default=30, help="completed rounds per turn")
-    parser.add_argument("--warmup", type=int, default=10, help="unmeasured rounds first")
-    parser.add_argument("--profile", type=Path, metavar="DIR", help="py-spy each tree into DIR")
+    add("--compress", action="store_true", help="accept compressed pages, as web_load's players")
+    add("--pages", action="store_true", help="print the per-page table without --sets too")
+    add("--profile", type=Path, metavar="DIR", help="py-spy each tree into DIR")
+    add("--cprofile", type=Path, metavar="DIR", help="cProfile files per tree and kind in DIR")
     args = parser.parse_args(argv)
+    if args.no_seed and args.database != "postgresql":
+        parser.error("--no-seed reuses PostgreSQL databases only")
 
     sys.path.append(str(ROOT))
     web_load = _load("roundcpu_web_load", ROOT / "bench" / "web_load.py")
-    web_load.PG_DATABASES.update(
-        {"baseline": f"{_PG_PREFIX}_rc_base", "current": f"{_PG_PREFIX}_rc_head"}
-    )
     with ExitStack() as stack:
-        trees = [web_load.current_tree()]
-        if args.baseline_ref:
-            trees.insert(0, stack.enter_context(web_load.baseline_worktree(args.baseline_ref)))
+        trees = []
+        for number, ref in enumerate(args.refs):
+            tree = stack.enter_context(web_load.baseline_worktree(ref))
+            trees.append(tree if number == 0 else dataclasses.replace(tree, name=f"ref{number}"))
+        trees.append(web_load.current_tree())
+        web_load.PG_DATABASES.update({tree.name: f"{_PG_PREFIX}_rc_{tree.name}" for tree in trees})
+        web_load.PG_DATABASES.update(
+            {"baseline": f"{_PG_PREFIX}_rc_base", "current": f"{_PG_PREFIX}_rc_head"}
+        )
         work = Path(tempfile.mkdtemp(prefix="roundcpu-"))
         stack.callback(shutil.rmtree, work, True)
         sides = [web_load.Side(tree, work / tree.name) for tree in trees]
@@ -392,51 +490,80 @@ def main(argv: list[str] | None = None) -> int:
             f"{os.getloadavg()[0]:.2f}",
             flush=True,
         )
-        seed_args = argparse.Namespace(
-            texts=args.texts, seed_rounds=args.seed_rounds, seed_players=args.seed_players
-        )
-        web_load.prepare_databases(args.database, sides, seed_args, args.players)
+        if args.no_seed:
+            for side in sides:
+                side.url = web_load.pg_database_url(web_load.PG_DATABASES[side.tree.name], False)
+        else:
+            seed_args = argparse.Namespace(
+                texts=args.texts, seed_rounds=args.seed_rounds, seed_players=args.seed_players
+            )
+            web_load.prepare_databases(args.database, sides, seed_args, args.players)
+        if args.cprofile:
+            args.cprofile.mkdir(parents=True, exist_ok=True)
         workers = []
         for side in sides:
             spec = {
+                "name": side.tree.name,
                 "tree": str(side.tree.root),
                 "url": side.url,
                 "players": args.players,
                 "password": web_load.PASSWORD,
+                "compress": args.compress,
+                "cprofile": str(args.cprofile.resolve()) if args.cprofile else None,
             }
             started = Worker(side.tree.name, side.tree.root, spec)
             stack.callback(started.stop)
             workers.append(started)
+        rounds, sets = (0, args.sets) if args.sets else (args.rounds, 0)
         for each in workers:
-            each.play(args.warmup)
+            if sets:
+                each.play(0, args.sets if args.warmup is None else args.warmup)
+            else:
+                each.play(10 if args.warmup is None else args.warmup)
         results: dict[str, list[dict]] = {each.name: [] for each in workers}
         loads = []
         for turn in range(args.turns):
-            order = workers if turn % 2 == 0 else workers[::-1]
-            for each in order:
-                results[each.name].append(each.play(args.rounds))
+            for k in range(len(workers)):
+                each = workers[(turn + k) % len(workers)]
+                results[each.name].append(each.play(rounds, sets, measured=True))
             loads.append(os.getloadavg()[0])
-        report(results, [each.name for each in workers], args, loads)
+        names = [each.name for each in workers]
+        report(results, names, args, loads)
+        if args.sets or args.pages:
+            report_pages(results, names, args)
         if args.profile:
             for each in workers:
-                profile_turn(each, args.rounds * 5, args.profile)
+                profile_turn(each, rounds * 5, sets * 5, args.profile)
+        for each in workers:
+            each.stop()  # writes the cProfile files
+    if args.cprofile:
+        import pstats
+
+        for name in names:
+            path = args.cprofile / f"{name}.home.prof"
+            if path.exists():
+                print(f"\n{name}: the home page, by cumulative time")
+                pstats.Stats(str(path)).sort_stats("cumulative").print_stats(25)
     return 0
 
 
 def report(results: dict[str, list[dict]], names: list[str], args, loads: list[float]) -> None:
+    """Per request kind: the app's CPU (the WSGI wrapper's), statements, later trees / the first."""
     kinds = [name for name, *_ in KINDS]
+    unit = f"{args.sets} sets" if args.sets else f"{args.rounds} rounds"
     print(
-        f"\n{args.turns} turns x {args.rounds} rounds per tree, CPU of the app in process "
+        f"\n{args.turns} turns x {unit} per tree, CPU of the app in process "
         f"(median over turns of the mean per request); load average during: "
         f"{min(loads):.2f}-{max(loads):.2f}"
     )
     header = f"{'request':<12}" + "".join(
         f"{n + ' n':>14}{n + ' ms':>14}{'stmts':>7}" for n in names
     )
-    if len(names) == 2:
-        header += f"{'ratio':>8}{'turns':>22}"
+    later = names[1:]
+    for name in later:
+        label = "ratio" if len(names) == 2 else f"{name}/base"
+        header += f"{label:>{max(8, len(label) + 2)}}{'turns':>22}"
     print(header)
-    medians: dict[tuple[str, str], float] = {}
     for kind in [*kinds, "per round"]:
         line = f"{kind:<12}"
         per_turn: dict[str, list[float]] = {}
@@ -455,14 +582,16 @@ def report(results: dict[str, list[dict]], names: list[str], args, loads: list[f
                 count = sum(e[0] for e in present)
                 stmts = sum(e[2] for e in present) / count
             per_turn[name] = values
-            medians[name, kind] = statistics.median(values)
-            line += f"{count:>14}{medians[name, kind] * 1000:>14.3f}{stmts:>7.2f}"
-        if len(names) == 2 and all(n in per_turn for n in names):
-            base, current = names
-            ratio = medians[current, kind] / medians[base, kind]
-            pairs = [c / b for b, c in zip(per_turn[base], per_turn[current], strict=False) if b]
+            line += f"{count:>14}{statistics.median(values) * 1000:>14.3f}{stmts:>7.2f}"
+        base = names[0]
+        for name in later:
+            if base not in per_turn or name not in per_turn:
+                continue
+            ratio = statistics.median(per_turn[name]) / statistics.median(per_turn[base])
+            pairs = [c / b for b, c in zip(per_turn[base], per_turn[name], strict=False) if b]
             spread = f"{min(pairs):.2f}-{max(pairs):.2f}" if pairs else ""
-            line += f"{ratio:>8.3f}{spread:>22}"
+            width = 8 if len(names) == 2 else max(8, len(name) + 7)
+            line += f"{ratio:>{width}.3f}{spread:>22}"
         print(line)
     print(
         "\nwhere it goes, ms per request (median over turns): before-request hooks / view /"
@@ -480,6 +609,59 @@ def report(results: dict[str, list[dict]], names: list[str], args, loads: list[f
             ]
             line += f"  {name}: " + " / ".join(f"{p:.2f}" for p in parts)
         print(line)
+
+
+def median_ratio(turns_a: list[dict], turns_b: list[dict], route: str) -> float | None:
+    """The median over turns of (a's median / b's median) CPU for `route`."""
+    ratios = []
+    for a, b in zip(turns_a, turns_b, strict=True):
+        cpu_a, cpu_b = a["pages"].get(route, {}).get("cpu"), b["pages"].get(route, {}).get("cpu")
+        if cpu_a and cpu_b:
+            ratios.append(statistics.median(cpu_a) / statistics.median(cpu_b))
+    return statistics.median(ratios) if ratios else None
+
+
+def report_pages(results: dict[str, list[dict]], names: list[str], args) -> None:
+    """Per route: the median CPU (wall) around the test client, every tree / every tree before
+    it, and what a whole set (a round, without --sets) cost."""
+    runs = [results[name] for name in names]
+    print(
+        "\nper page, median CPU (wall) ms per request around the test client's call;"
+        " ratios: the median over turns of the turns' medians"
+    )
+    pairs = [(i, j) for i in range(1, len(names)) for j in range(i)]
+    print(
+        "| route | "
+        + " | ".join(names)
+        + "".join(f" | {names[i]} / {names[j]}" for i, j in pairs)
+        + " |"
+    )
+    print("|---" * (1 + len(names) + len(pairs)) + "|")
+    for route in ROUTES:
+        cells = []
+        for turns in runs:
+            cpu = [x for t in turns for x in t["pages"].get(route, {}).get("cpu", [])]
+            wall = [x for t in turns for x in t["pages"].get(route, {}).get("wall", [])]
+            cells.append(
+                f"{statistics.median(cpu) * 1000:.2f} ({statistics.median(wall) * 1000:.2f})"
+                if cpu
+                else "-"
+            )
+        ratios = [median_ratio(runs[i], runs[j], route) for i, j in pairs]
+        cells += [f"{r:.2f}x" if r is not None else "-" for r in ratios]
+        print(f"| {route} | " + " | ".join(cells) + " |")
+    # Everything a set (a round) cost: every request of it, the home page and summary included.
+    unit = "sets" if args.sets else "rounds"
+    whole = [
+        [sum(sum(p["cpu"]) for p in t["pages"].values()) * 1000 / t[unit] for t in turns]
+        for turns in runs
+    ]
+    cells = [f"{statistics.median(values):.1f}" for values in whole]
+    cells += [
+        f"{statistics.median(a / b for a, b in zip(whole[i], whole[j], strict=True)):.2f}x"
+        for i, j in pairs
+    ]
+    print(f"| a whole {unit[:-1]}, CPU ms | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -509,7 +509,7 @@ def database_url(kind: str, side: Side) -> str:
 
 def pg_database_url(name: str, fresh: bool = True) -> str:
     """The address of the local PostgreSQL database `name`, dropped and created empty first when
-    `fresh` (bench/page_cpu.py's databases too)."""
+    `fresh` (bench/round_cpu.py's databases too; --no-seed reuses them as they are)."""
     if fresh:
         admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:

@@ -221,3 +221,34 @@ def test_round_cpu_bench_times_each_request_of_a_round_on_both_trees():
         assert float(fields[7]) > 0
     assert re.search(r"^per round +4 ", out, re.MULTILINE), out[-2000:]
     assert "where it goes" in out and "baseline:" in out
+
+
+def test_round_cpu_bench_times_each_page_of_whole_sets_on_three_trees(tmp_path):
+    """page_cpu's view: whole sets, compressed pages, three trees and cProfile files per kind."""
+    out = run_bench(
+        "round_cpu.py",
+        *("--ref", "HEAD", "--ref", "HEAD", "--texts", "1000", "--seed-rounds", "200"),
+        *("--seed-players", "20", "--players", "2", "--turns", "2", "--sets", "1"),
+        *("--compress", "--cprofile", str(tmp_path)),
+    )
+    pages = out.split("per page")[1]
+    rows = {
+        cells[0]: cells[1:]
+        for line in pages.splitlines()
+        if line.startswith("| ")
+        and (cells := [cell.strip() for cell in line.strip("|").split("|")])
+    }
+    # route, then CPU (wall) ms per tree, then each tree / each tree before it.
+    assert rows["route"] == [
+        *("baseline", "ref1", "current"),
+        *("ref1 / baseline", "current / baseline", "current / ref1"),
+    ]
+    for route in ("home", "start", "round page", "reveal", "answer", "next text", "summary"):
+        cpu = [float(cell.split()[0]) for cell in rows[route][:3]]
+        assert all(ms > 0 for ms in cpu), out[-3000:]
+        assert all(cell.endswith("x") for cell in rows[route][3:])
+    assert len(rows["a whole set, CPU ms"]) == 6
+    # The per-request table counts the same requests in every tree: one set each turn.
+    starts = next(line.split() for line in out.splitlines() if line.startswith("start "))
+    assert starts[1] == starts[4] == starts[7] == "2", out[-3000:]
+    assert (tmp_path / "current.reveal.prof").exists() and "the home page" in out
