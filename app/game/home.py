@@ -3,7 +3,7 @@
 The page shows today's daily set, the open normal set, whether a text is open, the category the
 player last chose and their totals. Read one by one (`daily.own_set`, `sets.open_normal_set`,
 `rounds.open_round`, `sets.last_choice`, `profiles.overall`) that was five statements, each
-costing about a millisecond of the request's CPU on the ORM's side (bench/round_cpu.py --sets); here it
+costing about a millisecond of CPU on the ORM's side (bench/round_cpu.py --sets); here it
 is one: the player's row outer-joined to the two sets and their totals, with the open round's
 id and the last choice as scalar subqueries. The totals row stays in the session's identity map,
 where `profiles.overall` then finds it without a query.
