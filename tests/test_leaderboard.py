@@ -468,14 +468,15 @@ def test_migration_0006_fills_the_boards_from_the_rounds(make_app, tmp_path, bac
         db.engine.dispose()
 
 
-def test_an_answers_boards_are_one_statement_that_psycopg_keeps_parsed():
-    """On PostgreSQL the six board rows of an answer go in one statement with the periods and
-    scopes as arrays. psycopg keeps the parsed form of a statement only up to a length and a
-    number of parameters; as rows of VALUES it was over both and was parsed on every answer."""
+def test_an_answers_writes_are_one_statement_that_psycopg_keeps_parsed():
+    """On PostgreSQL the statistics, the six board rows of an answer (periods and scopes as
+    arrays) and the counts' deltas go in one statement. psycopg keeps the parsed form of a
+    statement only up to a length and a number of parameters; the boards as rows of VALUES were
+    over both and were parsed on every answer."""
     from psycopg import _queries
     from sqlalchemy.dialects import postgresql
 
-    compiled = standings._board_upsert("postgresql").compile(dialect=postgresql.dialect())
+    compiled = standings._answer_statement().compile(dialect=postgresql.dialect())
     assert "unnest" in str(compiled)
     assert len(str(compiled).encode()) <= _queries.MAX_CACHED_STATEMENT_LENGTH
     assert len(compiled.params) <= _queries.MAX_CACHED_STATEMENT_PARAMS
