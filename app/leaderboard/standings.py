@@ -24,7 +24,7 @@ import functools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time
 
 from flask import current_app
 from sqlalchemy import (
@@ -34,6 +34,7 @@ from sqlalchemy import (
     bindparam,
     case,
     cast,
+    event,
     func,
     select,
     text,
@@ -42,6 +43,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Insert
 
 from app.extensions import cache, db
@@ -388,6 +390,9 @@ def record_answer(
         moves.update(relist_moves(connection, player_id, on_boards and not off))
     if move_counts(connection, moves, fold_every) or fold_due:
         db.session.info[_FOLD_DUE] = True
+    # No row of this answer was on a board, before or after: no top list changed.
+    info = db.session.info
+    info[_BOARDS_MOVED] = bool(info.get(_BOARDS_MOVED) or on_boards or misfiled)
     return result
 
 
@@ -447,6 +452,16 @@ def _board_moves(
 
 # The session's flag that its transaction made a fold of the counts due (`fold_if_due`).
 _FOLD_DUE = "roft_fold_due"
+# The session's note of whether its answers moved a row that is (or was) on a board: False
+# when every row they changed was off the boards, so that no top list changed (`invalidate`).
+# It speaks of the transaction just committed only: the next one, or a rollback, drops it.
+_BOARDS_MOVED = "roft_boards_moved"
+
+
+@event.listens_for(Session, "after_begin")
+@event.listens_for(Session, "after_rollback")
+def _forget_boards_moved(session: Session, *args: object) -> None:
+    session.info.pop(_BOARDS_MOVED, None)
 
 
 def fold_if_due() -> None:
@@ -497,9 +512,21 @@ def _keys_of(slugs: list[str], when: datetime) -> list[str]:
     ]
 
 
+@functools.lru_cache(maxsize=64)
+def _answer_keys(category_slug: str, day: date) -> tuple[str, ...]:
+    """`_keys_of` the overall boards and a category's on a day (the periods' keys depend on the
+    day only); kept for the days and categories answers come in."""
+    return tuple(_keys_of([OVERALL, category_slug], datetime.combine(day, time())))
+
+
 def invalidate(category_slug: str, when: datetime | None = None) -> None:
-    """Forget the cached top lists a new answer in this category can change."""
-    cache.delete_many(*_keys_of([OVERALL, category_slug], when or utcnow()))
+    """Forget the cached top lists a new answer in this category can change.
+
+    After answers that only moved rows off every board (a guest's, an unlisted player's:
+    `record_answer` notes it in the session) no top list can have changed, and none is
+    forgotten; any other call forgets them."""
+    if db.session.info.pop(_BOARDS_MOVED, True):
+        cache.delete_many(*_answer_keys(category_slug, (when or utcnow()).date()))
 
 
 def forget_boards_of(player_id: int) -> None:
