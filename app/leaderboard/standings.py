@@ -333,9 +333,11 @@ def record_answer(
     whether the player's record, with this round, takes them off the boards (the caller then
     records why; the rows and counts are moved here).
 
-    The counts' changes, the answer's and those of taking the player off the boards, are
-    appended in one `move_counts` (one statement, locking no shared row). When that makes a fold
-    due, the caller runs `fold_if_due` after its commit.
+    The counts' changes are appended to the deltas, locking no shared row: on PostgreSQL by the
+    answer's one statement (`_answer_statement`), on SQLite in one `move_counts`; those of taking
+    the player off the boards (or putting misfiled rows right), rare, in one more `move_counts`
+    on PostgreSQL, with the answer's on SQLite. When that makes a fold due, the caller runs
+    `fold_if_due` after its commit.
     """
     when = when or utcnow()
     stats = {
