@@ -11,7 +11,7 @@ from flask_migrate import downgrade, upgrade
 from sqlalchemy import func, select, text, update
 
 from app.accounts import service as accounts
-from app.extensions import db
+from app.extensions import cache, db
 from app.game import rounds
 from app.game.scoring import Verdict
 from app.leaderboard import skill, standings
@@ -286,6 +286,48 @@ def test_small_boards_are_served_from_the_cache_until_an_answer(ctx):
     assert [s.name for s in standings.top(**POINTS)] == ["bob", "ada"]
 
 
+def test_a_guests_answer_keeps_the_cached_top_lists_and_a_listed_players_forgets_them(ctx):
+    """A guest's rows are on no board, so their answer changes no top list and forgets none (the
+    list read again is the one a recount gives); a listed player's answer forgets them."""
+    for _ in range(3):
+        factories.example(boundary=2, category_slug="news")
+    ada, guest = factories.player("ada"), factories.player(None)
+    play(ada, "news", 2)
+    boards = [
+        standings.Board(measure, period)
+        for measure in ("points", "skill")
+        for period in skill.PERIODS
+    ]
+    tops = [
+        standings.top(board.category, measure=board.measure, period=board.period)
+        for board in boards
+    ]
+    keys = [standings._cache_key(board, board.key()) for board in boards]
+    assert all(cache.get(key) is not None for key in keys)
+    assert play(guest, "news", 2) == 5
+    assert all(cache.get(key) is not None for key in keys)
+    # What the cache keeps is what the boards now give.
+    cache.clear()
+    assert [
+        standings.top(board.category, measure=board.measure, period=board.period)
+        for board in boards
+    ] == tops
+    play(ada, "news", 2)
+    assert all(cache.get(key) is None for key in keys)
+    # Only the transaction just committed speaks: a guest's answer rolled back, or followed by
+    # another transaction, leaves `invalidate` forgetting the lists.
+    for committed in (False, True):
+        [standings.top(b.category, measure=b.measure, period=b.period) for b in boards]
+        add_total(guest, points=3)
+        if committed:
+            db.session.commit()
+            db.session.scalar(select(1))
+        else:
+            db.session.rollback()
+        standings.invalidate("news")
+        assert [cache.get(key) is None for key in keys] == [True] * len(keys), committed
+
+
 def test_only_named_players_are_listed_and_a_guest_who_signs_up_is_listed_at_once(ctx):
     for _ in range(2):
         factories.example(boundary=2, category_slug="news")
@@ -468,14 +510,15 @@ def test_migration_0006_fills_the_boards_from_the_rounds(make_app, tmp_path, bac
         db.engine.dispose()
 
 
-def test_an_answers_boards_are_one_statement_that_psycopg_keeps_parsed():
-    """On PostgreSQL the six board rows of an answer go in one statement with the periods and
-    scopes as arrays. psycopg keeps the parsed form of a statement only up to a length and a
-    number of parameters; as rows of VALUES it was over both and was parsed on every answer."""
+def test_an_answers_writes_are_one_statement_that_psycopg_keeps_parsed():
+    """On PostgreSQL the statistics, the six board rows of an answer (periods and scopes as
+    arrays) and the counts' deltas go in one statement. psycopg keeps the parsed form of a
+    statement only up to a length and a number of parameters; the boards as rows of VALUES were
+    over both and were parsed on every answer."""
     from psycopg import _queries
     from sqlalchemy.dialects import postgresql
 
-    compiled = standings._board_upsert("postgresql").compile(dialect=postgresql.dialect())
+    compiled = standings._answer_statement().compile(dialect=postgresql.dialect())
     assert "unnest" in str(compiled)
     assert len(str(compiled).encode()) <= _queries.MAX_CACHED_STATEMENT_LENGTH
     assert len(compiled.params) <= _queries.MAX_CACHED_STATEMENT_PARAMS

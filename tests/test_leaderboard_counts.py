@@ -5,6 +5,7 @@ migration that adds the deltas, and folds running at once with each other and wi
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -220,10 +221,12 @@ def test_an_answer_moves_its_counts_in_one_insert_and_touches_no_count_row(ctx):
         standings.record_answer(ada.id, news.id, Verdict(5, 0, ""), detection=(1, 5, 0, 0))
     finally:
         event.remove(db.engine, "before_cursor_execute", record)
-    assert [s for s in statements if "board_count" in s] == [
-        s for s in statements if s.startswith("INSERT INTO board_count_deltas")
-    ]
-    assert len([s for s in statements if "board_count" in s]) == 1
+    # One statement appends the deltas (on PostgreSQL the same one that writes the rows), and
+    # none names `board_counts`.
+    touching = [s for s in statements if "board_count" in s]
+    assert len(touching) == 1
+    assert "INSERT INTO board_count_deltas" in touching[0]
+    assert not re.search(r"\bboard_counts\b", touching[0])
     db.session.commit()
     assert db.session.scalar(select(func.max(BoardCountDelta.id))) - before == 24
     _check_every_standing()

@@ -21,6 +21,7 @@ import functools
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -48,7 +49,8 @@ REASONS = {
     SEEN_FROM_ADDRESS: "its answer had been shown to another player from this address today",
     READ_BEFORE: "you had already read its passage in another text",
 }
-SITE_RATE_CACHE_KEY = "integrity:site-rate"
+# (rate, time.time() it expires): a float under the old key "integrity:site-rate".
+SITE_RATE_CACHE_KEY = "integrity:site-rate-until"
 SITE_RATE_SECONDS = 600
 
 
@@ -245,18 +247,27 @@ def count(
 
 
 def site_rate() -> float:
-    """The share of exact hits over every counted round, recomputed every 10 minutes."""
-    rate = cache.get(SITE_RATE_CACHE_KEY)
-    if rate is None:
+    """The share of exact hits over every counted round, recomputed every 10 minutes.
+
+    The shared cache holds the rate with the time it expires; each process keeps what it read
+    until then (no cache round trip per answer), so a decision never uses a rate older than
+    SITE_RATE_SECONDS, as before."""
+    memo = current_app.extensions.get(SITE_RATE_CACHE_KEY)
+    now = time.time()
+    if memo is not None and now < memo[1]:
+        return memo[0]
+    cached = cache.get(SITE_RATE_CACHE_KEY)
+    if cached is None or now >= cached[1]:
         exact, rounds = db.session.execute(
             select(
                 func.coalesce(func.sum(PlayerTotal.exact), 0),
                 func.coalesce(func.sum(PlayerTotal.rounds), 0),
             )
         ).one()
-        rate = fairness.site_rate(int(exact), int(rounds))
-        cache.set(SITE_RATE_CACHE_KEY, rate, timeout=SITE_RATE_SECONDS)
-    return rate
+        cached = (fairness.site_rate(int(exact), int(rounds)), now + SITE_RATE_SECONDS)
+        cache.set(SITE_RATE_CACHE_KEY, cached, timeout=SITE_RATE_SECONDS)
+    current_app.extensions[SITE_RATE_CACHE_KEY] = cached
+    return cached[0]
 
 
 def unlisted_players() -> list[Player]:

@@ -24,11 +24,26 @@ import functools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time
 
 from flask import current_app
-from sqlalchemy import BigInteger, Select, bindparam, case, cast, func, select, true, union_all
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import (
+    BigInteger,
+    Select,
+    TextClause,
+    bindparam,
+    case,
+    cast,
+    event,
+    func,
+    select,
+    text,
+    true,
+    union_all,
+)
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Insert
 
 from app.extensions import cache, db
@@ -106,6 +121,7 @@ class Standing:
 
 
 STAT_INCREMENTS = ("points", "rounds", "exact", "too_early", "distance_sum", "abs_distance_sum")
+PLAYER_INCREMENTS = (*STAT_INCREMENTS, "fast_rounds")
 DETECTION = ("machine_rounds", "machine_credit", "human_rounds", "human_right")
 BOARD_INCREMENTS = ("points", "rounds", "exact", "excess", *DETECTION)
 
@@ -124,12 +140,11 @@ def _skill_sql(machine, credit, human, right):
 
 
 @functools.cache
-def _stats_upsert(dialect: str, model: type[PlayerTotal | CategoryTotal]) -> Insert:
-    """Add one round to a statistics row (creating it); built once per dialect and table."""
+def _stats_upsert(model: type[PlayerTotal | CategoryTotal]) -> Insert:
+    """SQLite: add one round to a statistics row (creating it); built once per table."""
     table = model.__table__
-    module = postgresql if dialect == "postgresql" else sqlite
-    stmt = module.insert(table)
-    increments = STAT_INCREMENTS + (("fast_rounds",) if model is PlayerTotal else ())
+    stmt = sqlite.insert(table)
+    increments = PLAYER_INCREMENTS if model is PlayerTotal else STAT_INCREMENTS
     stmt = stmt.on_conflict_do_update(
         index_elements=[column.name for column in table.primary_key],
         set_={name: table.c[name] + stmt.excluded[name] for name in increments},
@@ -139,71 +154,17 @@ def _stats_upsert(dialect: str, model: type[PlayerTotal | CategoryTotal]) -> Ins
     return stmt
 
 
-@functools.cache
-def _stats_and_listing() -> Select:
-    """On PostgreSQL, both statistics upserts and whether the player is on the boards in one
-    statement (one round trip instead of three): the category's row is a data-modifying WITH,
-    which PostgreSQL runs whether or not the query reads it. Built once."""
-
-    def upsert(model: type[PlayerTotal | CategoryTotal], keys: tuple[str, ...]) -> Insert:
-        table = model.__table__
-        increments = STAT_INCREMENTS + (("fast_rounds",) if model is PlayerTotal else ())
-        stmt = postgresql.insert(table).values(
-            {name: bindparam(name, type_=table.c[name].type) for name in keys + increments}
-        )
-        return stmt.on_conflict_do_update(
-            index_elements=[column.name for column in table.primary_key],
-            set_={name: table.c[name] + stmt.excluded[name] for name in increments},
-        )
-
-    player_totals = PlayerTotal.__table__
-    mine = (
-        upsert(PlayerTotal, ("player_id",))
-        .returning(player_totals.c.rounds, player_totals.c.exact, player_totals.c.fast_rounds)
-        .cte("mine")
-    )
-    in_category = upsert(CategoryTotal, ("player_id", "category_id")).cte("in_category")
-    return select(
-        mine.c.rounds,
-        mine.c.exact,
-        mine.c.fast_rounds,
-        _on_boards_query().scalar_subquery().label("on_boards"),
-    ).add_cte(in_category)
-
-
 # The columns of a board row an answer inserts, in order, after its period and scope.
 _BOARD_VALUES = ("player_id", *BOARD_INCREMENTS, "skill", "listed", "ranked")
 
 
 @functools.cache
-def _board_upsert(dialect: str) -> Insert:
-    """Add one round to a board row, creating it listed as given; the row's new values come
-    back. Built once per dialect.
-
-    On PostgreSQL one statement takes all the boards of an answer: the periods and scopes as two
-    arrays (`unnest` pairs them), every other value once. Sent as rows of VALUES, six rows made a
-    statement of some 5,000 characters and 96 parameters, which psycopg parses again on every
-    answer (it keeps the parsed form of statements up to 4,096 characters and 50 parameters);
-    this one is parsed once per process. SQLite takes the rows one by one (executemany).
-    """
+def _board_upsert() -> Insert:
+    """SQLite: add one round to a board row, creating it listed as given; the row's new values
+    come back. The rows of an answer go one by one (executemany); PostgreSQL takes them in
+    `_answer_statement`. Built once."""
     table = BoardTotal.__table__
-    if dialect == "postgresql":
-        keys = (
-            func.unnest(
-                bindparam("periods", type_=postgresql.ARRAY(table.c.period.type)),
-                bindparam("scopes", type_=postgresql.ARRAY(table.c.scope.type)),
-            )
-            .table_valued("period", "scope")
-            .render_derived(name="keys")
-        )
-        rows = select(
-            keys.c.period,
-            keys.c.scope,
-            *(bindparam(name, type_=table.c[name].type) for name in _BOARD_VALUES),
-        )
-        stmt = postgresql.insert(table).from_select(["period", "scope", *_BOARD_VALUES], rows)
-    else:
-        stmt = sqlite.insert(table)
+    stmt = sqlite.insert(table)
     rounds = table.c.rounds + stmt.excluded.rounds
     set_ = {name: table.c[name] + stmt.excluded[name] for name in BOARD_INCREMENTS}
     set_["skill"] = _skill_sql(*(set_[name] for name in DETECTION))
@@ -221,6 +182,121 @@ def _board_upsert(dialect: str) -> Insert:
         table.c.listed,
         table.c.ranked,
     )
+
+
+class _SqlTerm:
+    """An SQL expression as text, for `skill.fraction` to build the skill formula from short
+    names (`_answer_statement`): the same formula as `_skill_sql`, a fraction of the length."""
+
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+
+    def _join(self, operator: str, other: object, reverse: bool = False) -> _SqlTerm:
+        right = other.sql if isinstance(other, _SqlTerm) else str(other)
+        left, right = (right, self.sql) if reverse else (self.sql, right)
+        return _SqlTerm(f"({left}{operator}{right})")
+
+    def __add__(self, other: object) -> _SqlTerm:
+        return self._join("+", other)
+
+    def __radd__(self, other: object) -> _SqlTerm:
+        return self._join("+", other, reverse=True)
+
+    def __sub__(self, other: object) -> _SqlTerm:
+        return self._join("-", other)
+
+    def __rsub__(self, other: object) -> _SqlTerm:
+        return self._join("-", other, reverse=True)
+
+    def __mul__(self, other: object) -> _SqlTerm:
+        return self._join("*", other)
+
+    def __rmul__(self, other: object) -> _SqlTerm:
+        return self._join("*", other, reverse=True)
+
+
+def _skill_of(machine: str, credit: str, human: str, right: str) -> str:
+    """`skill.detection_skill` of four SQL expressions, in 64-bit integers: a scalar subquery
+    that names them once (`/` truncates toward zero, as `detection_skill` does)."""
+    numerator, denominator = skill_rule.fraction(
+        *(_SqlTerm(name) for name in "mchr"),
+        lambda count: _SqlTerm(f"({count.sql}=0)::int"),
+    )
+    return (
+        f"(SELECT {numerator.sql}/{denominator.sql} FROM (SELECT ({machine})::int8 AS m,"
+        f" ({credit})::int8 AS c, ({human})::int8 AS h, ({right})::int8 AS r) AS v)"
+    )
+
+
+def _stats_upsert_sql(table: str, keys: tuple[str, ...], increments: tuple[str, ...]) -> str:
+    names = (*keys, *increments)
+    return (
+        f"INSERT INTO {table} AS t ({', '.join(names)})"
+        f" VALUES ({', '.join(f':{name}' for name in names)})"
+        f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET "
+        + ", ".join(f"{name}=t.{name}+excluded.{name}" for name in increments)
+    )
+
+
+@functools.cache
+def _answer_statement() -> TextClause:
+    """On PostgreSQL, everything `record_answer` writes, in one statement (one round trip
+    instead of three): both statistics upserts, the six board rows (their periods and scopes as
+    two arrays that `unnest` pairs), and the counts' deltas the rows' moves make, appended in key
+    order with the changes that cancel out left out, as `move_counts` does. Returns the player's
+    all-time counts, whether they are on the boards, whether a board row's `listed` disagrees
+    with that (`misfiled`), and whether a delta took an id that makes a fold due.
+
+    The deltas come from the rows the upsert returns: a row's values before this answer are its
+    values now less what the answer added, so they are exact whatever a concurrent writer did
+    before (the upsert reads the row's latest version, locked). The data-modifying WITHs all run,
+    read or not, from one snapshot. Built once; short enough (under 4,096 characters and 50
+    parameters) for psycopg to keep it parsed."""
+    listed = "(SELECT on_boards FROM listing)"
+    detection_set = ", ".join(f"{name}=b.{name}+excluded.{name}" for name in DETECTION)
+    after = _skill_of(*(f"b.{name}+excluded.{name}" for name in DETECTION))
+    before = _skill_of(*(f"{name}-:{name}" for name in DETECTION))
+    moves = " UNION ALL ".join(
+        (
+            f"SELECT period, scope, '{POINTS}' AS measure, points AS value, 1 AS players"
+            " FROM boards WHERE listed",
+            f"SELECT period, scope, '{SKILL}', skill, 1 FROM boards WHERE ranked",
+            f"SELECT period, scope, '{POINTS}', points-:points, -1 FROM boards"
+            " WHERE listed AND rounds>1",
+            f"SELECT period, scope, '{SKILL}', {before}, -1 FROM boards"
+            f" WHERE listed AND rounds>{skill_rule.MIN_ROUNDS}",
+        )
+    )
+    key = "period, scope, measure, value"
+    sql = (
+        f"WITH mine AS ({_stats_upsert_sql('player_totals', ('player_id',), PLAYER_INCREMENTS)}"
+        " RETURNING rounds, exact, fast_rounds),"
+        " in_category AS ("
+        f"{_stats_upsert_sql('category_totals', ('player_id', 'category_id'), STAT_INCREMENTS)}),"
+        " listing AS (SELECT coalesce((SELECT username IS NOT NULL AND unlisted_at IS NULL"
+        " FROM players WHERE id=:player_id), false) AS on_boards),"
+        " boards AS (INSERT INTO board_totals AS b (period, scope, player_id, points, rounds,"
+        f" exact, excess, {', '.join(DETECTION)}, skill, listed, ranked)"
+        " SELECT k.period, k.scope, :player_id, :points, 1, :exact, :excess,"
+        f" {', '.join(f':{name}' for name in DETECTION)}, :skill, {listed}, false"
+        " FROM unnest(CAST(:periods AS text[]), CAST(:scopes AS int[])) AS k(period, scope)"
+        " ON CONFLICT (period, scope, player_id) DO UPDATE SET points=b.points+excluded.points,"
+        " rounds=b.rounds+excluded.rounds, exact=b.exact+excluded.exact,"
+        f" excess=b.excess+excluded.excess, {detection_set}, skill={after},"
+        f" ranked=b.listed AND b.rounds+excluded.rounds>={skill_rule.MIN_ROUNDS}"
+        " RETURNING period, scope, points, rounds, skill, listed, ranked,"
+        f" {', '.join(DETECTION)}),"
+        f" moves AS ({moves}),"
+        f" deltas AS (INSERT INTO board_count_deltas ({key}, players)"
+        f" SELECT {key}, sum(players) FROM moves GROUP BY {key} HAVING sum(players)<>0"
+        f" ORDER BY {key} RETURNING id)"
+        " SELECT mine.rounds, mine.exact, mine.fast_rounds, listing.on_boards,"
+        " coalesce((SELECT bool_or(b.listed<>l.on_boards) FROM boards b, listing l), false)"
+        " AS misfiled,"
+        " coalesce((SELECT bool_or(mod(id, :fold_every)=0) FROM deltas), false) AS fold_due"
+        " FROM mine, listing"
+    )
+    return text(sql)
 
 
 @functools.cache
@@ -257,12 +333,13 @@ def record_answer(
     whether the player's record, with this round, takes them off the boards (the caller then
     records why; the rows and counts are moved here).
 
-    The counts' changes, the answer's and those of taking the player off the boards, are
-    appended in one `move_counts` (one statement, locking no shared row). When that makes a fold
-    due, the caller runs `fold_if_due` after its commit.
+    The counts' changes are appended to the deltas, locking no shared row: on PostgreSQL by the
+    answer's one statement (`_answer_statement`), on SQLite in one `move_counts`; those of taking
+    the player off the boards (or putting misfiled rows right), rare, in one more `move_counts`
+    on PostgreSQL, with the answer's on SQLite. When that makes a fold due, the caller runs
+    `fold_if_due` after its commit.
     """
     when = when or utcnow()
-    dialect = db.session.get_bind().dialect.name
     stats = {
         "points": verdict.points,
         "rounds": 1,
@@ -271,22 +348,68 @@ def record_answer(
         "distance_sum": verdict.distance,
         "abs_distance_sum": abs(verdict.distance),
     }
-    if dialect == "postgresql":
-        mine = db.session.execute(
-            _stats_and_listing(),
-            {"player_id": player_id, "category_id": category_id, **stats, "fast_rounds": int(fast)},
+    periods = skill_rule.period_keys(when)
+    fold_every = current_app.config.get("BOARD_FOLD_EVERY", FOLD_EVERY)
+    # The statements below go to the connection: pending ORM changes first, as autoflush would.
+    db.session.flush()
+    connection = db.session.connection()
+    if connection.dialect.name == "postgresql":
+        mine = connection.execute(
+            _answer_statement(),
+            {
+                "player_id": player_id,
+                "category_id": category_id,
+                **stats,
+                "fast_rounds": int(fast),
+                "excess": excess,
+                **dict(zip(DETECTION, detection, strict=True)),
+                "skill": skill_rule.detection_skill(*detection),
+                "periods": [period for period in periods for _ in range(2)],
+                "scopes": [OVERALL_SCOPE, category_id] * len(periods),
+                "fold_every": fold_every,
+            },
         ).one()
-        on_boards = bool(mine.on_boards)
+        on_boards, misfiled, fold_due = mine.on_boards, mine.misfiled, mine.fold_due
+        moves: Moves = Counter()
     else:
-        mine = db.session.execute(
-            _stats_upsert(dialect, PlayerTotal),
-            {"player_id": player_id, **stats, "fast_rounds": int(fast)},
+        mine = connection.execute(
+            _stats_upsert(PlayerTotal), {"player_id": player_id, **stats, "fast_rounds": int(fast)}
         ).one()
-        db.session.execute(
-            _stats_upsert(dialect, CategoryTotal),
+        connection.execute(
+            _stats_upsert(CategoryTotal),
             {"player_id": player_id, "category_id": category_id, **stats},
         )
-        on_boards = bool(db.session.scalar(_on_boards_query(), {"player_id": player_id}))
+        on_boards = bool(connection.scalar(_on_boards_query(), {"player_id": player_id}))
+        moves, misfiled = _board_moves(
+            connection, player_id, category_id, verdict, excess, detection, periods, on_boards
+        )
+        fold_due = False
+    result = PlayerStats(mine.rounds, mine.exact, mine.fast_rounds)
+    off = review is not None and review(result)
+    if misfiled or (off and on_boards):
+        # Off the boards with this answer, or the player joined or left them without the ORM
+        # event (a bulk UPDATE, or a sign-up racing this answer): put the rows right now.
+        moves.update(relist_moves(connection, player_id, on_boards and not off))
+    if move_counts(connection, moves, fold_every) or fold_due:
+        db.session.info[_FOLD_DUE] = True
+    # No row of this answer was on a board, before or after: no top list changed.
+    info = db.session.info
+    info[_BOARDS_MOVED] = bool(info.get(_BOARDS_MOVED) or on_boards or misfiled)
+    return result
+
+
+def _board_moves(
+    connection: Connection,
+    player_id: int,
+    category_id: int,
+    verdict: Verdict,
+    excess: int,
+    detection: skill_rule.Detection,
+    periods: tuple[str, ...],
+    on_boards: bool,
+) -> tuple[Moves, bool]:
+    """SQLite: add the round to the player's six board rows; return the counts' moves and
+    whether a row's `listed` disagrees with `on_boards`."""
     added = dict(zip(DETECTION, detection, strict=True))
     values = {
         "player_id": player_id,
@@ -300,17 +423,14 @@ def record_answer(
         "listed": on_boards,
         "ranked": False,
     }
-    boards = [
-        (period, scope)
-        for period in skill_rule.period_keys(when)
-        for scope in (OVERALL_SCOPE, category_id)
-    ]
-    if dialect == "postgresql":
-        periods, scopes = (list(column) for column in zip(*boards, strict=True))
-        parameters: dict | list[dict] = values | {"periods": periods, "scopes": scopes}
-    else:
-        parameters = [values | {"period": period, "scope": scope} for period, scope in boards]
-    rows = db.session.execute(_board_upsert(dialect), parameters).all()
+    rows = connection.execute(
+        _board_upsert(),
+        [
+            values | {"period": period, "scope": scope}
+            for period in periods
+            for scope in (OVERALL_SCOPE, category_id)
+        ],
+    ).all()
     moves: Moves = Counter()
     misfiled = False
     for row in rows:
@@ -329,21 +449,21 @@ def record_answer(
             )
         count_row(moves, row, row.listed, row.ranked, 1)
         misfiled |= row.listed != on_boards
-    stats = PlayerStats(mine.rounds, mine.exact, mine.fast_rounds)
-    connection = db.session.connection()
-    off = review is not None and review(stats)
-    if misfiled or (off and on_boards):
-        # Off the boards with this answer, or the player joined or left them without the ORM
-        # event (a bulk UPDATE, or a sign-up racing this answer): put the rows right now.
-        moves.update(relist_moves(connection, player_id, on_boards and not off))
-    fold_every = current_app.config.get("BOARD_FOLD_EVERY", FOLD_EVERY)
-    if move_counts(connection, moves, fold_every):
-        db.session.info[_FOLD_DUE] = True
-    return stats
+    return moves, misfiled
 
 
 # The session's flag that its transaction made a fold of the counts due (`fold_if_due`).
 _FOLD_DUE = "roft_fold_due"
+# The session's note of whether its answers moved a row that is (or was) on a board: False
+# when every row they changed was off the boards, so that no top list changed (`invalidate`).
+# It speaks of the transaction just committed only: the next one, or a rollback, drops it.
+_BOARDS_MOVED = "roft_boards_moved"
+
+
+@event.listens_for(Session, "after_begin")
+@event.listens_for(Session, "after_rollback")
+def _forget_boards_moved(session: Session, *args: object) -> None:
+    session.info.pop(_BOARDS_MOVED, None)
 
 
 def fold_if_due() -> None:
@@ -394,9 +514,21 @@ def _keys_of(slugs: list[str], when: datetime) -> list[str]:
     ]
 
 
+@functools.lru_cache(maxsize=64)
+def _answer_keys(category_slug: str, day: date) -> tuple[str, ...]:
+    """`_keys_of` the overall boards and a category's on a day (the periods' keys depend on the
+    day only); kept for the days and categories answers come in."""
+    return tuple(_keys_of([OVERALL, category_slug], datetime.combine(day, time())))
+
+
 def invalidate(category_slug: str, when: datetime | None = None) -> None:
-    """Forget the cached top lists a new answer in this category can change."""
-    cache.delete_many(*_keys_of([OVERALL, category_slug], when or utcnow()))
+    """Forget the cached top lists a new answer in this category can change.
+
+    After answers that only moved rows off every board (a guest's, an unlisted player's:
+    `record_answer` notes it in the session) no top list can have changed, and none is
+    forgotten; any other call forgets them."""
+    if db.session.info.pop(_BOARDS_MOVED, True):
+        cache.delete_many(*_answer_keys(category_slug, (when or utcnow()).date()))
 
 
 def forget_boards_of(player_id: int) -> None:

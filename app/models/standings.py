@@ -217,8 +217,9 @@ def move_counts(connection: Connection, moves: Moves, fold_every: int = FOLD_EVE
     An insert locks no row that another writer waits for (each new row is its own), so
     concurrent answers, sign-ups and deletions no longer queue on the counts they share, and
     cannot deadlock there whatever order they move them in. A transaction that moves counts for
-    several reasons (an answer that also unlists its player) still adds them up in one `Moves`
-    first (`relist_moves`): one statement, and changes that cancel out are never written.
+    several reasons adds them up in one `Moves` first where it can (`relist_moves`): one
+    statement, and changes that cancel out are never written. (On PostgreSQL an answer appends
+    its own in its one statement, app/leaderboard/standings.py `_answer_statement`.)
     """
     keys = sorted(key for key, delta in moves.items() if delta)
     if not keys:

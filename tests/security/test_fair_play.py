@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from scipy.stats import binom
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select, update
 
 from app import PROJECT_ROOT
 from app.catalog.importer import import_file
-from app.extensions import db
+from app.extensions import cache, db
 from app.game import rounds
 from app.game.scoring import points
 from app.leaderboard import fairness, integrity, skill, standings
-from app.models import BoardTotal, Example, Player, Round
+from app.models import BoardTotal, Example, Player, PlayerTotal, Round
 from app.research.exports import ExportOptions, export
 from tests import factories
 from tests.conftest import csrf_token
@@ -299,6 +300,42 @@ def test_binomial_tail_matches_scipy_and_the_thresholds():
     assert fairness.implausible(40, 5, 20, 0.2) is None
     assert fairness.site_rate(10, 100) == fairness.DEFAULT_SITE_RATE
     assert fairness.site_rate(300, 1000) == 0.3
+
+
+def test_the_site_rate_is_read_once_per_process_until_it_expires(ctx):
+    """The rate is computed, shared through the cache with the time it expires, and kept by the
+    process until then: no statement and no cache read per answer, and never older than
+    SITE_RATE_SECONDS (an entry that has expired is computed again)."""
+    player = factories.player("ada")
+    db.session.add(PlayerTotal(player_id=player.id, rounds=1000, exact=300))
+    db.session.commit()
+    assert integrity.site_rate() == 0.3
+    rate, until = cache.get(integrity.SITE_RATE_CACHE_KEY)
+    assert rate == 0.3 and until == pytest.approx(time.time() + integrity.SITE_RATE_SECONDS, abs=5)
+    db.session.execute(update(PlayerTotal).values(exact=400))
+    db.session.commit()
+    cache.clear()
+    statements: list[str] = []
+
+    def record(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    assert integrity.site_rate() == 0.3  # kept by the process: no statement, no cache read
+    assert statements == [] and cache.get(integrity.SITE_RATE_CACHE_KEY) is None
+    # Another process (no memo) computes it anew from an empty cache; one whose entry expired
+    # does too.
+    ctx.extensions.pop(integrity.SITE_RATE_CACHE_KEY)
+    assert integrity.site_rate() == 0.4
+    assert len(statements) == 1
+    db.session.execute(update(PlayerTotal).values(exact=100))
+    db.session.commit()
+    ctx.extensions[integrity.SITE_RATE_CACHE_KEY] = (0.4, time.time() - 1)
+    assert integrity.site_rate() == 0.4  # the shared entry has not expired: read from the cache
+    cache.set(integrity.SITE_RATE_CACHE_KEY, (0.4, time.time() - 1))
+    ctx.extensions[integrity.SITE_RATE_CACHE_KEY] = (0.4, time.time() - 1)
+    assert integrity.site_rate() == 0.1
+    event.remove(db.engine, "before_cursor_execute", record)
 
 
 def test_skill_rule_pure():
