@@ -334,9 +334,11 @@ def summary_of(game_set: GameSet) -> Summary:
     return Summary(game_set, calls, last)
 
 
-def next_round(player: Player, set_id: int) -> Round:
+def next_round(player: Player, set_id: int, at_once: bool = False) -> Round | rounds.RevealView:
     """The round to show when the player asks for the next text of a set.
 
+    `at_once`: a new round of a normal set may come as the `rounds.RevealView` its fragment is
+    drawn from, started in one statement on PostgreSQL (`rounds.start_in_set_at_once`).
     Raises SetFinished for a finished set (the caller shows its summary).
     """
     game_set = get_own(player, set_id)
@@ -347,12 +349,19 @@ def next_round(player: Player, set_id: int) -> Round:
         ).one()
         if open_id is not None and (current := rounds.open_round(player)) is not None:
             return current
+        chosen = chosen or rounds.RANDOM
+        if at_once and (
+            view := rounds.start_in_set_at_once(player, chosen, game_set, game_set.level)
+        ):
+            return view
+        # SQLite; or a race lost, no text left, no such category: the full path, which looks
+        # for the open round again (a round another request opened is served) and refuses.
         return rounds.start_round(
             player,
-            chosen or rounds.RANDOM,
+            chosen,
             game_set=game_set,
             level=game_set.level,
-            looked_up=True,
+            looked_up=not at_once or db.session.get_bind().dialect.name != "postgresql",
         )
     current = rounds.open_round(player)
     if current is not None:
