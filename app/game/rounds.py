@@ -58,6 +58,7 @@ from app.models import (
     Round,
 )
 from app.models.base import UTCDateTime, utcnow
+from app.models.sets import NORMAL_SET
 
 RANDOM = "random"
 NORMAL = "normal"
@@ -466,14 +467,16 @@ _passages = ExamplePassage.__table__.c
 
 
 @functools.cache
-def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bool):
+def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bool, new_set: bool):
     """`start_round`'s work after its look for an open round, as one PostgreSQL statement: the
     pick (`_pick_example`, the category by its slug), the player's next places (`_NEXT_PLACES`),
-    the round with s[0] revealed, its first reveal and the text's passages as read
-    (`_remember_passages`). It returns the new round's id, what its fragment shows of the text
-    and its number in the set; no row when no text is left (or the slug names no category).
-    A round opened meanwhile by another request breaks the unique index: IntegrityError, and
-    nothing is stored."""
+    with `new_set` the player's new normal set (as `sets._normal_set` makes it), the round with
+    s[0] revealed, its first reveal and the text's passages as read (`_remember_passages`).
+
+    It returns the new round's id and set, what its fragment shows of the text and how many
+    rounds the set held before; no row, and nothing stored, when no text is left (or the slug
+    names no category). A round (or set) opened meanwhile by another request breaks a unique
+    index: IntegrityError, and nothing is stored."""
     player_id = bindparam("player_id", type_=Integer)
     now = bindparam("now", type_=UTCDateTime())
     category_id = None
@@ -499,16 +502,43 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
         )
         .cte("picked")
     )
-    places = select(
+    last = (
         select(func.max(_rounds.order_index))
         .where(_rounds.player_id == player_id)
         .scalar_subquery()
-        .label("last"),
-        select(func.count(_rounds.id))
-        .where(_rounds.set_id == bindparam("set_id"))
-        .scalar_subquery()
-        .label("in_set"),
-    ).cte("places")
+        .label("last")
+    )
+    if new_set:
+        made = (
+            insert(GameSet.__table__)
+            .from_select(
+                ["player_id", "kind", "size", "level", "answered", "points", "exact", "started_at"],
+                select(
+                    player_id,
+                    literal(NORMAL_SET, _sets.kind.type),
+                    bindparam("set_size", type_=Integer),
+                    bindparam("set_level", type_=_sets.level.type),
+                    literal(0, Integer),
+                    literal(0, Integer),
+                    literal(0, Integer),
+                    now,
+                ).select_from(picked),
+                include_defaults=False,
+            )
+            .returning(_sets.id)
+            .cte("made")
+        )
+        places = select(last, made.c.id.label("set_id"), literal(0, Integer).label("in_set"))
+        places = places.select_from(made).cte("places")
+    else:
+        in_set = (
+            select(func.count(_rounds.id))
+            .where(_rounds.set_id == bindparam("set_id"))
+            .scalar_subquery()
+            .label("in_set")
+        )
+        places = select(last, bindparam("set_id", type_=Integer).label("set_id"), in_set)
+        places = places.cte("places")
     new = (
         insert(Round.__table__)
         .from_select(
@@ -530,8 +560,8 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 picked.c.id,
                 func.coalesce(places.c.last, 0) + 1,
                 bindparam("chosen_category", type_=_rounds.chosen_category.type),
-                bindparam("kind", type_=_rounds.kind.type),
-                bindparam("set_id", type_=Integer),
+                literal(NORMAL, _rounds.kind.type),
+                places.c.set_id,
                 literal(1, Integer),
                 now,
                 bindparam("reasons", type_=_rounds.reasons.type),
@@ -540,7 +570,7 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
             ).select_from(picked.join(places, true())),
             include_defaults=False,
         )
-        .returning(_rounds.id, _rounds.example_id)
+        .returning(_rounds.id, _rounds.example_id, _rounds.set_id)
         .cte("new")
     )
     first_reveal = (
@@ -567,6 +597,7 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
     return (
         select(
             new.c.id,
+            new.c.set_id,
             picked.c.sentences,
             picked.c.n_sentences,
             picked.c.category_name,
@@ -578,32 +609,41 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
     )
 
 
-def start_in_set_at_once(
-    player: Player, chosen_category: str, game_set: GameSet, level: str | None = None
+def start_at_once(
+    player: Player, chosen_category: str, game_set: GameSet | None, level: str | None = None
 ) -> RevealView | None:
-    """Start the player's next round of `game_set` (a normal set, unfinished, loaded) on
+    """Start the player's next round, of `game_set` (a normal set, unfinished, loaded, whose
+    level is `level`) or of a new normal set of difficulty `level` (`game_set` None), on
     PostgreSQL in one statement, when the caller has just found no open round: the same rows as
-    `start_round`, returned as the view its fragment is drawn from (no ORM objects).
+    `start_round` (and `sets._normal_set`), returned as the view the round's fragment is drawn
+    from (no ORM objects).
 
     None when this cannot serve: not PostgreSQL, no text found (or no such category), or another
-    request opened a round meanwhile; nothing is stored then, and the caller takes
-    `start_round`, which looks for the open round again and refuses as it always does.
+    request opened a round or a set meanwhile; nothing is stored then, and the caller takes the
+    full path, which looks for the open round again and refuses as it always does.
     """
     if db.session.get_bind().dialect.name != "postgresql":
         return None
     by_category = chosen_category != RANDOM
     statement = _start_in_one_statement(
-        by_category, current_app.config["AVOID_REPEATED_PASSAGES"], level is not None
+        by_category,
+        current_app.config["AVOID_REPEATED_PASSAGES"],
+        level is not None,
+        game_set is None,
     )
     params = {
         "player_id": player.id,
         "fraction": random.random(),
-        "set_id": game_set.id,
         "chosen_category": chosen_category,
-        "kind": NORMAL,
         "now": utcnow(),
         "reasons": [],
     }
+    if game_set is None:
+        params["set_size"] = size = current_app.config["SET_SIZE"]
+        params["set_level"] = level
+    else:
+        params["set_id"] = game_set.id
+        size = game_set.size
     if by_category:
         params["category_slug"] = chosen_category
     if level is not None:
@@ -611,11 +651,12 @@ def start_in_set_at_once(
     try:
         row = db.session.execute(statement, params).first()
     except IntegrityError:
-        # Another request of the same player started a round at the same moment.
+        # Another request of the same player started a round (or a set) at the same moment.
         db.session.rollback()
         return None
     if row is None:
         return None
+    fresh = game_set is None
     view = RevealView(
         id=row.id,
         player_id=player.id,
@@ -626,15 +667,15 @@ def start_in_set_at_once(
         sentences=row.sentences,
         n_sentences=row.n_sentences,
         category_name=row.category_name,
-        set_id=game_set.id,
-        set_kind=game_set.kind,
+        set_id=row.set_id,
+        set_kind=NORMAL_SET,
         set_number=row.in_set + 1,
-        set_size=game_set.size,
-        set_points=game_set.points,
-        set_answered=game_set.answered,
-        set_finished=game_set.finished,
-        set_day=game_set.day,
-        set_level=game_set.level,
+        set_size=size,
+        set_points=0 if fresh else game_set.points,
+        set_answered=0 if fresh else game_set.answered,
+        set_finished=False,
+        set_day=None if fresh else game_set.day,
+        set_level=level,
     )
     # Everything is stored (the statement committed on its own); the player stays loaded.
     commit_keeping(player)

@@ -201,7 +201,7 @@ def start():
     level = levels.parse(request.form.get("level"))
     try:
         _player_for_play(category, level)
-        round_ = sets.play(current_user, category, level)
+        round_ = sets.play(current_user, category, level, at_once=True)
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
     return _go_to_round(round_)
@@ -306,7 +306,7 @@ def _go_to_round(round_):
     with its address in X-Round-URL."""
     if _wants_fragment():
         if isinstance(round_, rounds.RevealView):
-            # Started in one statement (`rounds.start_in_set_at_once`): drawn from its row.
+            # Started in one statement (`rounds.start_at_once`): drawn from its row.
             page, status = _render_reveal(round_), 200
         else:
             page, status = _render_round(round_)
