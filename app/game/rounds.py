@@ -16,6 +16,7 @@ from datetime import date
 from flask import current_app
 from sqlalchemy import (
     Boolean,
+    ColumnElement,
     Float,
     Integer,
     Select,
@@ -25,8 +26,10 @@ from sqlalchemy import (
     exists,
     func,
     insert,
+    literal,
     select,
     text,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -55,6 +58,7 @@ from app.models import (
     Round,
 )
 from app.models.base import UTCDateTime, utcnow
+from app.models.sets import NORMAL_SET
 
 RANDOM = "random"
 NORMAL = "normal"
@@ -246,12 +250,24 @@ def _unplayed_by_ids(
 @functools.cache
 def _pick_statement(by_category: bool, avoid_repeats: bool, by_level: bool = False) -> Select:
     """The statement of `_pick_example`, built once per kind of pick."""
-    eligible = _unplayed_by_ids(
-        bindparam("player_id"),
-        bindparam("category_id") if by_category else None,
-        avoid_repeats,
-        bindparam("level") if by_level else None,
+    return (
+        select(Example)
+        .where(
+            Example.id
+            == _picked_id(
+                bindparam("player_id"),
+                bindparam("category_id") if by_category else None,
+                avoid_repeats,
+                bindparam("level") if by_level else None,
+            )
+        )
+        .options(_PAGE_COLUMNS, *_EXAMPLE_DETAILS)
     )
+
+
+def _picked_id(player_id, category_id, avoid_repeats: bool, level) -> ColumnElement:
+    """The id of the text `_pick_example` serves (NULL: none is left), as an expression."""
+    eligible = _unplayed_by_ids(player_id, category_id, avoid_repeats, level)
     lowest = (
         eligible.with_only_columns(Example.annotation_count)
         .order_by(Example.annotation_count)
@@ -280,11 +296,7 @@ def _pick_statement(by_category: bool, avoid_repeats: bool, by_level: bool = Fal
     )
     # COALESCE evaluates its second argument only when the first is NULL: the walk back from the
     # point runs only when no text lies after it, in the same statement.
-    return (
-        select(Example)
-        .where(Example.id == func.coalesce(after, before))
-        .options(_PAGE_COLUMNS, *_EXAMPLE_DETAILS)
-    )
+    return func.coalesce(after, before)
 
 
 def _pick_example(
@@ -449,6 +461,225 @@ def create_round(
         db.session.rollback()
         return None
     return new
+
+
+_passages = ExamplePassage.__table__.c
+
+
+@functools.cache
+def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bool, new_set: bool):
+    """`start_round`'s work after its look for an open round, as one PostgreSQL statement: the
+    pick (`_pick_example`, the category by its slug), the player's next places (`_NEXT_PLACES`),
+    with `new_set` the player's new normal set (as `sets._normal_set` makes it), the round with
+    s[0] revealed, its first reveal and the text's passages as read (`_remember_passages`).
+
+    It returns the new round's id and set, what its fragment shows of the text and how many
+    rounds the set held before; no row, and nothing stored, when no text is left (or the slug
+    names no category). A round (or set) opened meanwhile by another request breaks a unique
+    index: IntegrityError, and nothing is stored."""
+    player_id = bindparam("player_id", type_=Integer)
+    now = bindparam("now", type_=UTCDateTime())
+    category_id = None
+    if by_category:
+        category_id = (
+            select(_categories.id)
+            .where(_categories.slug == bindparam("category_slug"))
+            .scalar_subquery()
+        )
+    picked = (
+        select(
+            _examples.id,
+            _examples.sentences,
+            _examples.n_sentences,
+            _categories.name.label("category_name"),
+        )
+        .join_from(Example.__table__, Category.__table__, _categories.id == _examples.category_id)
+        .where(
+            _examples.id
+            == _picked_id(
+                player_id, category_id, avoid_repeats, bindparam("level") if by_level else None
+            )
+        )
+        .cte("picked")
+    )
+    last = (
+        select(func.max(_rounds.order_index))
+        .where(_rounds.player_id == player_id)
+        .scalar_subquery()
+        .label("last")
+    )
+    if new_set:
+        made = (
+            insert(GameSet.__table__)
+            .from_select(
+                ["player_id", "kind", "size", "level", "answered", "points", "exact", "started_at"],
+                select(
+                    player_id,
+                    literal(NORMAL_SET, _sets.kind.type),
+                    bindparam("set_size", type_=Integer),
+                    bindparam("set_level", type_=_sets.level.type),
+                    literal(0, Integer),
+                    literal(0, Integer),
+                    literal(0, Integer),
+                    now,
+                ).select_from(picked),
+                include_defaults=False,
+            )
+            .returning(_sets.id)
+            .cte("made")
+        )
+        places = select(last, made.c.id.label("set_id"), literal(0, Integer).label("in_set"))
+        places = places.select_from(made).cte("places")
+    else:
+        in_set = (
+            select(func.count(_rounds.id))
+            .where(_rounds.set_id == bindparam("set_id"))
+            .scalar_subquery()
+            .label("in_set")
+        )
+        places = select(last, bindparam("set_id", type_=Integer).label("set_id"), in_set)
+        places = places.cte("places")
+    new = (
+        insert(Round.__table__)
+        .from_select(
+            [
+                "player_id",
+                "example_id",
+                "order_index",
+                "chosen_category",
+                "kind",
+                "set_id",
+                "revealed",
+                "started_at",
+                "reasons",
+                "explanation",
+                "upvotes",
+            ],
+            select(
+                player_id,
+                picked.c.id,
+                func.coalesce(places.c.last, 0) + 1,
+                bindparam("chosen_category", type_=_rounds.chosen_category.type),
+                literal(NORMAL, _rounds.kind.type),
+                places.c.set_id,
+                literal(1, Integer),
+                now,
+                bindparam("reasons", type_=_rounds.reasons.type),
+                literal("", _rounds.explanation.type),
+                literal(0, Integer),
+            ).select_from(picked.join(places, true())),
+            include_defaults=False,
+        )
+        .returning(_rounds.id, _rounds.example_id, _rounds.set_id)
+        .cte("new")
+    )
+    first_reveal = (
+        insert(Reveal.__table__)
+        .from_select(
+            ["round_id", "sentence_index", "revealed_at"],
+            select(new.c.id, literal(0, Integer), now),
+            include_defaults=False,
+        )
+        .cte("first_reveal")
+    )
+    read = (
+        postgresql.insert(PassageRead.__table__)
+        .from_select(
+            ["player_id", "passage_id", "read_at"],
+            select(player_id, _passages.passage_id, now).join_from(
+                ExamplePassage.__table__, new, _passages.example_id == new.c.example_id
+            ),
+            include_defaults=False,
+        )
+        .on_conflict_do_nothing()
+        .cte("read")
+    )
+    return (
+        select(
+            new.c.id,
+            new.c.set_id,
+            picked.c.sentences,
+            picked.c.n_sentences,
+            picked.c.category_name,
+            places.c.in_set,
+        )
+        .select_from(new.join(picked, true()).join(places, true()))
+        .add_cte(first_reveal, read)
+        .execution_options(**ALONE)
+    )
+
+
+def start_at_once(
+    player: Player, chosen_category: str, game_set: GameSet | None, level: str | None = None
+) -> RevealView | None:
+    """Start the player's next round, of `game_set` (a normal set, unfinished, loaded, whose
+    level is `level`) or of a new normal set of difficulty `level` (`game_set` None), on
+    PostgreSQL in one statement, when the caller has just found no open round: the same rows as
+    `start_round` (and `sets._normal_set`), returned as the view the round's fragment is drawn
+    from (no ORM objects).
+
+    None when this cannot serve: not PostgreSQL, no text found (or no such category), or another
+    request opened a round or a set meanwhile; nothing is stored then, and the caller takes the
+    full path, which looks for the open round again and refuses as it always does.
+    """
+    if db.session.get_bind().dialect.name != "postgresql":
+        return None
+    by_category = chosen_category != RANDOM
+    statement = _start_in_one_statement(
+        by_category,
+        current_app.config["AVOID_REPEATED_PASSAGES"],
+        level is not None,
+        game_set is None,
+    )
+    params = {
+        "player_id": player.id,
+        "fraction": random.random(),
+        "chosen_category": chosen_category,
+        "now": utcnow(),
+        "reasons": [],
+    }
+    if game_set is None:
+        params["set_size"] = size = current_app.config["SET_SIZE"]
+        params["set_level"] = level
+    else:
+        params["set_id"] = game_set.id
+        size = game_set.size
+    if by_category:
+        params["category_slug"] = chosen_category
+    if level is not None:
+        params["level"] = level
+    try:
+        row = db.session.execute(statement, params).first()
+    except IntegrityError:
+        # Another request of the same player started a round (or a set) at the same moment.
+        db.session.rollback()
+        return None
+    if row is None:
+        return None
+    fresh = game_set is None
+    view = RevealView(
+        id=row.id,
+        player_id=player.id,
+        kind=NORMAL,
+        participant_id=None,
+        revealed=1,
+        guess=None,
+        sentences=row.sentences,
+        n_sentences=row.n_sentences,
+        category_name=row.category_name,
+        set_id=row.set_id,
+        set_kind=NORMAL_SET,
+        set_number=row.in_set + 1,
+        set_size=size,
+        set_points=0 if fresh else game_set.points,
+        set_answered=0 if fresh else game_set.answered,
+        set_finished=False,
+        set_day=None if fresh else game_set.day,
+        set_level=level,
+    )
+    # Everything is stored (the statement committed on its own); the player stays loaded.
+    commit_keeping(player)
+    return view
 
 
 def preload_round(round_id: int) -> Round | None:

@@ -201,7 +201,7 @@ def start():
     level = levels.parse(request.form.get("level"))
     try:
         _player_for_play(category, level)
-        round_ = sets.play(current_user, category, level)
+        round_ = sets.play(current_user, category, level, at_once=True)
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
     return _go_to_round(round_)
@@ -305,7 +305,11 @@ def _go_to_round(round_):
     """A round just started: a redirect to its page, or (for the page's script) the round itself
     with its address in X-Round-URL."""
     if _wants_fragment():
-        page, status = _render_round(round_)
+        if isinstance(round_, rounds.RevealView):
+            # Started in one statement (`rounds.start_at_once`): drawn from its row.
+            page, status = _render_reveal(round_), 200
+        else:
+            page, status = _render_round(round_)
         return page, status, {"X-Round-URL": url_for("game.show", round_id=round_.id)}
     return redirect(url_for("game.show", round_id=round_.id))
 
@@ -445,7 +449,7 @@ def next_in_set(set_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
     try:
-        round_ = sets.next_round(current_user, set_id)
+        round_ = sets.next_round(current_user, set_id, at_once=True)
     except sets.SetFinished as finished:
         if isinstance(finished, sets.DayOver):
             flash(finished.message)

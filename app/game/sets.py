@@ -57,18 +57,30 @@ def _normal_set(player: Player, looked_up: bool = False, level: str | None = Non
     raise rounds.Conflict("Could not start a set right now; please try again.")
 
 
-def play(player: Player, category_slug: str, level: str | None = None) -> Round:
+def play(
+    player: Player, category_slug: str, level: str | None = None, at_once: bool = False
+) -> Round | rounds.RevealView:
     """The round to show after a category is chosen: the open round, or the next text of the
     player's set (a new set if none is open) from that category.
 
     `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
     on, "any" from every level; None keeps the open set's level (a new set has none).
+    `at_once`: a new round may come as the `rounds.RevealView` its fragment is drawn from,
+    started (with its new set, if any) in one statement on PostgreSQL (`rounds.start_at_once`).
     """
     # The open set and whether a round is open, in one statement: a round open already is what
     # `start_round` looks for first (it looks again only when there is one).
     current, open_id = db.session.execute(_OPEN_SET_AND_ROUND, {"player_id": player.id}).one()
     chosen = (current.level if current is not None else None) if level is None else level
     chosen = None if chosen == "any" else chosen
+    looked_up = open_id is None
+    if at_once and looked_up and (current is None or current.level == chosen):
+        # A set whose level changes takes the full path (its UPDATE goes with the new round).
+        if (view := rounds.start_at_once(player, category_slug, current, chosen)) is not None:
+            return view
+        # SQLite; or a race lost, no text left, no such category: the full path, which looks
+        # for the open round again (a round another request opened is served) and refuses.
+        looked_up = db.session.get_bind().dialect.name != "postgresql"
 
     def open_set() -> GameSet:
         game_set = (
@@ -80,7 +92,7 @@ def play(player: Player, category_slug: str, level: str | None = None) -> Round:
         return game_set
 
     return rounds.start_round(
-        player, category_slug, open_set=open_set, level=chosen, looked_up=open_id is None
+        player, category_slug, open_set=open_set, level=chosen, looked_up=looked_up
     )
 
 
@@ -334,9 +346,11 @@ def summary_of(game_set: GameSet) -> Summary:
     return Summary(game_set, calls, last)
 
 
-def next_round(player: Player, set_id: int) -> Round:
+def next_round(player: Player, set_id: int, at_once: bool = False) -> Round | rounds.RevealView:
     """The round to show when the player asks for the next text of a set.
 
+    `at_once`: a new round of a normal set may come as the `rounds.RevealView` its fragment is
+    drawn from, started in one statement on PostgreSQL (`rounds.start_at_once`).
     Raises SetFinished for a finished set (the caller shows its summary).
     """
     game_set = get_own(player, set_id)
@@ -347,12 +361,17 @@ def next_round(player: Player, set_id: int) -> Round:
         ).one()
         if open_id is not None and (current := rounds.open_round(player)) is not None:
             return current
+        chosen = chosen or rounds.RANDOM
+        if at_once and (view := rounds.start_at_once(player, chosen, game_set, game_set.level)):
+            return view
+        # SQLite; or a race lost, no text left, no such category: the full path, which looks
+        # for the open round again (a round another request opened is served) and refuses.
         return rounds.start_round(
             player,
-            chosen or rounds.RANDOM,
+            chosen,
             game_set=game_set,
             level=game_set.level,
-            looked_up=True,
+            looked_up=not at_once or db.session.get_bind().dialect.name != "postgresql",
         )
     current = rounds.open_round(player)
     if current is not None:
