@@ -222,8 +222,9 @@ def _load_player_with_round_or_set() -> None:
     (app/accounts/service.py: load_player); anyone else's round or set is refused by the route as
     before. It runs before any other hook reads `current_user` (the game's blueprint is registered
     before the crowd's, whose hook checks a worker's time on a reveal). What it loaded is kept in
-    `g` for the request: the session's identity map holds objects weakly. A reveal loads one row
-    of the round's columns with the player as the only ORM object (`rounds.preload_reveal`).
+    `g` for the request: the session's identity map holds objects weakly. A reveal and an answer
+    load one row of the round's columns with the player as the only ORM object
+    (`rounds.preload_reveal`, `rounds.preload_answer`).
     """
     if "_user_id" not in session or "_login_user" in g or not request.view_args:
         return
