@@ -12,7 +12,16 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.game import insights, rounds
 from app.leaderboard.integrity import DEVICE_COOKIE
-from app.models import Example, ExplanationVote, GameSet, Player, PlayerTotal, Round, TruthView
+from app.models import (
+    BoardTotal,
+    Example,
+    ExplanationVote,
+    GameSet,
+    Player,
+    PlayerTotal,
+    Round,
+    TruthView,
+)
 from app.models.base import utcnow
 from tests import factories
 from tests.conftest import csrf_token
@@ -181,7 +190,12 @@ def _stored(round_id: int) -> tuple:
     )
 
 
-def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client, lean):
+def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client, lean, monkeypatch):
+    served = []
+    submit = rounds.submit_preloaded
+    monkeypatch.setattr(
+        rounds, "submit_preloaded", lambda *args: served.append(args[1].id) or submit(*args)
+    )
     with app.app_context():
         factories.example(boundary=2, n=4, passage="one")
         factories.example(boundary=2, n=4, passage="two")
@@ -228,10 +242,13 @@ def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client, l
     login["csrf_token"] = token
     assert client.post("/login", data=login).status_code == 302
     token = csrf_token(client)
+    # Two refusals above (all human too early, a stale `seen`) were the service's, from the row.
+    assert served == [round_id] * 2
     answered = _answer(client, token, round_id, 3, "machine", headers={})  # without the script
     assert answered.status_code == 302
     assert answered.headers["Location"] == f"/play/round/{round_id}#result"
     assert len(lean) == 0  # a plain post is redirected, not drawn
+    assert served == [round_id] * 3  # but served from the row
     again = _answer(client, token, round_id, 3, "machine", reasons=["hunch"])
     assert again.status_code == 409
     assert "already answered" in again.get_data(as_text=True)
@@ -243,6 +260,8 @@ def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client, l
         player = db.session.scalar(select(Player).where(Player.username == "ada"))
         total = db.session.get(PlayerTotal, player.id)
         assert (total.rounds, total.points, total.exact) == (1, 5, 1)
+        boards = db.session.scalars(select(BoardTotal).where(BoardTotal.player_id == player.id))
+        assert sorted((row.rounds, row.points) for row in boards) == [(1, 5)] * 6
         assert db.session.get(Round, round_id).answered_at is not None
 
 
