@@ -35,15 +35,18 @@ class Hook:
 
 # (round, passed) inside the transaction that stores an answer, before it commits; `passed` says
 # whether the guess is the text's boundary. A handler that raises a ServiceError undoes the
-# answer, and the player is shown its message.
+# answer, and the player is shown its message. The answer to a public round of normal play
+# (no study's) passes the round as read from one row (app/game/rounds.py: `AnswerView`, with the
+# same names for the round's columns: id, kind, participant_id, guess...), not as a `Round`.
 answer_stored = Hook("answer_stored")
 
 # (round, form, flagged) before an answer is stored: a handler may refuse the form (BadRequest)
-# or return a function to call once the answer is stored (None: nothing to do).
+# or return a function to call once the answer is stored (None: nothing to do). The round is an
+# `AnswerView` as for `answer_stored` on a public round of normal play.
 answer_form = Hook("answer_form")
 
 # (round) when the round page is drawn: each handler returns a dict to add to the page's context
-# (a "template" key replaces the page's template). The round after a reveal of a round outside
-# any study is drawn from one row without it (app/game/routes.py: `_render_reveal`); a study's
-# round (participant_id set) always comes here.
+# (a "template" key replaces the page's template). The round after a reveal or an answer of a
+# round outside any study is drawn from one row without it (app/game/routes.py:
+# `_render_reveal`, `_render_answered`); a study's round (participant_id set) always comes here.
 round_page = Hook("round_page")

@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flask import current_app
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import (
+    Integer,
+    bindparam,
+    func,
+    literal_column,
+    null,
+    select,
+    text,
+    union_all,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from app.errors import BadRequest, Conflict, Forbidden, NotFound
@@ -155,17 +165,21 @@ def spread(round_: Round) -> Spread | None:
     rows = db.session.execute(
         _OTHER_GUESSES, {"example_id": example.id, "player_id": round_.player_id}
     ).all()
+    return _spread_of(rows, example.n_sentences, example.boundary, round_.guess)
+
+
+def _spread_of(rows, n: int, boundary: int, guess: int) -> Spread | None:
+    """The spread of others' (guess, count) rows, once at least SPREAD_MIN_OTHERS exist."""
     if sum(count for _, count in rows) < current_app.config["SPREAD_MIN_OTHERS"]:
         return None
-    n = example.n_sentences
     counts = [0] * (n + 1)
-    mine = points_for(round_.guess, example.boundary)
+    mine = points_for(guess, boundary)
     better = 0
-    for guess, count in rows:
-        counts[min(guess, n)] += count
-        if points_for(guess, example.boundary) < mine:
+    for other, count in rows:
+        counts[min(other, n)] += count
+        if points_for(other, boundary) < mine:
             better += count
-    return Spread(n, example.boundary, round_.guess, counts, better)
+    return Spread(n, boundary, guess, counts, better)
 
 
 # --- Explanations and votes ------------------------------------------------------------------
@@ -226,18 +240,58 @@ def explanations_for(round_: Round, limit: int = MAX_SHOWN) -> list[Explanation]
         _BEST_EXPLANATIONS,
         {"example_id": round_.example_id, "player_id": round_.player_id, "limit": limit},
     ).all()
-    return [
-        Explanation(
-            round_id=row.id,
-            text=row.explanation,
-            reasons=[REASONS[key][0] for key in row.reasons if key in REASONS],
-            upvotes=row.upvotes,
-            flagged=row.guess + 1,
-            points=row.points,
-            voted=bool(row.voted),
-        )
-        for row in rows
-    ]
+    return [_explanation_of(row) for row in rows]
+
+
+def _explanation_of(row) -> Explanation:
+    return Explanation(
+        round_id=row.id,
+        text=row.explanation,
+        reasons=[REASONS[key][0] for key in row.reasons if key in REASONS],
+        upvotes=row.upvotes,
+        flagged=row.guess + 1,
+        points=row.points,
+        voted=bool(row.voted),
+    )
+
+
+# `spread` and `explanations_for` in one statement: the best explanations (part 0, in their
+# order), then the other answers' counts by guess (part 1, in `guess` and `upvotes`).
+_best = _BEST_EXPLANATIONS.subquery()
+_TEACHING = union_all(
+    select(
+        literal_column("0", Integer).label("part"),
+        _best.c.id,
+        _best.c.explanation,
+        _best.c.reasons,
+        _best.c.upvotes,
+        _best.c.guess,
+        _best.c.points,
+        _best.c.voted,
+    ),
+    _OTHER_GUESSES.with_only_columns(
+        literal_column("1", Integer).label("part"),
+        null().label("id"),
+        null().label("explanation"),
+        null().label("reasons"),
+        func.count(Round.id).label("upvotes"),
+        Round.guess,
+        null().label("points"),
+        null().label("voted"),
+    ),
+).order_by(text("part"), text("upvotes DESC"), text("points DESC"), text("id"))
+
+
+def teaching(
+    example_id: int, player_id: int, n_sentences: int, boundary: int, guess: int
+) -> tuple[Spread | None, list[Explanation]]:
+    """`spread` and `explanations_for` (MAX_SHOWN) of an answered round, in one statement."""
+    rows = db.session.execute(
+        _TEACHING, {"example_id": example_id, "player_id": player_id, "limit": MAX_SHOWN}
+    ).all()
+    explanations = [_explanation_of(row) for row in rows if row.part == 0]
+    others = [(row.guess, row.upvotes) for row in rows if row.part == 1]
+    return _spread_of(others, n_sentences, boundary, guess), explanations
 
 
 def vote(voter: Player, round_id: int) -> Round:

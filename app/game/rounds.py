@@ -11,7 +11,7 @@ import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 from flask import current_app
 from sqlalchemy import (
@@ -796,6 +796,86 @@ def preload_reveal(round_id: int) -> tuple[Player, RevealView] | None:
     return row.Player, view
 
 
+@dataclass(frozen=True)
+class AnswerView(RevealView):
+    """A round as an answer reads, stores and shows it, from one row (`preload_answer`): the
+    reveal's columns, the round's answer and the text's truth. No ORM objects but the player."""
+
+    points: int | None
+    reasons: list
+    explanation: str
+    uncounted: str | None
+    started_at: datetime
+    chosen_category: str
+    example_id: int
+    boundary: int
+    decoding: dict | None
+    system_label: str | None
+    category_id: int
+    category_slug: str
+
+
+# The round for an answer with its player, the reveal's row and a few columns more.
+_ANSWER_VIEW = _REVEAL_VIEW.add_columns(
+    _rounds.points,
+    _rounds.reasons,
+    _rounds.explanation,
+    _rounds.uncounted,
+    _rounds.started_at,
+    _rounds.chosen_category,
+    _rounds.example_id,
+    _examples.boundary,
+    _examples.decoding,
+    _examples.system_label,
+    _examples.category_id,
+    _categories.slug.label("category_slug"),
+)
+
+
+def preload_answer(round_id: int) -> tuple[Player, AnswerView] | None:
+    """`preload_reveal` for an answer: the round as one row of columns and its player as an ORM
+    object (the session's version is still checked, another player's round still refused)."""
+    if not 0 < round_id <= MAX_ID:
+        return None
+    row = db.session.execute(_ANSWER_VIEW, {"round_id": round_id}).first()
+    if row is None:
+        return None
+    in_set = row.set_id is not None and row.set_kind is not None
+    view = AnswerView(
+        id=row.id,
+        player_id=row.player_id,
+        kind=row.kind,
+        participant_id=row.participant_id,
+        revealed=row.revealed,
+        guess=row.guess,
+        sentences=row.sentences,
+        n_sentences=row.n_sentences,
+        category_name=row.category_name,
+        set_id=row.set_id if in_set else None,
+        set_kind=row.set_kind,
+        set_number=row.set_number if in_set else None,
+        set_size=row.set_size,
+        set_points=row.set_points,
+        set_answered=row.set_answered,
+        set_finished=row.set_finished_at is not None,
+        set_day=row.set_day,
+        set_level=row.set_level,
+        points=row.points,
+        reasons=row.reasons,
+        explanation=row.explanation,
+        uncounted=row.uncounted,
+        started_at=row.started_at,
+        chosen_category=row.chosen_category,
+        example_id=row.example_id,
+        boundary=row.boundary,
+        decoding=row.decoding,
+        system_label=row.system_label,
+        category_id=row.category_id,
+        category_slug=row.category_slug,
+    )
+    return row.Player, view
+
+
 def get_round(player: Player, round_id: int) -> Round:
     """The player's own round; someone else's round is reported as not found."""
     # One query for the round, its text, category, system and set: every page and answer needs
@@ -968,7 +1048,87 @@ def _submit_answer_once(player: Player, round_id: int, answer: Answer) -> Round:
     if current.answered:
         raise AlreadyAnswered(current)
     example = current.example
-    n = example.n_sentences
+    stored = _store_answer(player, current, example.id, example, answer)
+    if stored is None:
+        # Someone (a double click, another tab) got there first: keep their answer.
+        db.session.rollback()
+        db.session.refresh(current)
+        if current.answered:
+            raise AlreadyAnswered(current)
+        raise Conflict("This page was out of date; here is the round as it stands.")
+    if stored.set_figures is not None and current.game_set is not None:
+        for name, value in zip(_SET_FIGURES, stored.set_figures, strict=True):
+            set_committed_value(current.game_set, name, value)
+    # A study counts the answer in the same transaction (app/crowd/hooks.py).
+    hooks.answer_stored.send(current, stored.guess == example.boundary)
+    category_slug = example.category.slug
+    for column, value in stored.values.items():
+        set_committed_value(current, column, value)
+    db.session.expire(example, ["annotation_count"])
+    _commit_keeping_round(player, current)
+    _after_counted(stored, category_slug)
+    return current
+
+
+def submit_preloaded(player: Player, view: AnswerView, answer: Answer) -> AnswerView:
+    """`submit_answer` for a round loaded by `preload_answer`: the same checks, statements,
+    hooks and retries, no ORM objects but the player. Returns the round as it now stands."""
+    return retrying(
+        lambda: _submit_preloaded_once(player, view, answer), f"answer to round {view.id}"
+    )
+
+
+def _submit_preloaded_once(player: Player, view: AnswerView, answer: Answer) -> AnswerView:
+    if view.player_id != player.id:
+        raise NotFound("That round does not exist.")
+    if view.answered:
+        raise AlreadyAnswered(get_round(player, view.id))
+    stored = _store_answer(player, view, view.example_id, view, answer)
+    if stored is None:
+        # Someone (a double click, another tab) got there first: keep their answer.
+        db.session.rollback()
+        current = get_round(player, view.id)
+        if current.answered:
+            raise AlreadyAnswered(current)
+        raise Conflict("This page was out of date; here is the round as it stands.")
+    hooks.answer_stored.send(view, stored.guess == view.boundary)
+    commit_keeping(player)
+    _after_counted(stored, view.category_slug)
+    changed: dict = {name: stored.values[name] for name in _SHOWN_ANSWER}
+    if stored.set_figures is not None and view.set_id is not None:
+        answered, points, _exact, finished_at = stored.set_figures
+        changed |= {
+            "set_answered": answered,
+            "set_points": points,
+            "set_finished": finished_at is not None,
+        }
+    return dataclasses.replace(view, **changed)
+
+
+# What an answered round's page shows of the answer just stored.
+_SHOWN_ANSWER = ("guess", "points", "reasons", "explanation", "uncounted")
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """An answer stored (not yet committed): the guess, its verdict, the round's new values and
+    the set's new figures (None: no set)."""
+
+    guess: int
+    result: Verdict
+    values: dict
+    set_figures: tuple | None
+    counted: bool
+    now: datetime
+
+
+def _store_answer(player: Player, current, example_id: int, text, answer: Answer) -> _Stored | None:
+    """Check the answer against the open round and store it, with the text's count, the set's
+    figures, the truth shown and the boards (no commit); None when another request answered or
+    moved the round first (nothing is rolled back here). `current`: the round (`Round` or
+    `AnswerView`: id, revealed, kind, uncounted, set_id, started_at); `text`: its text
+    (`Example` or the view: n_sentences, boundary, category_id)."""
+    n = text.n_sentences
     if answer.seen != current.revealed:
         raise Conflict("This page was out of date; here is the round as it stands.")
     if answer.choice == "human":
@@ -979,12 +1139,12 @@ def _submit_answer_once(player: Player, round_id: int, answer: Answer) -> Round:
         raise BadRequest("The first sentence is always written by a person: read on.")
     else:
         guess = current.revealed - 1
-    result: Verdict = verdict(guess, example.boundary, n)
+    result: Verdict = verdict(guess, text.boundary, n)
     scored = current.kind == NORMAL
     now = utcnow()
     # The answer page shows the truth: record it, and do not count an answer whose truth another
     # player was shown in this browser or from this address (app/leaderboard/integrity.py).
-    uncounted = integrity.answer_seen(player.id, example.id, scored, now)
+    uncounted = integrity.answer_seen(player.id, example_id, scored, now)
     # A reason known when the round started (a passage read before) stands.
     uncounted = current.uncounted or uncounted
     stored_values = {
@@ -1006,13 +1166,14 @@ def _submit_answer_once(player: Player, round_id: int, answer: Answer) -> Round:
     # A round that does not count (its truth was seen by another identity) still moves the set
     # on, but adds nothing to its score.
     in_set = result if scored and uncounted is None else None
+    figures = None
     if db.session.get_bind().dialect.name == "postgresql":
         # The round, the text's count and the set's figures in one round trip.
         row = db.session.execute(
             _ANSWER_AND_COUNT,
             answer_values
             | {
-                "example_id": example.id,
+                "example_id": example_id,
                 "scored": scored,
                 "set_id": current.set_id,
                 "add_points": in_set.points if in_set else 0,
@@ -1021,37 +1182,29 @@ def _submit_answer_once(player: Player, round_id: int, answer: Answer) -> Round:
             },
         ).one()
         taken = row.stored == 1
-        if taken and row.answered is not None and current.game_set is not None:
-            for name in _SET_FIGURES:
-                set_committed_value(current.game_set, name, getattr(row, name))
+        if taken and row.answered is not None:
+            figures = tuple(getattr(row, name) for name in _SET_FIGURES)
     else:
         taken = db.session.execute(_STORE_ANSWER, answer_values).rowcount == 1
         if taken:
             if scored:
-                db.session.execute(_ANNOTATED, {"example_id": example.id})
+                db.session.execute(_ANNOTATED, {"example_id": example_id})
             if current.set_id is not None:
-                _count_in_set(current, in_set)
+                figures = _count_in_set(current.set_id, in_set)
     if not taken:
-        # Someone (a double click, another tab) got there first: keep their answer.
-        db.session.rollback()
-        db.session.refresh(current)
-        if current.answered:
-            raise AlreadyAnswered(current)
-        raise Conflict("This page was out of date; here is the round as it stands.")
-    if scored and uncounted is None:
-        integrity.count(player, example, guess, result, current.started_at, current.revealed, now)
-    # A study counts the answer in the same transaction (app/crowd/hooks.py).
-    hooks.answer_stored.send(current, guess == example.boundary)
-    category_slug = example.category.slug
-    for column, value in stored_values.items():
-        set_committed_value(current, column, value)
-    db.session.expire(example, ["annotation_count"])
-    _commit_keeping_round(player, current)
-    if scored and uncounted is None:
-        standings.invalidate(category_slug, now)
+        return None
+    counted = scored and uncounted is None
+    if counted:
+        integrity.count(player, text, guess, result, current.started_at, current.revealed, now)
+    return _Stored(guess, result, stored_values, figures, counted, now)
+
+
+def _after_counted(stored: _Stored, category_slug: str) -> None:
+    """After the commit of a counted answer: the boards it moved are read afresh."""
+    if stored.counted:
+        standings.invalidate(category_slug, stored.now)
         # About one answer in 50 then adds up the boards' pending count changes (never fails).
         standings.fold_if_due()
-    return current
 
 
 _SET_FIGURES = ("answered", "points", "exact", "finished_at")
@@ -1106,24 +1259,19 @@ _ANSWER_AND_COUNT = text(
 )
 
 
-def _count_in_set(round_: Round, result: Verdict | None) -> None:
-    """Add an answered round to its set's running figures, finishing a full set (no commit).
-
-    The set loaded with the round takes the new figures, ready for the page.
-    """
+def _count_in_set(set_id: int, result: Verdict | None) -> tuple | None:
+    """Add an answered round to its set's running figures, finishing a full set (no commit);
+    the set's new figures (`_SET_FIGURES`), None when the set is gone."""
     figures = db.session.execute(
         _COUNT_IN_SET,
         {
-            "set_id": round_.set_id,
+            "set_id": set_id,
             "add_points": result.points if result else 0,
             "add_exact": 1 if result and result.exact else 0,
             "now": utcnow(),
         },
     ).one_or_none()
-    game_set = round_.game_set
-    if figures is not None and game_set is not None:
-        for name, value in zip(_SET_FIGURES, figures, strict=True):
-            set_committed_value(game_set, name, value)
+    return tuple(figures) if figures is not None else None
 
 
 def visible_sentences(round_: Round) -> list[str]:

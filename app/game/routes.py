@@ -43,6 +43,7 @@ from app.game import (
 )
 from app.game.home import home_state
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
+from app.game.scoring import verdict
 from app.leaderboard import standings
 from app.models import Round
 from app.models.sets import PRACTICE_SET
@@ -208,7 +209,7 @@ def start():
 
 
 # The round and set pages and actions: each loads its round or set, and the player with it.
-_ROUND_ENDPOINTS = frozenset({"game.show", "game.answer"})
+_ROUND_ENDPOINTS = frozenset({"game.show"})
 _SET_ENDPOINTS = frozenset({"game.next_in_set", "game.set_summary"})
 
 
@@ -221,14 +222,18 @@ def _load_player_with_round_or_set() -> None:
     (app/accounts/service.py: load_player); anyone else's round or set is refused by the route as
     before. It runs before any other hook reads `current_user` (the game's blueprint is registered
     before the crowd's, whose hook checks a worker's time on a reveal). What it loaded is kept in
-    `g` for the request: the session's identity map holds objects weakly. A reveal loads one row
-    of the round's columns with the player as the only ORM object (`rounds.preload_reveal`).
+    `g` for the request: the session's identity map holds objects weakly. A reveal and an answer
+    load one row of the round's columns with the player as the only ORM object
+    (`rounds.preload_reveal`, `rounds.preload_answer`).
     """
     if "_user_id" not in session or "_login_user" in g or not request.view_args:
         return
     if request.endpoint == "game.reveal":
         # A reveal reads a few columns of the round: one row, and the player as an object.
         g.preloaded = rounds.preload_reveal(request.view_args["round_id"])
+    elif request.endpoint == "game.answer":
+        # So does an answer, with a few columns more (`rounds.preload_answer`).
+        g.preloaded = rounds.preload_answer(request.view_args["round_id"])
     elif request.endpoint in _ROUND_ENDPOINTS:
         g.preloaded = rounds.preload_round(request.view_args["round_id"])
     elif request.endpoint in _SET_ENDPOINTS:
@@ -243,14 +248,35 @@ def _require_player():
 
 def _teaching(round_) -> dict:
     """What the reveal of an answered public round shows besides the truth."""
-    context: dict = {"kind": insights.kind_of(round_.example)}
-    if round_.participant_id is not None:
+    example = round_.example
+    return _teaching_of(
+        insights.kind_of(example),
+        round_.participant_id is not None,
+        example.id,
+        round_.player_id,
+        example.n_sentences,
+        example.boundary,
+        round_.guess,
+    )
+
+
+def _teaching_of(
+    kind: insights.TextKind,
+    in_study: bool,
+    example_id: int,
+    player_id: int,
+    n: int,
+    boundary: int,
+    guess: int,
+) -> dict:
+    """`_teaching` from the round's figures: the spread and the explanations in one statement."""
+    context: dict = {"kind": kind}
+    if in_study:
         return context
-    spread = insights.spread(round_)
+    spread, explanations = insights.teaching(example_id, player_id, n, boundary, guess)
     # Below SPREAD_MIN_OTHERS (1 by default) no spread is shown; at 1, none means no one else.
     context["first_reader"] = spread is None and current_app.config["SPREAD_MIN_OTHERS"] <= 1
     if spread is not None:
-        n = spread.n_sentences
         labels = [str(i + 1) for i in range(n)] + ["all human"]
         context["spread"] = spread
         context["spread_chart"] = charts.bar_chart(
@@ -266,7 +292,7 @@ def _teaching(round_) -> dict:
             highlight=spread.boundary - 1,
             marked=spread.guess - 1,
         )
-    context["explanations"] = insights.explanations_for(round_)
+    context["explanations"] = explanations
     return context
 
 
@@ -329,22 +355,27 @@ def show(round_id: int):
     return _render_round(round_, flag=request.args.get("flag") == "1" and not round_.answered)
 
 
+def _position_of_view(view: rounds.RevealView) -> sets.Position | None:
+    """`sets.position_of` for a round read as one row."""
+    if view.set_id is None:
+        return None
+    return sets.Position(
+        view.set_id,
+        view.set_kind,
+        view.set_number,
+        view.set_size,
+        view.set_points,
+        view.set_answered,
+        view.set_finished,
+        view.set_day,
+        view.set_level,
+    )
+
+
 def _render_reveal(view: rounds.RevealView):
     """The round after a reveal, as `_render_round` draws an unanswered round outside a study,
     from the row `rounds.preload_reveal` read (tests/test_round_speed.py compares the two)."""
-    position = None
-    if view.set_id is not None:
-        position = sets.Position(
-            view.set_id,
-            view.set_kind,
-            view.set_number,
-            view.set_size,
-            view.set_points,
-            view.set_answered,
-            view.set_finished,
-            view.set_day,
-            view.set_level,
-        )
+    position = _position_of_view(view)
     context = {
         "round": view,
         "category": {"name": view.category_name},
@@ -377,6 +408,89 @@ def _preloaded_reveal(round_id: int) -> rounds.RevealView | None:
     return view
 
 
+def _render_answered(view: rounds.AnswerView):
+    """The round just answered, as `_render_round` draws an answered public round outside a
+    study, from the row `rounds.preload_answer` read (tests/test_lean_answer.py compares)."""
+    n = view.n_sentences
+    context = {
+        "round": view,
+        "category": {"name": view.category_name},
+        "sentences": list(view.sentences),
+        "n": n,
+        "remaining": n - view.revealed,
+        "reasons": REASONS,
+        "max_explanation": MAX_EXPLANATION_CHARS,
+        "confidence_levels": rounds.CONFIDENCE_LEVELS,
+        "flag": False,
+        "error": None,
+        "form": {},
+        "position": _position_of_view(view),
+        "result": verdict(view.guess, view.boundary, n),
+        "boundary": view.boundary,
+        **_teaching_of(
+            insights.describe(view.boundary, n, view.decoding, view.system_label),
+            False,
+            view.example_id,
+            view.player_id,
+            n,
+            view.boundary,
+            view.guess,
+        ),
+    }
+    return render_template("game/_round.html", **context)
+
+
+def _preloaded_answer(round_id: int) -> rounds.AnswerView | None:
+    """The round the hook read for this answer, when the lean path may serve it: the session's
+    player owns it, it is open, and it is a public round of normal play (a study's round page
+    has parts of its own; its answer is counted by the study's hook on the full path)."""
+    preloaded = g.get("preloaded")
+    if not isinstance(preloaded, tuple) or len(preloaded) != 2:
+        return None
+    view = preloaded[1]
+    if not isinstance(view, rounds.AnswerView) or view.id != round_id:
+        return None
+    if view.player_id != current_user.id or view.participant_id is not None:
+        return None
+    if view.kind != rounds.NORMAL or view.answered:
+        return None
+    return view
+
+
+def _answer_preloaded(view: rounds.AnswerView):
+    """`answer` for a round `_preloaded_answer` let through: the same parsing, hooks and
+    refusals (drawn by the full path), the answer stored from the row and drawn from it."""
+    choice = request.form.get("choice", "")
+    try:
+        parsed = rounds.parse_answer(
+            choice,
+            request.form.get("seen"),
+            request.form.getlist("reasons"),
+            request.form.get("explanation", ""),
+            request.form.get("confidence"),
+        )
+        typing = typing_signals.parse(request.form, parsed.explanation)
+        parsed = dataclasses.replace(parsed, typing=typing)
+        after = hooks.answer_form.send(view, request.form, choice == "machine")
+        done = rounds.submit_preloaded(current_user, view, parsed)
+        for step in after:
+            if step is not None:
+                step()
+    except rounds.AlreadyAnswered as already:
+        return _render_round(already.round, 409, already.message)
+    except (rounds.BadRequest, rounds.Conflict) as refused:
+        db.session.rollback()
+        return _render_round(
+            rounds.get_round(current_user, view.id),
+            refused.status,
+            refused.message,
+            flag=choice == "machine",
+        )
+    if _wants_fragment():
+        return _render_answered(done)
+    return redirect(url_for("game.show", round_id=view.id, _anchor="result"))
+
+
 @bp.post("/play/round/<int:round_id>/next")
 def reveal(round_id: int):
     if (redirect_home := _require_player()) is not None:
@@ -406,6 +520,8 @@ def reveal(round_id: int):
 def answer(round_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
+    if (view := _preloaded_answer(round_id)) is not None:
+        return _answer_preloaded(view)
     round_ = rounds.get_round(current_user, round_id)
     choice = request.form.get("choice", "")
     try:
