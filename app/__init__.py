@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
@@ -135,11 +137,50 @@ class FramedSessionInterface(SecureCookieSessionInterface):
         # shared caches may keep it (Flask-Login reads the session on every response).
         if request.endpoint == "static" and not session.modified:
             return
+        # A session kept as it was (most requests): Flask works out the cookie's attributes and
+        # only adds `Vary: Cookie` if the session was read. So does this, without the attributes;
+        # whether the page is framed is still asked first, as Flask asks it (it may read the
+        # session), and before `should_set_cookie` reads `permanent`, which counts as a read.
+        self._framed()
+        accessed = session.accessed
+        if not self.should_set_cookie(app, session):
+            if accessed:
+                response.vary.add("Cookie")
+            return
         super().save_session(app, session, response)
 
 
+class Site(Flask):
+    """Flask, remembering which hooks and views are plain functions.
+
+    Flask asks of every hook and view, on every request, whether it is a coroutine function
+    (`ensure_sync`, through `inspect`): some twenty questions a request, with the same answers.
+    A function found plain is remembered (the object itself, so that no other can take its
+    place; at most `PLAIN_KEPT`, then they are found again); anything else goes to Flask as
+    before.
+    """
+
+    PLAIN_KEPT = 1024
+
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        plain = self.__dict__.get("_plain")
+        if plain is None:
+            plain = self._plain = set()
+        try:
+            if func in plain:
+                return func
+        except TypeError:  # an unhashable callable
+            return super().ensure_sync(func)
+        synced = super().ensure_sync(func)
+        if synced is func:
+            if len(plain) >= self.PLAIN_KEPT:
+                plain.clear()  # per-request functions (`after_this_request`) pile up
+            plain.add(func)
+        return synced
+
+
 def create_app(overrides: dict | None = None) -> Flask:
-    app = Flask(__name__, instance_path=str(PROJECT_ROOT / "instance"))
+    app = Site(__name__, instance_path=str(PROJECT_ROOT / "instance"))
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True
     app.config.update(build_config(Path(app.instance_path)))

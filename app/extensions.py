@@ -112,7 +112,7 @@ class RouteLimiter(Limiter):
     the check is skipped while there is nothing app-wide to check and the storage is healthy,
     which saved the hot routes, none of them limited, a twentieth of a reveal's CPU. Any
     app-wide limit, or a storage outage, brings the check back on every request as before
-    (`tests/test_shared_state.py`).
+    (`tests/test_request_stack.py`).
     """
 
     def _app_wide_check_needed(self) -> bool:
