@@ -1,10 +1,12 @@
 """Extensions, created once and bound to an app in `create_app` with `init_app`."""
 
+import functools
 import hmac
 from collections.abc import Callable
 from typing import TypeVar
 
-from flask import current_app, g, request, session
+from flask import Flask, current_app, g, request, session
+from flask.globals import request_ctx
 from flask_caching import Cache
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
@@ -132,6 +134,31 @@ class RouteLimiter(Limiter):
         if in_middleware and callable_name is None and not self._app_wide_check_needed():
             return
         super()._check_request_limit(callable_name=callable_name, in_middleware=in_middleware)
+
+    def init_app(self, app: Flask) -> None:
+        """Flask-Limiter's after-request and teardown hooks run only for a request that checked
+        a limit: they read and reset what the check left in the request's context (a limit to
+        deduct on some responses, the limit for X-RateLimit headers), and a request that checked
+        none has none; they would make that context only to find it empty."""
+        super().init_app(app)
+        after = app.after_request_funcs.get(None, [])
+        for position, hook in enumerate(after):
+            if getattr(hook, "func", None) is Limiter._Limiter__inject_headers:
+                after[position] = _only_after_a_check(hook, lambda response: response)
+        teardown = app.teardown_request_funcs.get(None, [])
+        for position, hook in enumerate(teardown):
+            if getattr(hook, "__func__", None) is Limiter._Limiter__release_context:
+                teardown[position] = _only_after_a_check(hook, lambda error=None: None)
+
+
+def _only_after_a_check(hook: Callable, otherwise: Callable) -> Callable:
+    @functools.wraps(hook)
+    def run(*args):
+        if hasattr(request_ctx, "_limiter_request_context"):  # the limiter's own mark
+            return hook(*args)
+        return otherwise(*args)
+
+    return run
 
 
 db = SQLAlchemy(model_class=Base)

@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from flask import session
+from flask import request, session
 from flask.globals import request_ctx
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import TimestampSigner
@@ -238,6 +238,21 @@ def test_without_app_wide_limits_the_before_request_check_is_skipped(app, client
     assert entered == []
     assert signup(client, username="ada").status_code == 302  # a limited view
     assert entered and all(entered)
+
+
+def test_a_limit_counted_after_the_response_is_still_counted(app):
+    """Flask-Limiter's after-request hook runs for a request that checked a limit: a limit that
+    counts only some responses (`deduct_when`) is counted there."""
+
+    @app.get("/stack/counted")
+    @limiter.limit("2 per minute", deduct_when=lambda response: response.status_code == 400)
+    def counted():
+        return ("bad", 400) if request.args.get("bad") else "good"
+
+    client = app.test_client()
+    assert [client.get("/stack/counted").status_code for _ in range(4)] == [200] * 4
+    bad = [client.get("/stack/counted?bad=1").status_code for _ in range(3)]
+    assert bad == [400, 400, 429]
 
 
 # --- Headers and the access line -------------------------------------------------------------
