@@ -39,15 +39,15 @@ class CheckedTokensCSRF(CSRFProtect):
     """Flask-WTF's CSRF check, which checks the signature of a token once, not on every post.
 
     The page's script posts the same signed token with every reveal, answer and "Next text"
-    (`_register_csrf_reuse` in `app/__init__.py`), and checking its signature (itsdangerous, an
-    HMAC in pure Python) was the larger part of the check. Without a time limit on tokens
-    (`WTF_CSRF_TIME_LIMIT` None, this site's setting) whether a token's signature is good
-    depends on nothing but the token and the secret key: so the tokens whose signature was
-    checked are kept (at most `CHECKED_TOKENS`) with what they carry, by key and token, and a
-    token seen before is only compared with the session's secret, as `validate_csrf` compares
-    it. Everything else is Flask-WTF's own check (`CSRFProtect.protect`): the same refusals with
-    the same reasons, the same referrer check over HTTPS; with a time limit, every token is
-    checked in full.
+    (`_register_csrf_reuse` in `app/__init__.py`), and checking its signature (itsdangerous:
+    a serializer built, base64, an HMAC and JSON) was the larger part of the check. Without a
+    time limit on tokens (`WTF_CSRF_TIME_LIMIT` None, this site's setting) whether a token's
+    signature is good depends on nothing but the token and the secret key: so the tokens whose
+    signature was checked are kept (at most `CHECKED_TOKENS`) with what they carry, by key and
+    token, and a token seen before is only compared with the session's secret, as
+    `validate_csrf` compares it. Everything else is Flask-WTF's own check
+    (`CSRFProtect.protect`): the same refusals with the same reasons, the same referrer check
+    over HTTPS; with a time limit, every token is checked in full.
     """
 
     CHECKED_TOKENS = 4096
@@ -118,14 +118,15 @@ class RouteLimiter(Limiter):
     """
 
     def _app_wide_check_needed(self) -> bool:
+        # Flask-Limiter's own fields (4.1); one a later version lacks counts as needing the check.
         manager = self.limit_manager
         return bool(
-            manager._application_limits
-            or manager._default_limits
-            or manager._blueprint_limits
-            or self._meta_limits
-            or self._in_memory_fallback
-            or self._storage_dead
+            getattr(manager, "_application_limits", True)
+            or getattr(manager, "_default_limits", True)
+            or getattr(manager, "_blueprint_limits", True)
+            or getattr(self, "_meta_limits", True)
+            or getattr(self, "_in_memory_fallback", True)
+            or getattr(self, "_storage_dead", True)
         )
 
     def _check_request_limit(
@@ -141,20 +142,28 @@ class RouteLimiter(Limiter):
         deduct on some responses, the limit for X-RateLimit headers), and a request that checked
         none has none; they would make that context only to find it empty."""
         super().init_app(app)
+        if _LIMITER_MARK not in Limiter.context.fget.__code__.co_names:
+            return  # not the Flask-Limiter this was written for: its hooks stay as they are
+        inject = getattr(Limiter, "_Limiter__inject_headers", None)
+        release = getattr(Limiter, "_Limiter__release_context", None)
         after = app.after_request_funcs.get(None, [])
         for position, hook in enumerate(after):
-            if getattr(hook, "func", None) is Limiter._Limiter__inject_headers:
+            if inject is not None and getattr(hook, "func", None) is inject:
                 after[position] = _only_after_a_check(hook, lambda response: response)
         teardown = app.teardown_request_funcs.get(None, [])
         for position, hook in enumerate(teardown):
-            if getattr(hook, "__func__", None) is Limiter._Limiter__release_context:
+            if release is not None and getattr(hook, "__func__", None) is release:
                 teardown[position] = _only_after_a_check(hook, lambda error=None: None)
+
+
+# What Flask-Limiter (4.1) sets on a request's context when it first keeps anything for it.
+_LIMITER_MARK = "_limiter_request_context"
 
 
 def _only_after_a_check(hook: Callable, otherwise: Callable) -> Callable:
     @functools.wraps(hook)
     def run(*args):
-        if hasattr(request_ctx, "_limiter_request_context"):  # the limiter's own mark
+        if hasattr(request_ctx, _LIMITER_MARK):
             return hook(*args)
         return otherwise(*args)
 
