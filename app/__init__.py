@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, g, redirect, render_template, request, session, url_for
-from flask.sessions import SecureCookieSessionInterface
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_limiter import RateLimitExceeded
 from flask_wtf.csrf import CSRFError
-from itsdangerous import URLSafeTimedSerializer
+from itsdangerous import BadSignature, TimestampSigner, URLSafeTimedSerializer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
@@ -25,6 +28,9 @@ from app.extensions import cache, csrf, db, limiter, login_manager, migrate
 from app.logs import configure_logging
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Values a session may hold that no request can change in place: a verified cookie's data made of
+# them is copied shallowly into each request's session, anything else deeply.
+_FLAT = frozenset({str, int, float, bool, type(None)})
 
 
 @event.listens_for(Engine, "connect")
@@ -47,20 +53,73 @@ class FramedSessionInterface(SecureCookieSessionInterface):
     The cookie's signing serializer is built once per secret key (and fallbacks) instead of on
     every request, as Flask does: building one tests its JSON serializer with a `dumps` and
     made up a fifth of what reading the cookie cost.
+
+    A browser sends the same session cookie on request after request until the session changes,
+    and checking its signature and decoding its JSON was the larger part of reading it. So each
+    serializer keeps the cookies it has verified (at most `VERIFIED_COOKIES`, by their exact
+    text) with their data and signing time: a cookie seen before is not verified again, and only
+    its age is checked, as itsdangerous checks it. Nothing enters without its signature having
+    been checked, and a change of the keys starts with none, so a cookie signed with a dropped
+    key is refused as before.
     """
 
-    # The keys it was built with, and the serializer (replaced as a whole: threads share it).
-    _signing: tuple[tuple, URLSafeTimedSerializer] | None = None
+    VERIFIED_COOKIES = 4096
+    # SHA-1 as Flask signs with it (`_lazy_sha1` calls it), given as OpenSSL's function itself,
+    # which `hmac` runs in C: a Python function as the digest sends each HMAC through its
+    # pure-Python fallback. The same signatures, made and checked in less time.
+    digest_method = staticmethod(hashlib.sha1)
 
-    def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
+    # The keys it was built with, the serializer, its verified cookies and a signer that tells
+    # the time as the serializer's do (replaced as a whole: threads share it).
+    _signing: (
+        tuple[tuple, URLSafeTimedSerializer, dict[str, tuple[int, dict, bool]], TimestampSigner]
+        | None
+    ) = None
+
+    def _signing_for(self, app: Flask) -> tuple | None:
         keys = (app.secret_key, tuple(app.config["SECRET_KEY_FALLBACKS"] or ()))
         cached = self._signing
         if cached is not None and cached[0] == keys:
-            return cached[1]
-        # None yet, or the keys changed: the old serializer must not sign anything more.
+            return cached
+        # None yet, or the keys changed: the old serializer must not sign anything more, and
+        # what it verified no longer counts.
         built = super().get_signing_serializer(app)
-        self._signing = (keys, built) if built is not None else None
-        return built
+        if built is None:
+            self._signing = None
+        else:
+            self._signing = (keys, built, {}, built.make_signer(built.salt))
+        return self._signing
+
+    def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
+        signing = self._signing_for(app)
+        return signing[1] if signing is not None else None
+
+    def open_session(self, app: Flask, request) -> SecureCookieSession | None:
+        signing = self._signing_for(app)
+        if signing is None:
+            return None
+        value = request.cookies.get(self.get_cookie_name(app))
+        if not value:
+            return self.session_class()
+        max_age = int(app.permanent_session_lifetime.total_seconds())
+        verified = signing[2]
+        seen = verified.get(value)
+        if seen is None:
+            try:
+                data, signed_at = signing[1].loads(value, max_age=max_age, return_timestamp=True)
+            except BadSignature:  # a bad signature, or expired: Flask starts an empty session
+                return self.session_class()
+            flat = type(data) is dict and all(type(v) in _FLAT for v in data.values())
+            if len(verified) >= self.VERIFIED_COOKIES:
+                verified.pop(next(iter(verified), None), None)
+            verified[value] = seen = (int(signed_at.timestamp()), data, flat)
+        else:
+            # itsdangerous' check of a verified signature's age (`TimestampSigner.unsign`).
+            age = signing[3].get_timestamp() - seen[0]
+            if age > max_age or age < 0:
+                return self.session_class()
+        data = seen[1]
+        return self.session_class(data if seen[2] else copy.deepcopy(data))
 
     def _framed(self) -> bool:
         return request.is_secure and (
@@ -78,11 +137,50 @@ class FramedSessionInterface(SecureCookieSessionInterface):
         # shared caches may keep it (Flask-Login reads the session on every response).
         if request.endpoint == "static" and not session.modified:
             return
+        # A session kept as it was (most requests): Flask works out the cookie's attributes and
+        # only adds `Vary: Cookie` if the session was read. So does this, without the attributes;
+        # whether the page is framed is still asked first, as Flask asks it (it may read the
+        # session), and before `should_set_cookie` reads `permanent`, which counts as a read.
+        self._framed()
+        accessed = session.accessed
+        if not self.should_set_cookie(app, session):
+            if accessed:
+                response.vary.add("Cookie")
+            return
         super().save_session(app, session, response)
 
 
+class Site(Flask):
+    """Flask, remembering which hooks and views are plain functions.
+
+    Flask asks of every hook and view, on every request, whether it is a coroutine function
+    (`ensure_sync`, through `inspect`): some twenty questions a request, with the same answers.
+    A function found plain is remembered (the object itself, so that no other can take its
+    place; at most `PLAIN_KEPT`, then they are found again); anything else goes to Flask as
+    before.
+    """
+
+    PLAIN_KEPT = 1024
+
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        plain = self.__dict__.get("_plain")
+        if plain is None:
+            plain = self._plain = set()
+        try:
+            if func in plain:
+                return func
+        except TypeError:  # an unhashable callable
+            return super().ensure_sync(func)
+        synced = super().ensure_sync(func)
+        if synced is func:
+            if len(plain) >= self.PLAIN_KEPT:
+                plain.clear()  # per-request functions (`after_this_request`) pile up
+            plain.add(func)
+        return synced
+
+
 def create_app(overrides: dict | None = None) -> Flask:
-    app = Flask(__name__, instance_path=str(PROJECT_ROOT / "instance"))
+    app = Site(__name__, instance_path=str(PROJECT_ROOT / "instance"))
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True
     app.config.update(build_config(Path(app.instance_path)))
@@ -331,19 +429,30 @@ def _mturk_frame_allowed() -> bool:
     return request.blueprint == "game" and bool(session.get("frame_mturk"))
 
 
+# The policy of every page MTurk does not frame (built once).
+_UNFRAMED_CSP = CSP.format(forms="", frames="'none'")
+
+
 def _register_security_headers(app: Flask) -> None:
     @app.after_request
     def headers(response):
+        # Each header is added unless the view set it; the names it has are read in one pass
+        # (Werkzeug's `setdefault` looks through all of them for each header).
+        present = {key.lower() for key, _ in response.headers}
         if _mturk_frame_allowed():
             csp = CSP.format(
                 forms=" " + MTURK_SUBMIT_ORIGINS, frames=app.config["MTURK_FRAME_ANCESTORS"]
             )
         else:
-            csp = CSP.format(forms="", frames="'none'")
-            response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("Content-Security-Policy", csp)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
+            csp = _UNFRAMED_CSP
+            if "x-frame-options" not in present:
+                response.headers.add("X-Frame-Options", "DENY")
+        if "content-security-policy" not in present:
+            response.headers.add("Content-Security-Policy", csp)
+        if "x-content-type-options" not in present:
+            response.headers.add("X-Content-Type-Options", "nosniff")
+        if "referrer-policy" not in present:
+            response.headers.add("Referrer-Policy", "same-origin")
         if request.endpoint and request.endpoint.startswith("game."):
             # Round pages change with every reveal; never serve them from a cache.
             response.headers["Cache-Control"] = "no-store"
