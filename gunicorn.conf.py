@@ -30,10 +30,10 @@ worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 
 # GUNICORN_REUSE_PORT=1: a listening socket per worker (SO_REUSEPORT), the kernel spreading new
 # connections over them. With the one shared socket, kept-alive connections can pile up on one
-# worker (64 players were once 43 on one and 21 on the other). Measured at 64 players the socket
-# per worker shortened the slowest rounds a little (round p99 0.92x over 7 pairs, 0.74-1.11x) at
-# the same rounds per second, and at 16 players it was no better (1.12x, 1.04x): off by default
-# (docs/BENCHMARKS.md, "One listening socket per worker").
+# worker (64 players were once about 43 on one and 21 on the other). Measured at 64 players, the
+# socket per worker shortened the slowest rounds a little (round p99 0.93x over 7 pairs,
+# 0.74-1.11x) at the same rounds per second; at 16 players it was no better (1.12x, 1.04x). So it
+# is off by default (docs/BENCHMARKS.md, "One listening socket per worker").
 reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "0") == "1"
 if worker_class == "gevent":
     os.environ.setdefault("DATABASE_POOL_SIZE", "4")
