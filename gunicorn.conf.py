@@ -28,13 +28,14 @@ keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # default pool (5 + 10 overflow) was no better in the measurements, 16 + 16 worse.
 worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 
-# GUNICORN_REUSE_PORT=1: a listening socket per worker (SO_REUSEPORT), the kernel spreading new
-# connections over them. With the one shared socket, kept-alive connections can pile up on one
-# worker (64 players were once about 43 on one and 21 on the other). Measured at 64 players, the
-# socket per worker shortened the slowest rounds a little (round p99 0.93x over 7 pairs,
-# 0.74-1.11x) at the same rounds per second; at 16 players it was no better (1.12x, 1.04x). So it
-# is off by default (docs/BENCHMARKS.md, "One listening socket per worker").
-reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "0") == "1"
+# Threaded and gevent workers listen on a socket each (SO_REUSEPORT), the kernel spreading new
+# connections over them; GUNICORN_REUSE_PORT=0 or 1 overrides. With one shared socket, kept-alive
+# connections piled up on one worker (64 players about 43 on one and 21 on the other), whose
+# players waited twice as long: the slowest rounds were 0.83-0.96x of 3da502d's at 64 players
+# with the shared socket and 0.61-0.63x with a socket per worker (docs/BENCHMARKS.md, "One
+# listening socket per worker"). A worker that dies drops the connections still waiting in its
+# own queue: sync workers, whose every request is a new connection, keep the shared socket.
+reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "0" if worker_class == "sync" else "1") == "1"
 if worker_class == "gevent":
     os.environ.setdefault("DATABASE_POOL_SIZE", "4")
     os.environ.setdefault("DATABASE_MAX_OVERFLOW", "0")

@@ -4,8 +4,6 @@ answer is stored once as before, and every refusal is still refused (drawn by th
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from sqlalchemy import func, select
 
@@ -26,21 +24,8 @@ from app.models.base import utcnow
 from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import others_answer
+from tests.test_lean_reveal import FETCH, ROUND_PATH, _same_but_token, _start
 from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
-
-FETCH = {"X-Requested-With": "fetch"}
-ROUND_PATH = re.compile(r"/play/round/(\d+)")
-TOKEN = re.compile(r'name="csrf_token" value="[^"]+"')
-
-
-def _same_but_token(page: str) -> str:
-    # A GET signs a new token for its forms; a post reuses the one it checked. Both are valid.
-    return TOKEN.sub('name="csrf_token" value="-"', page)
-
-
-def _start(client, token: str) -> int:
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
-    return int(ROUND_PATH.search(started.headers["Location"]).group(1))
 
 
 def _read_to(client, token: str, round_id: int, shown: int) -> None:

@@ -16,16 +16,10 @@ from app.models import Example, GameSet, PassageRead, Player, Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import play_over_http
+from tests.test_lean_reveal import FETCH, _same_but_token
 
-FETCH = {"X-Requested-With": "fetch"}
-TOKEN = re.compile(r'name="csrf_token" value="[^"]+"')
 # What may differ between two players' rounds started the same way.
 OWN = {"id", "player_id", "example_id", "set_id", "started_at", "share_token"}
-
-
-def _same_but_token(page: str) -> str:
-    # A GET signs a new token for its forms; a post reuses the one it checked. Both are valid.
-    return TOKEN.sub('name="csrf_token" value="-"', page)
 
 
 @pytest.fixture

@@ -763,6 +763,31 @@ _REVEAL_VIEW = (
 )
 
 
+def _reveal_fields(row) -> dict:
+    """A `RevealView`'s fields from a row of `_REVEAL_VIEW` (or of a query that extends it)."""
+    in_set = row.set_id is not None and row.set_kind is not None
+    return {
+        "id": row.id,
+        "player_id": row.player_id,
+        "kind": row.kind,
+        "participant_id": row.participant_id,
+        "revealed": row.revealed,
+        "guess": row.guess,
+        "sentences": row.sentences,
+        "n_sentences": row.n_sentences,
+        "category_name": row.category_name,
+        "set_id": row.set_id if in_set else None,
+        "set_kind": row.set_kind,
+        "set_number": row.set_number if in_set else None,
+        "set_size": row.set_size,
+        "set_points": row.set_points,
+        "set_answered": row.set_answered,
+        "set_finished": row.set_finished_at is not None,
+        "set_day": row.set_day,
+        "set_level": row.set_level,
+    }
+
+
 def preload_reveal(round_id: int) -> tuple[Player, RevealView] | None:
     """Load a round for a reveal together with its player, before the request's player is known
     (see `preload_round`: the session's version is still checked, and another player's round is
@@ -772,28 +797,7 @@ def preload_reveal(round_id: int) -> tuple[Player, RevealView] | None:
     row = db.session.execute(_REVEAL_VIEW, {"round_id": round_id}).first()
     if row is None:
         return None
-    in_set = row.set_id is not None and row.set_kind is not None
-    view = RevealView(
-        id=row.id,
-        player_id=row.player_id,
-        kind=row.kind,
-        participant_id=row.participant_id,
-        revealed=row.revealed,
-        guess=row.guess,
-        sentences=row.sentences,
-        n_sentences=row.n_sentences,
-        category_name=row.category_name,
-        set_id=row.set_id if in_set else None,
-        set_kind=row.set_kind,
-        set_number=row.set_number if in_set else None,
-        set_size=row.set_size,
-        set_points=row.set_points,
-        set_answered=row.set_answered,
-        set_finished=row.set_finished_at is not None,
-        set_day=row.set_day,
-        set_level=row.set_level,
-    )
-    return row.Player, view
+    return row.Player, RevealView(**_reveal_fields(row))
 
 
 @dataclass(frozen=True)
@@ -840,26 +844,8 @@ def preload_answer(round_id: int) -> tuple[Player, AnswerView] | None:
     row = db.session.execute(_ANSWER_VIEW, {"round_id": round_id}).first()
     if row is None:
         return None
-    in_set = row.set_id is not None and row.set_kind is not None
-    view = AnswerView(
-        id=row.id,
-        player_id=row.player_id,
-        kind=row.kind,
-        participant_id=row.participant_id,
-        revealed=row.revealed,
-        guess=row.guess,
-        sentences=row.sentences,
-        n_sentences=row.n_sentences,
-        category_name=row.category_name,
-        set_id=row.set_id if in_set else None,
-        set_kind=row.set_kind,
-        set_number=row.set_number if in_set else None,
-        set_size=row.set_size,
-        set_points=row.set_points,
-        set_answered=row.set_answered,
-        set_finished=row.set_finished_at is not None,
-        set_day=row.set_day,
-        set_level=row.set_level,
+    return row.Player, AnswerView(
+        **_reveal_fields(row),
         points=row.points,
         reasons=row.reasons,
         explanation=row.explanation,
@@ -873,7 +859,6 @@ def preload_answer(round_id: int) -> tuple[Player, AnswerView] | None:
         category_id=row.category_id,
         category_slug=row.category_slug,
     )
-    return row.Player, view
 
 
 def get_round(player: Player, round_id: int) -> Round:

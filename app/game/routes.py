@@ -457,25 +457,38 @@ def _preloaded_answer(round_id: int) -> rounds.AnswerView | None:
     return view
 
 
+def _posted_answer(round_) -> tuple[rounds.Answer, list]:
+    """The posted answer, parsed (raises BadRequest with a message for the player), and what a
+    study asks to run once it is stored (`hooks.answer_form`)."""
+    parsed = rounds.parse_answer(
+        request.form.get("choice", ""),
+        request.form.get("seen"),
+        request.form.getlist("reasons"),
+        request.form.get("explanation", ""),
+        request.form.get("confidence"),
+    )
+    # Pasted or typed, and how fast: signals only, stored with the answer, never a reason to
+    # refuse it.
+    typing = typing_signals.parse(request.form, parsed.explanation)
+    parsed = dataclasses.replace(parsed, typing=typing)
+    # A study may ask for ratings of the flagged sentence before the truth is shown.
+    return parsed, hooks.answer_form.send(round_, request.form, parsed.choice == "machine")
+
+
+def _run_steps(after: list) -> None:
+    for step in after:
+        if step is not None:
+            step()
+
+
 def _answer_preloaded(view: rounds.AnswerView):
     """`answer` for a round `_preloaded_answer` let through: the same parsing, hooks and
     refusals (drawn by the full path), the answer stored from the row and drawn from it."""
     choice = request.form.get("choice", "")
     try:
-        parsed = rounds.parse_answer(
-            choice,
-            request.form.get("seen"),
-            request.form.getlist("reasons"),
-            request.form.get("explanation", ""),
-            request.form.get("confidence"),
-        )
-        typing = typing_signals.parse(request.form, parsed.explanation)
-        parsed = dataclasses.replace(parsed, typing=typing)
-        after = hooks.answer_form.send(view, request.form, choice == "machine")
+        parsed, after = _posted_answer(view)
         done = rounds.submit_preloaded(current_user, view, parsed)
-        for step in after:
-            if step is not None:
-                step()
+        _run_steps(after)
     except rounds.AlreadyAnswered as already:
         return _render_round(already.round, 409, already.message)
     except (rounds.BadRequest, rounds.Conflict) as refused:
@@ -525,23 +538,9 @@ def answer(round_id: int):
     round_ = rounds.get_round(current_user, round_id)
     choice = request.form.get("choice", "")
     try:
-        parsed = rounds.parse_answer(
-            choice,
-            request.form.get("seen"),
-            request.form.getlist("reasons"),
-            request.form.get("explanation", ""),
-            request.form.get("confidence"),
-        )
-        # Pasted or typed, and how fast: signals only, stored with the answer, never a reason
-        # to refuse it.
-        typing = typing_signals.parse(request.form, parsed.explanation)
-        parsed = dataclasses.replace(parsed, typing=typing)
-        # A study may ask for ratings of the flagged sentence before the truth is shown.
-        after = hooks.answer_form.send(round_, request.form, choice == "machine")
+        parsed, after = _posted_answer(round_)
         round_ = rounds.submit_answer(current_user, round_id, parsed)
-        for step in after:
-            if step is not None:
-                step()
+        _run_steps(after)
     except rounds.AlreadyAnswered as already:
         return _render_round(already.round, 409, already.message)
     except (rounds.BadRequest, rounds.Conflict) as refused:
