@@ -28,14 +28,15 @@ keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # default pool (5 + 10 overflow) was no better in the measurements, 16 + 16 worse.
 worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 
-# Threaded and gevent workers listen on a socket each (SO_REUSEPORT), the kernel spreading new
-# connections over them; GUNICORN_REUSE_PORT=0 or 1 overrides. With one shared socket, kept-alive
-# connections piled up on one worker (64 players about 43 on one and 21 on the other), whose
-# players waited twice as long: the slowest rounds were 0.83-0.96x of 3da502d's at 64 players
-# with the shared socket and 0.61-0.63x with a socket per worker (docs/BENCHMARKS.md, "One
-# listening socket per worker"). A worker that dies drops the connections still waiting in its
-# own queue: sync workers, whose every request is a new connection, keep the shared socket.
-reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "0" if worker_class == "sync" else "1") == "1"
+# GUNICORN_REUSE_PORT=1: a listening socket per worker (SO_REUSEPORT), the kernel spreading new
+# connections over them. With the one shared socket, kept-alive connections can pile up on one
+# worker (64 players about 43 on one and 21 on the other), whose players wait twice as long: the
+# slowest rounds at 64 players were 0.83-0.96x of 3da502d's with the shared socket and
+# 0.61-0.63x with a socket per worker. But a worker that dies then drops the connections waiting
+# in its own queue as well: under load more than one request per player per killed worker
+# (tests/live/test_faults.py), so the default keeps the shared socket (docs/BENCHMARKS.md, "One
+# listening socket per worker").
+reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "0") == "1"
 if worker_class == "gevent":
     os.environ.setdefault("DATABASE_POOL_SIZE", "4")
     os.environ.setdefault("DATABASE_MAX_OVERFLOW", "0")

@@ -1,5 +1,5 @@
-"""By default each threaded worker listens on a socket of its own and all of them serve; sync
-workers, or GUNICORN_REUSE_PORT=0, share one socket."""
+"""GUNICORN_REUSE_PORT=1: each worker listens on a socket of its own, and all of them serve; by
+default they share one socket."""
 
 from __future__ import annotations
 
@@ -22,16 +22,14 @@ def listening_sockets(port: int) -> int:
 @pytest.mark.parametrize(
     ("env", "sockets"),
     [
-        ({}, 2),
-        ({"GUNICORN_REUSE_PORT": "0"}, 1),
+        ({}, 1),
+        ({"GUNICORN_REUSE_PORT": "1"}, 2),
         ({"GUNICORN_WORKER_CLASS": "sync"}, 1),
         ({"GUNICORN_WORKER_CLASS": "sync", "GUNICORN_REUSE_PORT": "1"}, 2),
     ],
-    ids=["default", "turned-off", "sync", "sync-turned-on"],
+    ids=["default", "turned-on", "sync", "sync-turned-on"],
 )
-def test_a_socket_per_threaded_worker_unless_turned_off_and_every_worker_serves(
-    serve, env, sockets
-):
+def test_a_socket_per_worker_only_when_asked_and_every_worker_serves(serve, env, sockets):
     server = serve(workers=2, env=env)
     assert listening_sockets(server.port) == sockets
     # Each request on a connection of its own: the kernel (or the accept race) picks the worker.
