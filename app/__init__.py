@@ -24,7 +24,7 @@ from app.config import build_config, check_production
 from app.crowd.platforms import MTURK_SUBMIT_ORIGINS
 from app.database import begin_only_for_writes, ping_after_idle
 from app.errors import ServiceError
-from app.extensions import cache, csrf, db, limiter, login_manager, migrate
+from app.extensions import cache, csrf, db, keep_bounded, limiter, login_manager, migrate
 from app.logs import configure_logging
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -110,9 +110,8 @@ class FramedSessionInterface(SecureCookieSessionInterface):
             except BadSignature:  # a bad signature, or expired: Flask starts an empty session
                 return self.session_class()
             flat = type(data) is dict and all(type(v) in _FLAT for v in data.values())
-            if len(verified) >= self.VERIFIED_COOKIES:
-                verified.pop(next(iter(verified), None), None)
-            verified[value] = seen = (int(signed_at.timestamp()), data, flat)
+            seen = (int(signed_at.timestamp()), data, flat)
+            keep_bounded(verified, value, seen, self.VERIFIED_COOKIES)
         else:
             # itsdangerous' check of a verified signature's age (`TimestampSigner.unsign`).
             age = signing[3].get_timestamp() - seen[0]

@@ -35,6 +35,22 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+def keep_bounded(kept: dict, key: object, value: object, limit: int) -> None:
+    """Keep `key` -> `value` in `kept`, forgetting the oldest entry once `limit` are kept.
+
+    Threads of one worker share `kept` without a lock: finding the oldest entry iterates the
+    dict, which fails if another thread adds or forgets one meanwhile (a RuntimeError that would
+    have failed the request); what is over the limit is then left for the next call to forget,
+    so `kept` runs at most about one entry per thread over `limit`.
+    """
+    while len(kept) >= limit:
+        try:
+            del kept[next(iter(kept))]
+        except (StopIteration, KeyError, RuntimeError):  # another thread changed it meanwhile
+            break
+    kept[key] = value
+
+
 class CheckedTokensCSRF(CSRFProtect):
     """Flask-WTF's CSRF check, which checks the signature of a token once, not on every post.
 
@@ -74,10 +90,7 @@ class CheckedTokensCSRF(CSRFProtect):
         if carried is None:
             validate_csrf(data)
             # The signature is good and what it carries is the session's secret.
-            checked = self._checked
-            if len(checked) >= self.CHECKED_TOKENS:
-                checked.pop(next(iter(checked), None), None)
-            checked[(secret_key, data)] = session[field]
+            keep_bounded(self._checked, (secret_key, data), session[field], self.CHECKED_TOKENS)
         elif not hmac.compare_digest(session[field], carried):
             raise ValidationError("The CSRF tokens do not match.")
 

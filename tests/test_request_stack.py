@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import random
+import sys
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -24,7 +26,7 @@ from flask.globals import request_ctx
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import TimestampSigner
 
-from app.extensions import limiter
+from app.extensions import keep_bounded, limiter
 from app.logs import iso_time
 from tests import factories
 from tests.conftest import csrf_token
@@ -289,3 +291,38 @@ def test_the_access_lines_time_is_datetimes_text():
     for moment in moments:
         expected = datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds")
         assert iso_time(moment) == expected, moment
+
+
+def test_a_full_cache_forgets_its_oldest_entry():
+    kept: dict = {}
+    for number in range(5):
+        keep_bounded(kept, number, str(number), 3)
+    assert kept == {2: "2", 3: "3", 4: "4"}
+
+
+def test_threads_filling_one_cache_never_fail():
+    """The workers' threads share the verified cookies and checked tokens without a lock: while
+    one thread forgets the oldest entry another may add one, which made iterating the dict raise
+    (and the request answer 500) once a cache was full."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can
+    kept: dict = {}
+    failures: list[BaseException] = []
+
+    def fill(thread: int) -> None:
+        try:
+            for number in range(50_000):
+                keep_bounded(kept, (thread, number), number, 8)
+        except Exception as failure:
+            failures.append(failure)
+
+    try:
+        threads = [threading.Thread(target=fill, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert failures == []
+    assert len(kept) <= 8 + len(threads)
