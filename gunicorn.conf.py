@@ -17,14 +17,6 @@ workers = int(os.environ.get("GUNICORN_WORKERS", min(max(multiprocessing.cpu_cou
 # (deploy/nginx.conf: keepalive_timeout 4s): otherwise nginx may send a request down a connection
 # gunicorn is closing at that moment, and it does not resend a POST (the player gets a 502).
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread" else "1"))
-# gunicorn's gthread accepts every connection it can, busy or not: with the shared listening
-# socket, 64 kept-alive players sat about 43 on one worker and 21 on the other, and the first
-# group's rounds made the slowest ones. app/serving.py's subclass takes a new connection only
-# while one of its threads is free (round p99 at 64 players 0.67x of gunicorn's own; docs/
-# BENCHMARKS.md, "Threaded workers accept only with a thread free"). GUNICORN_IDLE_ACCEPT=0 turns
-# it off.
-if worker_class == "gthread" and os.environ.get("GUNICORN_IDLE_ACCEPT", "1") == "1":
-    worker_class = "app.serving.IdleAcceptThreadWorker"
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # gevent only (GUNICORN_WORKER_CLASS=gevent): client connections, kept-alive ones included, each
 # worker serves at once, a greenlet each. No faster than gthread here on either database
@@ -37,10 +29,13 @@ keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 
 # GUNICORN_REUSE_PORT=1: a listening socket per worker (SO_REUSEPORT), the kernel spreading new
-# connections over them. Off: a worker that dies then drops the connections waiting in its own
-# queue as well, more than one request per player per killed worker under load
-# (tests/live/test_faults.py), and accepting only with a thread free (above) spreads the players
-# as well (docs/BENCHMARKS.md, "One listening socket per worker").
+# connections over them. With the one shared socket, kept-alive connections can pile up on one
+# worker (64 players about 43 on one and 21 on the other), whose players wait twice as long: the
+# slowest rounds at 64 players were 0.83-0.96x of 3da502d's with the shared socket and
+# 0.61-0.63x with a socket per worker. But a worker that dies then drops the connections waiting
+# in its own queue as well: under load more than one request per player per killed worker
+# (tests/live/test_faults.py), so the default keeps the shared socket (docs/BENCHMARKS.md, "One
+# listening socket per worker").
 reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "0") == "1"
 if worker_class == "gevent":
     os.environ.setdefault("DATABASE_POOL_SIZE", "4")

@@ -31,11 +31,9 @@ ACCESS_RE = re.compile(
 )
 
 
-# `only_worker` needs workers that take no new connection while one is held: sync workers, which
-# serve one connection at a time, or gunicorn.conf.py's threaded ones with a single thread (they
-# accept only while a thread is free). A server started for it sets one of these.
+# gunicorn.conf.py's default is threaded workers; `only_worker` needs sync workers, each of which
+# serves one connection at a time: a server started for it sets this in its environment.
 SYNC_WORKERS = {"GUNICORN_WORKER_CLASS": "sync"}
-ONE_THREAD = {"GUNICORN_THREADS": "1"}
 
 
 @dataclass(frozen=True)
@@ -248,15 +246,12 @@ class GunicornServer:
     def only_worker(self, pid: int, timeout: float = 30.0):
         """Route the next connections to worker `pid`: keep every other worker busy meanwhile.
 
-        Each other worker is held reading a half-sent `GET /healthz`, which is completed (and
-        answered) on the way out. Hold it well under gunicorn's worker timeout. A worker held
-        so takes no new connection if it is sync, or threaded with one thread (app/serving.py):
-        start the server with SYNC_WORKERS or ONE_THREAD.
+        Each other sync worker is held reading a half-sent `GET /healthz`, which is completed
+        (and answered) on the way out. Hold it well under gunicorn's worker timeout. A threaded
+        worker would go on accepting connections: start the server with SYNC_WORKERS.
         """
-        env = self.extra_env
-        one_thread = env.get("GUNICORN_THREADS") == "1" and env.get("GUNICORN_IDLE_ACCEPT") != "0"
-        if env.get("GUNICORN_WORKER_CLASS") != "sync" and not one_thread:
-            raise RuntimeError("only_worker needs SYNC_WORKERS or ONE_THREAD workers")
+        if self.extra_env.get("GUNICORN_WORKER_CLASS") != "sync":
+            raise RuntimeError("only_worker needs sync workers: start the server with SYNC_WORKERS")
         held: dict[int, socket.socket] = {}
 
         def release(sock: socket.socket) -> None:
