@@ -15,6 +15,7 @@ COPIES_SOURCE = "copies_source"
 PROMPT_TOO_LONG = "prompt_too_long"
 BAD_CHARACTERS = "bad_characters"
 LOOP_IN_SENTENCE = "loop_in_sentence"
+NO_WORDS = "no_words"
 REPLACEMENT_CHARACTER = "\ufffd"
 ALLOWED_CONTROLS = frozenset("\t\n\r")
 # A loop: words repeated back to back in one sentence, at least this many copies (the last copy may
@@ -74,6 +75,8 @@ def quality_problem(
     - the same sentence twice in a row (the last prompt sentence included);
     - a sentence copied from the rest of the source document (a memorised human text would look
       human-written and carry a wrong boundary);
+    - a sentence without a word (".", "…", a lone quote mark): a small or degenerate model ends
+      sentences that way, and a player would spot it at once;
     - a character that is no text: U+FFFD or a control character (`bad_character`);
     - a loop inside one sentence: words repeated back to back (`sentence_loop`).
     """
@@ -93,6 +96,8 @@ def quality_problem(
         rest = {_norm(s) for s in source[len(prompt) :]}
         if any(_norm(s) in rest for s in kept):
             return COPIES_SOURCE
+    if any(_WORD.search(s) is None for s in kept):
+        return NO_WORDS
     if any(bad_character(s) is not None for s in kept):
         return BAD_CHARACTERS
     if any(sentence_loop(s) is not None for s in kept):

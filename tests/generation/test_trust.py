@@ -18,6 +18,7 @@ from generation.decoding import RAID_GRID, Decoding
 from generation.filters import (
     BAD_CHARACTERS,
     LOOP_IN_SENTENCE,
+    NO_WORDS,
     bad_character,
     quality_problem,
     sentence_loop,
@@ -211,6 +212,15 @@ def test_splices_with_broken_characters_never_reach_the_output(tmp_path):
     assert main([*args, "--human-share", "0", "--no-progress"]) == 0
     rows = read(out)
     assert rows and not any("\ufffd" in s for r in rows for s in r["sentences"][r["boundary"] :])
+
+
+def test_a_sentence_without_a_word_is_rejected():
+    # A tiny model trained by the tests once ended a text with a lone ".", which the generation
+    # test then found in the source document: every player would have spotted it.
+    for empty in [".", "…", '"', " . ", "?!", "—"]:
+        assert quality_problem(["Start."], ["Fine.", empty], 2) == NO_WORDS, empty
+    for fine in ["No.", "5.", "Oh!", "«Oui.»", "Ça va.", "It's 9 a.m."]:
+        assert quality_problem(["Start."], ["Fine.", fine], 2) is None, fine
 
 
 def test_a_loop_inside_one_sentence_is_rejected_and_speech_is_not():
