@@ -17,8 +17,6 @@ workers = int(os.environ.get("GUNICORN_WORKERS", min(max(multiprocessing.cpu_cou
 # (deploy/nginx.conf: keepalive_timeout 4s): otherwise nginx may send a request down a connection
 # gunicorn is closing at that moment, and it does not resend a POST (the player gets a 502).
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread" else "1"))
-if worker_class == "gthread" and os.environ.get("GUNICORN_SHARE", "0") == "1":
-    worker_class = "app.serving.ShareThreadWorker"
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # gevent only (GUNICORN_WORKER_CLASS=gevent): client connections, kept-alive ones included, each
 # worker serves at once, a greenlet each. No faster than gthread here on either database
