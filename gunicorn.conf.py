@@ -2,6 +2,11 @@
 
 import multiprocessing
 import os
+import sys
+
+# The app's own settings code, whichever directory gunicorn starts in (--chdir applies later).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from app.config import kernel_migrates_requests, socket_per_worker
 
 # Threaded workers that keep connections alive, one process per core (at least 2) with 4 threads
 # each: measured against sync workers (5 and 9), gthread with 5 processes and gevent on SQLite
@@ -28,15 +33,17 @@ keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # default pool (5 + 10 overflow) was no better in the measurements, 16 + 16 worse.
 worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 
-# GUNICORN_REUSE_PORT=1: a listening socket per worker (SO_REUSEPORT), the kernel spreading new
-# connections over them. With the one shared socket, kept-alive connections can pile up on one
-# worker (64 players about 43 on one and 21 on the other), whose players wait twice as long: the
-# slowest rounds at 64 players were 0.83-0.96x of 3da502d's with the shared socket and
-# 0.61-0.63x with a socket per worker. But a worker that dies then drops the connections waiting
-# in its own queue as well: under load more than one request per player per killed worker
-# (tests/live/test_faults.py), so the default keeps the shared socket (docs/BENCHMARKS.md, "One
-# listening socket per worker").
-reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "0") == "1"
+# A listening socket per worker (SO_REUSEPORT) where Linux hands a closing socket's waiting
+# connections to the others (net.ipv4.tcp_migrate_req=1, set in docker-compose.yml), one shared
+# socket otherwise; GUNICORN_REUSE_PORT=1 or 0 decides instead. With the shared socket,
+# kept-alive connections can pile up on one worker (64 players about 43 on one and 21 on the
+# other), whose players wait twice as long: the slowest rounds at 64 players were 0.83-0.96x of
+# 3da502d's with the shared socket and about 0.6x with a socket each. Without the kernel's
+# migration a worker that dies also resets the connections waiting on its own socket, more
+# requests lost than with the shared one (docs/BENCHMARKS.md, "One listening socket per worker").
+reuse_port, reuse_port_reason = socket_per_worker(
+    os.environ.get("GUNICORN_REUSE_PORT"), worker_class, kernel_migrates_requests()
+)
 if worker_class == "gevent":
     os.environ.setdefault("DATABASE_POOL_SIZE", "4")
     os.environ.setdefault("DATABASE_MAX_OVERFLOW", "0")
@@ -55,6 +62,16 @@ def on_starting(server):
     """Warn at start-up about state that several workers or hosts would not share."""
     from app.config import gevent_sqlite_warning, per_host_key_warning, shared_state_warning
 
+    server.log.info(
+        "Listening on %s: %s",
+        "a socket per worker" if reuse_port else "one socket shared by the workers",
+        reuse_port_reason,
+    )
+    if reuse_port and not kernel_migrates_requests():
+        server.log.warning(
+            "A socket per worker without net.ipv4.tcp_migrate_req=1: a worker that dies also "
+            "resets the connections waiting on its socket. Set the sysctl; see docs/operators.md."
+        )
     production = os.environ.get("ROFT_ENV", os.environ.get("FLASK_ENV", "")) == "production"
     for message in (
         shared_state_warning(server.cfg.workers, os.environ.get("REDIS_URL")),

@@ -156,6 +156,50 @@ def gevent_sqlite_warning(worker_class: str, database_url: str | None) -> str | 
     )
 
 
+# Linux (5.14 and later): 1 when a listening socket that closes hands the connections waiting on
+# it to another socket of its SO_REUSEPORT group instead of resetting them. Per network
+# namespace: a container has its own (docker-compose.yml sets it).
+MIGRATE_REQUESTS = Path("/proc/sys/net/ipv4/tcp_migrate_req")
+
+
+def kernel_migrates_requests(setting: Path = MIGRATE_REQUESTS) -> bool:
+    """Whether net.ipv4.tcp_migrate_req is on (False where it cannot be read: not Linux, old)."""
+    try:
+        return int(setting.read_text().strip() or 0) != 0
+    except (OSError, ValueError):
+        return False
+
+
+def socket_per_worker(requested: str | None, worker_class: str, migrates: bool) -> tuple[bool, str]:
+    """Whether each gunicorn worker listens on a socket of its own (SO_REUSEPORT), and why.
+
+    `requested` is GUNICORN_REUSE_PORT: "1" or "0" decide; unset or empty leaves it to the
+    worker class and the kernel. With one shared socket, a kept-alive connection stays with
+    whichever worker won the race to accept it, and under load one worker may hold twice the
+    players of another; with a socket each, the kernel spreads new connections evenly. The cost
+    is a worker's death: the connections waiting on its own socket are reset, unless the kernel
+    migrates them to the other sockets (`migrates`, net.ipv4.tcp_migrate_req). Sync workers
+    keep the shared socket, from which an idle worker takes the next connection: on a socket of
+    its own a connection would wait for its busy worker while another sat idle.
+    """
+    if requested not in (None, "", "0", "1"):
+        raise ValueError(f"GUNICORN_REUSE_PORT must be 0 or 1, not {requested!r}")
+    if requested:
+        chosen = requested == "1"
+        return chosen, f"GUNICORN_REUSE_PORT={requested}"
+    if worker_class == "sync":
+        return False, "sync workers share one socket, the idle one accepting"
+    if not migrates:
+        return False, (
+            "net.ipv4.tcp_migrate_req is off, so a worker that died would drop the connections "
+            "waiting on a socket of its own"
+        )
+    return True, (
+        "net.ipv4.tcp_migrate_req is on: the kernel spreads new connections over the workers "
+        "and hands a dead worker's waiting connections to the others"
+    )
+
+
 def per_host_key_warning(production: bool, secret_key: str | None) -> str | None:
     """In production without SECRET_KEY, each host signs sessions with its own generated key."""
     if not production or secret_key:

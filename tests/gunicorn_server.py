@@ -8,12 +8,14 @@ holds (`connections`, `worker_serving`), which worker answered each request (`se
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app import PROJECT_ROOT
+from app.config import MIGRATE_REQUESTS
 
 # gunicorn's default access-log line plus the pid of the worker that served the request.
 ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" worker=%(p)s'
@@ -34,6 +37,36 @@ ACCESS_RE = re.compile(
 # gunicorn.conf.py's default is threaded workers; `only_worker` needs sync workers, each of which
 # serves one connection at a time: a server started for it sets this in its environment.
 SYNC_WORKERS = {"GUNICORN_WORKER_CLASS": "sync"}
+
+
+@contextmanager
+def kernel_migrates_requests(on: bool):
+    """Hold Linux's net.ipv4.tcp_migrate_req at `on` for the block, then restore it.
+
+    gunicorn.conf.py gives each threaded worker a listening socket of its own only where the
+    kernel hands a closing socket's waiting connections to the others. One test at a time holds
+    the setting (a file lock, across pytest-xdist workers); where it cannot be written (not
+    root, no such setting) and differs, the test is skipped.
+    """
+    import pytest
+
+    with open(Path(tempfile.gettempdir()) / "roft-tcp-migrate-req.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        wanted = "1" if on else "0"
+        try:
+            before = MIGRATE_REQUESTS.read_text().strip()
+        except OSError:
+            pytest.skip(f"{MIGRATE_REQUESTS} is missing (Linux 5.14 or later has it)")
+        if before != wanted:
+            try:
+                MIGRATE_REQUESTS.write_text(wanted)
+            except OSError as error:
+                pytest.skip(f"cannot set {MIGRATE_REQUESTS} to {wanted}: {error}")
+        try:
+            yield
+        finally:
+            if before != wanted:
+                MIGRATE_REQUESTS.write_text(before)
 
 
 @dataclass(frozen=True)

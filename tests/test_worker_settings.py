@@ -1,4 +1,5 @@
-"""Settings for gunicorn's workers: the size of each process's database pool, the gevent warning.
+"""Settings for gunicorn's workers: each process's database pool, the gevent warning, and whether
+each worker listens on a socket of its own.
 
 tests/live/test_gevent.py serves the site under gevent workers.
 """
@@ -9,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from app.config import build_config, gevent_sqlite_warning
+from app.config import (
+    build_config,
+    gevent_sqlite_warning,
+    kernel_migrates_requests,
+    socket_per_worker,
+)
 from app.extensions import db
 
 
@@ -50,3 +56,42 @@ def test_gevent_on_sqlite_is_warned_about():
     assert gevent_sqlite_warning("gevent", "postgresql://db/roft") is None
     assert gevent_sqlite_warning("gthread", None) is None
     assert gevent_sqlite_warning("sync", "sqlite:////srv/roft.sqlite3") is None
+
+
+@pytest.mark.parametrize(
+    ("requested", "worker_class", "migrates", "chosen"),
+    [
+        (None, "gthread", True, True),
+        ("", "gevent", True, True),
+        (None, "gthread", False, False),
+        (None, "sync", True, False),
+        ("0", "gthread", True, False),
+        ("1", "gthread", False, True),
+        ("1", "sync", False, True),
+    ],
+)
+def test_a_socket_per_worker_by_default_only_where_the_kernel_hands_on_waiting_connections(
+    requested, worker_class, migrates, chosen
+):
+    reuse, reason = socket_per_worker(requested, worker_class, migrates)
+    assert reuse is chosen
+    if requested:
+        assert reason == f"GUNICORN_REUSE_PORT={requested}"
+    elif worker_class != "sync":
+        assert ("tcp_migrate_req is on" in reason) is migrates
+
+
+@pytest.mark.parametrize("requested", ["yes", "true", "2", " 1"])
+def test_a_reuse_port_setting_that_is_not_0_or_1_is_refused(requested):
+    with pytest.raises(ValueError, match="GUNICORN_REUSE_PORT must be 0 or 1"):
+        socket_per_worker(requested, "gthread", True)
+
+
+@pytest.mark.parametrize(
+    ("content", "on"), [("1\n", True), ("0\n", False), ("2\n", True), ("", False), ("x", False)]
+)
+def test_the_kernel_setting_is_read_from_proc(tmp_path: Path, content, on):
+    setting = tmp_path / "tcp_migrate_req"
+    setting.write_text(content)
+    assert kernel_migrates_requests(setting) is on
+    assert kernel_migrates_requests(tmp_path / "missing") is False

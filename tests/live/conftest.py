@@ -51,7 +51,9 @@ def serve(demo_db, tmp_path):
             database_url or demo_db,
             tmp_path / f"gunicorn-{len(servers)}",
             workers=workers,
-            env={**GENEROUS_LIMITS, **(env or {})},
+            # One listening socket shared by the workers unless a test asks otherwise: the
+            # default wherever net.ipv4.tcp_migrate_req is off, which a test may turn on.
+            env={**GENEROUS_LIMITS, "GUNICORN_REUSE_PORT": "0", **(env or {})},
             access_log=True,
         )
         servers.append(server)
