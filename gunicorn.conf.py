@@ -6,7 +6,13 @@ import sys
 
 # The app's own settings code, whichever directory gunicorn starts in (--chdir applies later).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from app.config import kernel_migrates_requests, socket_per_worker
+from app.config import (
+    gevent_sqlite_warning,
+    kernel_migrates_requests,
+    per_host_key_warning,
+    shared_state_warning,
+    socket_per_worker,
+)
 
 # Threaded workers that keep connections alive, one process per core (at least 2) with 4 threads
 # each: measured against sync workers (5 and 9), gthread with 5 processes and gevent on SQLite
@@ -60,14 +66,13 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 def on_starting(server):
     """Warn at start-up about state that several workers or hosts would not share."""
-    from app.config import gevent_sqlite_warning, per_host_key_warning, shared_state_warning
-
+    each = server.cfg.reuse_port  # a --reuse-port on the command line wins over this file
     server.log.info(
         "Listening on %s: %s",
-        "a socket per worker" if reuse_port else "one socket shared by the workers",
-        reuse_port_reason,
+        "a socket per worker" if each else "one socket shared by the workers",
+        reuse_port_reason if each == reuse_port else "--reuse-port given",
     )
-    if reuse_port and not kernel_migrates_requests():
+    if each and not kernel_migrates_requests():
         server.log.warning(
             "A socket per worker without net.ipv4.tcp_migrate_req=1: a worker that dies also "
             "resets the connections waiting on its socket. Set the sysctl; see docs/operators.md."
