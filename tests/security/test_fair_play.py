@@ -99,7 +99,12 @@ def test_no_constant_strategy_beats_all_human_on_the_demo_set():
     assert careful > 0
 
 
-def test_careful_reader_ranks_above_lazy_players_and_answer_key_farmers(ctx, clock):
+def test_careful_reader_ranks_above_lazy_players_and_answer_key_farmers(ctx, clock, monkeypatch):
+    # The texts are drawn from a seeded generator, so that the test is repeatable. Over 35 rounds
+    # with few all-human texts among them, a careful reader who misjudges one human text in five
+    # ranked below a constant guesser's lucky 12 rounds in 2 of 55 unseeded draws tried (the
+    # boards shrink few rounds toward 0; they do not remove luck).
+    monkeypatch.setattr(rounds, "random", random.Random(3))
     import_file(DEMO)
     key = dict(db.session.execute(select(Example.id, Example.boundary)).all())
     rng = random.Random(3)
@@ -121,9 +126,8 @@ def test_careful_reader_ranks_above_lazy_players_and_answer_key_farmers(ctx, clo
         round_ = rounds.start_round(flash, "random")
         play_to(flash, key[round_.example_id], clock, 0.05)
     board = {s.name: s for s in standings.top()}
-    # The texts each player gets are drawn at random, so only what holds for any draw is checked
-    # here (the whole demo set is checked above): "all human" has exactly no skill, the careful
-    # reader ranks first, by far, and the farmers are not on the board.
+    # "All human" has exactly no skill whatever the draw (the whole demo set is checked above);
+    # on this draw the careful reader ranks first, and the farmers are not on the board.
     assert set(board) == {"cara", "hugo", "sam"}
     assert board["cara"].rank == 1 and board["cara"].skill > 0
     assert board["hugo"].skill == 0 and board["hugo"].points > 0
