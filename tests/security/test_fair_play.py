@@ -102,8 +102,8 @@ def test_no_constant_strategy_beats_all_human_on_the_demo_set():
 def test_careful_reader_ranks_above_lazy_players_and_answer_key_farmers(ctx, clock, monkeypatch):
     # The texts are drawn from a seeded generator, so that the test is repeatable. Over 35 rounds
     # with few all-human texts among them, a careful reader who misjudges one human text in five
-    # ranked below a constant guesser's lucky 12 rounds in 2 of 55 unseeded draws tried (the
-    # boards shrink few rounds toward 0; they do not remove luck).
+    # fell to "all human"'s skill of 0 or below a constant guesser's lucky 12 rounds in 2 of 55
+    # unseeded draws tried (the boards shrink few rounds toward 0; they do not remove luck).
     monkeypatch.setattr(rounds, "random", random.Random(3))
     import_file(DEMO)
     key = dict(db.session.execute(select(Example.id, Example.boundary)).all())
