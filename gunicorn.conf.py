@@ -47,8 +47,9 @@ worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 # 3da502d's with the shared socket and about 0.6x with a socket each. Without the kernel's
 # migration a worker that dies also resets the connections waiting on its own socket, more
 # requests lost than with the shared one (docs/BENCHMARKS.md, "One listening socket per worker").
+migrates_requests = kernel_migrates_requests()
 reuse_port, reuse_port_reason = socket_per_worker(
-    os.environ.get("GUNICORN_REUSE_PORT"), worker_class, kernel_migrates_requests()
+    os.environ.get("GUNICORN_REUSE_PORT"), worker_class, migrates_requests
 )
 if worker_class == "gevent":
     os.environ.setdefault("DATABASE_POOL_SIZE", "4")
@@ -72,7 +73,7 @@ def on_starting(server):
         "a socket per worker" if each else "one socket shared by the workers",
         reuse_port_reason if each == reuse_port else "--reuse-port given",
     )
-    if each and not kernel_migrates_requests():
+    if each and not migrates_requests:
         server.log.warning(
             "A socket per worker without net.ipv4.tcp_migrate_req=1: a worker that dies also "
             "resets the connections waiting on its socket. Set the sysctl; see docs/operators.md."

@@ -767,6 +767,7 @@ def run(args) -> bool:
                     root=ROOT,
                 )
             )
+            print(f"  this site listens on {web_load.listening(ours.server.log_path)}", flush=True)
             roft = Side(Tree("roft", roft_dir, "roft"), work / "roft", url=roft_url)
             roft.server = stack.enter_context(site)
             results, errors = asyncio.run(play_levels(roft, ours, args))

@@ -952,6 +952,17 @@ def ratio_line(
     return line
 
 
+def listening(log_path: Path) -> str | None:
+    """How gunicorn.conf.py set the server's listening sockets, and why, from its start-up log
+    line (one socket per worker where net.ipv4.tcp_migrate_req is on: the figures depend on it);
+    None for a tree whose configuration does not log it."""
+    for line in log_path.read_text(errors="replace").splitlines():
+        _, found, rest = line.partition("] Listening on ")
+        if found:
+            return rest.strip()
+    return None
+
+
 def app_time_by_endpoint(log_path: Path) -> list[str]:
     """Mean and p50 of the time inside the app per game endpoint, from its JSON access lines."""
     times: defaultdict[str, list[float]] = defaultdict(list)
@@ -1167,6 +1178,9 @@ async def run_levels(kind: str, sides: list[Side], args) -> tuple[bool, list[str
                 side.proxy = stack.enter_context(
                     NginxProxy(side.work / "nginx", [side.server.port], source=side.tree.proxy)
                 )
+            sockets = listening(side.server.log_path)
+            if sockets:
+                print(f"  {side.tree.name} listens on {sockets}", flush=True)
         for index, level in enumerate(levels):
             logged_in: dict[str, list[Player]] = {}
             try:

@@ -40,7 +40,7 @@ SYNC_WORKERS = {"GUNICORN_WORKER_CLASS": "sync"}
 
 
 @contextmanager
-def kernel_migrates_requests(on: bool):
+def migrate_req_held_at(on: bool):
     """Hold Linux's net.ipv4.tcp_migrate_req at `on` for the block, then restore it.
 
     gunicorn.conf.py gives each threaded worker a listening socket of its own only where the

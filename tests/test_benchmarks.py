@@ -100,6 +100,9 @@ def test_web_load_compares_server_configurations_of_the_current_tree():
         shutil.rmtree(kept, ignore_errors=True)
     # Each configuration ran as asked, by its own gunicorn's account.
     assert "Using worker: sync" in logs["sync"] and "Using worker: gthread" in logs["threads"]
+    # How each listened, which the host's kernel setting decides for threads, is printed.
+    assert "  sync listens on one socket shared by the workers: sync workers" in out
+    assert re.search(r"  threads listens on (a socket per worker|one socket shared by .*): ", out)
     rows = load_rows(out)
     assert set(rows) == {
         (tree, mode) for tree in ("sync", "threads") for mode in ("script", "paced")

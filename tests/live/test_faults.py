@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.gunicorn_server import SYNC_WORKERS, kernel_migrates_requests, wait_until
+from tests.gunicorn_server import SYNC_WORKERS, migrate_req_held_at, wait_until
 from tests.live.invariants import check_database, check_seen_rounds
 from tests.live.player import ConnectionLost, PlayedRound, Player
 
@@ -119,7 +119,7 @@ def test_sigkill_worker_mid_load_loses_no_data_and_players_continue(app, serve, 
     with contextlib.ExitStack() as stack:
         env = {"GUNICORN_WORKER_CLASS": worker_class}
         if sockets:
-            stack.enter_context(kernel_migrates_requests(True))
+            stack.enter_context(migrate_req_held_at(True))
             env["GUNICORN_REUSE_PORT"] = "1"
         _kill_workers_under_load(app, serve(workers=3, env=env), worker_class)
 

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from tests.gunicorn_server import kernel_migrates_requests, wait_until
+from tests.gunicorn_server import migrate_req_held_at, wait_until
 
 
 def listening_sockets(port: int) -> int:
@@ -43,7 +43,7 @@ SYNC = {"GUNICORN_WORKER_CLASS": "sync"}
 def test_a_socket_per_worker_where_the_kernel_migrates_and_every_worker_serves(
     serve, env, migrates, sockets
 ):
-    with kernel_migrates_requests(migrates):
+    with migrate_req_held_at(migrates):
         server = serve(workers=2, env=env)
         assert listening_sockets(server.port) == sockets
         # Each request on a connection of its own: the kernel (or the accept race) picks the
@@ -100,7 +100,7 @@ def test_a_dead_workers_waiting_connections_go_to_the_others_only_where_the_kern
     """With a socket per worker, connections the kernel has queued on a worker's socket but the
     worker has not accepted yet are reset when it dies, unless net.ipv4.tcp_migrate_req hands
     them to the other sockets: the reason gunicorn.conf.py turns the sockets on only then."""
-    with kernel_migrates_requests(migrates):
+    with migrate_req_held_at(migrates):
         server = serve(workers=2, env={"GUNICORN_REUSE_PORT": "1"})
         request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
         request += "Connection: close\r\n\r\n"
