@@ -70,9 +70,10 @@ def test_home_state_is_what_the_separate_reads_find(ctx):
     assert home.home_state(fresh, today) == home.HomeState(None, None, None, rounds.RANDOM, None)
 
 
-def _page(client) -> str:
-    """The home page without what differs from one response to the next: its CSRF tokens."""
-    page = client.get("/").get_data(as_text=True)
+def _page(client, path: str = "/") -> str:
+    """A page without what differs from one response to the next: its CSRF tokens, which are
+    signed with the second they were made in."""
+    page = client.get(path).get_data(as_text=True)
     return CSRF_RE.sub('name="csrf_token" value=""', page)
 
 
@@ -135,13 +136,13 @@ def test_the_set_summary_is_the_same_as_with_its_separate_reads(make_app, db_uri
         game_set = db.session.scalar(db.select(GameSet))
         assert game_set.finished
         set_id = game_set.id
-    together = client.get(f"/sets/{set_id}").get_data(as_text=True)
+    together = _page(client, f"/sets/{set_id}")
     # The summary as read before: each category by its text, the last choice by a query.
     read = sets.summary_of
     monkeypatch.setattr(
         sets, "summary_of", lambda s: dataclasses.replace(read(s), last_chosen=None)
     )
-    apart = client.get(f"/sets/{set_id}").get_data(as_text=True)
+    apart = _page(client, f"/sets/{set_id}")
     assert together == apart
     assert "Play another set · Stories" in together
     assert together.count("<td>News</td>") == 2 and together.count("<td>Stories</td>") == 1
