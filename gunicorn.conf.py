@@ -47,13 +47,8 @@ worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 # 3da502d's with the shared socket and about 0.6x with a socket each. Without the kernel's
 # migration a worker that dies also resets the connections waiting on its own socket, more
 # requests lost than with the shared one (docs/BENCHMARKS.md, "One listening socket per worker").
+# Decided in on_starting, once gunicorn has applied its command line (-k, --reuse-port) too.
 migrates_requests = kernel_migrates_requests()
-reuse_port, reuse_port_reason = socket_per_worker(
-    os.environ.get("GUNICORN_REUSE_PORT"), worker_class, migrates_requests
-)
-if worker_class == "gevent":
-    os.environ.setdefault("DATABASE_POOL_SIZE", "4")
-    os.environ.setdefault("DATABASE_MAX_OVERFLOW", "0")
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 # The app writes one JSON access line per request (with its request id) to stderr, so gunicorn's
@@ -66,23 +61,35 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 
 def on_starting(server):
-    """Warn at start-up about state that several workers or hosts would not share."""
-    each = server.cfg.reuse_port  # a --reuse-port on the command line wins over this file
+    """Settle what depends on the worker class as gunicorn resolved it (a `-k` on the command
+    line or in GUNICORN_CMD_ARGS wins over this file) before the workers start, and warn about
+    state that several workers or hosts would not share."""
+    cfg = server.cfg
+    if cfg.reuse_port:  # only --reuse-port sets it: this file leaves it to the lines below
+        each, why = True, "--reuse-port given"
+    else:
+        each, why = socket_per_worker(
+            os.environ.get("GUNICORN_REUSE_PORT"), cfg.worker_class_str, migrates_requests
+        )
+        cfg.set("reuse_port", each)
     server.log.info(
         "Listening on %s: %s",
         "a socket per worker" if each else "one socket shared by the workers",
-        reuse_port_reason if each == reuse_port else "--reuse-port given",
+        why,
     )
     if each and not migrates_requests:
         server.log.warning(
             "A socket per worker without net.ipv4.tcp_migrate_req=1: a worker that dies also "
             "resets the connections waiting on its socket. Set the sysctl; see docs/operators.md."
         )
+    if cfg.worker_class_str == "gevent":  # the workers, forked later, load the app with these
+        os.environ.setdefault("DATABASE_POOL_SIZE", "4")
+        os.environ.setdefault("DATABASE_MAX_OVERFLOW", "0")
     production = os.environ.get("ROFT_ENV", os.environ.get("FLASK_ENV", "")) == "production"
     for message in (
-        shared_state_warning(server.cfg.workers, os.environ.get("REDIS_URL")),
+        shared_state_warning(cfg.workers, os.environ.get("REDIS_URL")),
         per_host_key_warning(production, os.environ.get("SECRET_KEY")),
-        gevent_sqlite_warning(server.cfg.worker_class_str, os.environ.get("DATABASE_URL")),
+        gevent_sqlite_warning(cfg.worker_class_str, os.environ.get("DATABASE_URL")),
     ):
         if message:
             server.log.warning(message)

@@ -26,6 +26,9 @@ def listening_sockets(port: int) -> int:
 
 AUTO = {"GUNICORN_REUSE_PORT": ""}  # unset: gunicorn.conf.py decides
 SYNC = {"GUNICORN_WORKER_CLASS": "sync"}
+# Read by gunicorn as its command line, which wins over gunicorn.conf.py's settings.
+SYNC_ON_COMMAND_LINE = {"GUNICORN_CMD_ARGS": "--worker-class sync --threads 1"}
+REUSE_PORT_ON_COMMAND_LINE = {"GUNICORN_CMD_ARGS": "--reuse-port"}
 
 
 @pytest.mark.parametrize(
@@ -37,8 +40,19 @@ SYNC = {"GUNICORN_WORKER_CLASS": "sync"}
         ({"GUNICORN_REUSE_PORT": "0"}, True, 1),
         ({"GUNICORN_REUSE_PORT": "1"}, False, 2),
         ({"GUNICORN_REUSE_PORT": "1", **SYNC}, False, 2),
+        ({**AUTO, **SYNC_ON_COMMAND_LINE}, True, 1),
+        ({"GUNICORN_REUSE_PORT": "0", **REUSE_PORT_ON_COMMAND_LINE}, False, 2),
     ],
-    ids=["threads-kernel-migrates", "threads", "sync", "turned-off", "turned-on", "sync-turned-on"],
+    ids=[
+        "threads-kernel-migrates",
+        "threads",
+        "sync",
+        "turned-off",
+        "turned-on",
+        "sync-turned-on",
+        "sync-on-command-line",
+        "reuse-port-on-command-line",
+    ],
 )
 def test_a_socket_per_worker_where_the_kernel_migrates_and_every_worker_serves(
     serve, env, migrates, sockets
@@ -53,6 +67,9 @@ def test_a_socket_per_worker_where_the_kernel_migrates_and_every_worker_serves(
                 assert response.status == 200
         log = server.log_path.read_text()
     assert ("Listening on a socket per worker" in log) == (sockets == 2), log
+    assert ("Listening on a socket per worker: --reuse-port given" in log) == (
+        "--reuse-port" in env.get("GUNICORN_CMD_ARGS", "")
+    ), log
     # Asked for without the kernel's migration: a warning says what a worker's death costs.
     assert ("A socket per worker without net.ipv4.tcp_migrate_req=1" in log) == (
         sockets == 2 and not migrates
