@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.models import Example, Player, Round
 from tests import factories
 
@@ -34,12 +34,12 @@ def finish(
         flag_at = None
     target = round_.example.n_sentences if flag_at is None else flag_at + 1
     while round_.revealed < target:
-        rounds.reveal_next(player, round_.id, round_.revealed)
+        reveals.reveal_next(player, round_.id, round_.revealed)
     if flag_at is None:
-        parsed = rounds.parse_answer("human", round_.revealed, [], "")
+        parsed = answers.parse_answer("human", round_.revealed, [], "")
     else:
-        parsed = rounds.parse_answer("machine", round_.revealed, list(reasons), explanation)
-    return rounds.submit_answer(player, round_.id, parsed)
+        parsed = answers.parse_answer("machine", round_.revealed, list(reasons), explanation)
+    return answers.submit_answer(player, round_.id, parsed)
 
 
 def others_answer(example: Example, flags: list[int | None], explanation: str = "") -> list[Round]:

@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import event, select, text, update
 
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.game.scoring import Verdict
 from app.leaderboard import fairness, standings
 from app.models import BoardTotal, Example, Player, PlayerTotal, Round
@@ -66,7 +66,7 @@ def _open_round(player: Player, example: Example, seen: int = 3) -> int:
     """A round of `example` read to sentence `seen` (answering "machine" flags index seen-1)."""
     round_ = rounds.create_round(player, example, example.category.slug)
     while round_.revealed < seen:
-        rounds.reveal_next(player, round_.id, round_.revealed)
+        reveals.reveal_next(player, round_.id, round_.revealed)
     return round_.id
 
 
@@ -134,10 +134,10 @@ def test_an_answer_sharing_counts_goes_through_while_an_unlisting_answer_is_open
         with app.app_context():
             try:
                 player = db.session.get(Player, player_ids[name])
-                parsed = rounds.parse_answer("machine", 3, ["generic"], "")
+                parsed = answers.parse_answer("machine", 3, ["generic"], "")
                 if name == "bob":
                     assert ada_counted.wait(WAIT), "Ada's answer never moved its counts"
-                rounds.submit_answer(player, round_ids[name], parsed)
+                answers.submit_answer(player, round_ids[name], parsed)
                 outcomes[name] = "stored"
             except Exception as error:  # the test reports what failed
                 outcomes[name] = repr(error)
@@ -336,9 +336,9 @@ def test_many_concurrent_answers_sign_ups_and_folds_keep_the_counts_exact(app):
         with app.app_context():
             try:
                 player = db.session.get(Player, player_id)
-                parsed = rounds.parse_answer("machine", 3, ["generic"], "")
+                parsed = answers.parse_answer("machine", 3, ["generic"], "")
                 barrier.wait(WAIT)
-                rounds.submit_answer(player, round_id, parsed)
+                answers.submit_answer(player, round_id, parsed)
                 outcomes.append("stored")
             except Exception as error:  # the test reports what failed
                 outcomes.append(repr(error)[:300])

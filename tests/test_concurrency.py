@@ -7,7 +7,7 @@ import threading
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.models import Example, Player, PlayerTotal, Round
 from tests import factories
 
@@ -27,20 +27,20 @@ def test_simultaneous_machine_submissions_store_one_answer(app):
         with app.app_context():
             player = db.session.get(Player, player_id)
             round_ = rounds.start_round(player, "news")
-            rounds.reveal_next(player, round_.id, 1)
-            rounds.reveal_next(player, round_.id, 2)
+            reveals.reveal_next(player, round_.id, 1)
+            reveals.reveal_next(player, round_.id, 2)
             round_id = round_.id
         barrier = threading.Barrier(THREADS)
 
         def submit(reason: str, round_id=round_id, barrier=barrier):
             with app.app_context():
                 player = db.session.get(Player, player_id)
-                answer = rounds.parse_answer("machine", 3, [reason], "")
+                answer = answers.parse_answer("machine", 3, [reason], "")
                 barrier.wait()
                 try:
-                    rounds.submit_answer(player, round_id, answer)
+                    answers.submit_answer(player, round_id, answer)
                     result = "stored"
-                except rounds.AlreadyAnswered:
+                except answers.AlreadyAnswered:
                     result = "already"
                 finally:
                     db.session.remove()

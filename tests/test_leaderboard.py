@@ -12,7 +12,7 @@ from sqlalchemy import func, select, text, update
 
 from app.accounts import service as accounts
 from app.extensions import cache, db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.game.scoring import Verdict
 from app.leaderboard import skill, standings
 from app.models import BoardCount, BoardCountDelta, BoardTotal, Category, Player
@@ -30,9 +30,9 @@ def play(player, category: str, latest_index: int) -> int:
     """Play one round, flagging sentence `latest_index`; return the points."""
     round_ = rounds.start_round(player, category)
     while round_.revealed < latest_index + 1:
-        rounds.reveal_next(player, round_.id, round_.revealed)
-    done = rounds.submit_answer(
-        player, round_.id, rounds.parse_answer("machine", latest_index + 1, ["generic"], "")
+        reveals.reveal_next(player, round_.id, round_.revealed)
+    done = answers.submit_answer(
+        player, round_.id, answers.parse_answer("machine", latest_index + 1, ["generic"], "")
     )
     return done.points
 

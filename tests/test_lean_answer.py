@@ -1,4 +1,4 @@
-"""The answer served from one row (`rounds.preload_answer`, `rounds.submit_preloaded`,
+"""The answer served from one row (`answers.preload_answer`, `answers.submit_preloaded`,
 `routes._render_answered`): the page's script gets exactly the round the full path draws, the
 answer is stored once as before, and every refusal is still refused (drawn by the full path)."""
 
@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import insights, rounds
+from app.game import answers, insights, rounds
 from app.leaderboard.integrity import DEVICE_COOKIE
 from app.models import (
     BoardTotal,
@@ -177,9 +177,9 @@ def _stored(round_id: int) -> tuple:
 
 def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client, lean, monkeypatch):
     served = []
-    submit = rounds.submit_preloaded
+    submit = answers.submit_preloaded
     monkeypatch.setattr(
-        rounds, "submit_preloaded", lambda *args: served.append(args[1].id) or submit(*args)
+        answers, "submit_preloaded", lambda *args: served.append(args[1].id) or submit(*args)
     )
     with app.app_context():
         factories.example(boundary=2, n=4, passage="one")

@@ -1,4 +1,4 @@
-"""The reveal served from one row (`rounds.preload_reveal`, `routes._render_reveal`): the page's
+"""The reveal served from one row (`reveals.preload_reveal`, `routes._render_reveal`): the page's
 script gets exactly the round the full path draws, and the reveal checks what it checked before."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from app.catalog import pools
 from app.catalog.importer import import_file
 from app.catalog.passages import MAX_KEY_CHARS, passage_keys
 from app.extensions import db
-from app.game import rounds, sets
+from app.game import answers, reveals, rounds, sets
 from app.models import Example, ExamplePassage, PassageRead
 from tests import factories
 from tests.conftest import csrf_token
@@ -189,8 +189,8 @@ def test_sets_skip_passages_read_in_a_set_too(ctx):
     player = factories.player()
     first = sets.play(player, "news")
     assert first.set_id is not None
-    rounds.reveal_next(player, first.id, 1)
-    rounds.submit_answer(player, first.id, rounds.parse_answer("machine", 2, ["hunch"], ""))
+    reveals.reveal_next(player, first.id, 1)
+    answers.submit_answer(player, first.id, answers.parse_answer("machine", 2, ["hunch"], ""))
     with pytest.raises(rounds.NoExamplesLeft):
         sets.play(player, "news")
 

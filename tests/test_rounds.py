@@ -7,22 +7,22 @@ from sqlalchemy import func, select
 
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.models import CategoryTotal, Example, PlayerTotal, Reveal, Round
 from tests import factories
 
 
-def machine(seen: int, reasons=("repetition",), explanation: str = "") -> rounds.Answer:
-    return rounds.parse_answer("machine", seen, list(reasons), explanation)
+def machine(seen: int, reasons=("repetition",), explanation: str = "") -> answers.Answer:
+    return answers.parse_answer("machine", seen, list(reasons), explanation)
 
 
-def human(seen: int) -> rounds.Answer:
-    return rounds.parse_answer("human", seen, [], "")
+def human(seen: int) -> answers.Answer:
+    return answers.parse_answer("human", seen, [], "")
 
 
 def reveal_until(player, round_, shown: int) -> None:
     while round_.revealed < shown:
-        rounds.reveal_next(player, round_.id, round_.revealed)
+        reveals.reveal_next(player, round_.id, round_.revealed)
 
 
 def test_start_reveals_only_the_first_sentence(ctx):
@@ -40,8 +40,8 @@ def test_reveal_one_at_a_time_with_server_timestamps(ctx):
     factories.example(boundary=4)
     player = factories.player()
     round_ = rounds.start_round(player, "news")
-    rounds.reveal_next(player, round_.id, 1)
-    rounds.reveal_next(player, round_.id, 2)
+    reveals.reveal_next(player, round_.id, 1)
+    reveals.reveal_next(player, round_.id, 2)
     db.session.refresh(round_)
     assert round_.revealed == 3
     times = [r.revealed_at for r in round_.reveals]
@@ -53,11 +53,11 @@ def test_stale_or_repeated_reveal_is_refused_and_changes_nothing(ctx):
     factories.example(boundary=4)
     player = factories.player()
     round_ = rounds.start_round(player, "news")
-    rounds.reveal_next(player, round_.id, 1)
+    reveals.reveal_next(player, round_.id, 1)
     with pytest.raises(Conflict):
-        rounds.reveal_next(player, round_.id, 1)  # a double click: same "seen" again
+        reveals.reveal_next(player, round_.id, 1)  # a double click: same "seen" again
     with pytest.raises(Conflict):
-        rounds.reveal_next(player, round_.id, 5)  # skipping ahead
+        reveals.reveal_next(player, round_.id, 5)  # skipping ahead
     db.session.refresh(round_)
     assert round_.revealed == 2
     assert db.session.scalar(select(func.count()).select_from(Reveal)) == 2
@@ -69,7 +69,7 @@ def test_cannot_reveal_past_the_end(ctx):
     round_ = rounds.start_round(player, "news")
     reveal_until(player, round_, 3)
     with pytest.raises(Conflict):
-        rounds.reveal_next(player, round_.id, 3)
+        reveals.reveal_next(player, round_.id, 3)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_machine_answer_scores_the_latest_sentence(
     player = factories.player()
     round_ = rounds.start_round(player, "news")
     reveal_until(player, round_, flag_at + 1)  # sentence index flag_at is the latest shown
-    done = rounds.submit_answer(player, round_.id, machine(flag_at + 1))
+    done = answers.submit_answer(player, round_.id, machine(flag_at + 1))
     assert done.guess == expected_guess
     assert done.points == expected_points
     assert done.reasons == ["repetition"]
@@ -96,30 +96,30 @@ def test_all_human_only_at_the_last_sentence(ctx):
     round_ = rounds.start_round(player, "news")
     reveal_until(player, round_, 9)
     with pytest.raises(BadRequest):
-        rounds.submit_answer(player, round_.id, human(9))
+        answers.submit_answer(player, round_.id, human(9))
     reveal_until(player, round_, 10)
-    done = rounds.submit_answer(player, round_.id, human(10))
+    done = answers.submit_answer(player, round_.id, human(10))
     assert done.guess == 10 and done.points == 5
 
 
 def test_answer_needs_a_reason_or_explanation():
     with pytest.raises(BadRequest, match="at least one reason"):
-        rounds.parse_answer("machine", 3, [], "   ")
-    assert rounds.parse_answer("machine", 3, [], "It repeats itself").explanation == (
+        answers.parse_answer("machine", 3, [], "   ")
+    assert answers.parse_answer("machine", 3, [], "It repeats itself").explanation == (
         "It repeats itself"
     )
     with pytest.raises(BadRequest, match="Unknown reason"):
-        rounds.parse_answer("machine", 3, ["vibes"], "")
+        answers.parse_answer("machine", 3, ["vibes"], "")
     with pytest.raises(BadRequest):
-        rounds.parse_answer("maybe", 3, [], "x")
+        answers.parse_answer("maybe", 3, [], "x")
     with pytest.raises(BadRequest):
-        rounds.parse_answer("machine", "three", ["grammar"], "")
+        answers.parse_answer("machine", "three", ["grammar"], "")
     with pytest.raises(BadRequest, match="under 2000"):
-        rounds.parse_answer("machine", 3, [], "x" * 2001)
+        answers.parse_answer("machine", 3, [], "x" * 2001)
 
 
 def test_reasons_are_kept_in_canonical_order_without_duplicates():
-    answer = rounds.parse_answer("machine", 2, ["generic", "grammar", "generic"], "")
+    answer = answers.parse_answer("machine", 2, ["generic", "grammar", "generic"], "")
     assert answer.reasons == ["grammar", "generic"]
 
 
@@ -128,9 +128,9 @@ def test_answering_twice_keeps_the_first_answer(ctx):
     player = factories.player()
     round_ = rounds.start_round(player, "news")
     reveal_until(player, round_, 3)
-    first = rounds.submit_answer(player, round_.id, machine(3))
-    with pytest.raises(rounds.AlreadyAnswered) as again:
-        rounds.submit_answer(player, round_.id, machine(3, reasons=("grammar",)))
+    first = answers.submit_answer(player, round_.id, machine(3))
+    with pytest.raises(answers.AlreadyAnswered) as again:
+        answers.submit_answer(player, round_.id, machine(3, reasons=("grammar",)))
     assert again.value.round.points == first.points
     db.session.refresh(first)
     assert first.reasons == ["repetition"]
@@ -144,7 +144,7 @@ def test_answer_with_a_stale_page_is_refused(ctx):
     round_ = rounds.start_round(player, "news")
     reveal_until(player, round_, 3)
     with pytest.raises(Conflict):
-        rounds.submit_answer(player, round_.id, machine(2))  # claims only 2 were shown
+        answers.submit_answer(player, round_.id, machine(2))  # claims only 2 were shown
     db.session.refresh(round_)
     assert round_.guess is None
 
@@ -154,9 +154,9 @@ def test_someone_elses_round_is_not_found(ctx):
     owner, intruder = factories.player(), factories.player()
     round_ = rounds.start_round(owner, "news")
     with pytest.raises(NotFound):
-        rounds.reveal_next(intruder, round_.id, 1)
+        reveals.reveal_next(intruder, round_.id, 1)
     with pytest.raises(NotFound):
-        rounds.submit_answer(intruder, round_.id, machine(1))
+        answers.submit_answer(intruder, round_.id, machine(1))
     db.session.refresh(round_)
     assert round_.revealed == 1 and round_.guess is None
 
@@ -179,7 +179,7 @@ def test_never_the_same_text_twice_then_a_clear_message(ctx):
         round_ = rounds.start_round(player, "news")
         seen.add(round_.example_id)
         reveal_until(player, round_, 3)
-        rounds.submit_answer(player, round_.id, machine(3))
+        answers.submit_answer(player, round_.id, machine(3))
     assert seen == examples
     with pytest.raises(rounds.NoExamplesLeft, match="every text in News"):
         rounds.start_round(player, "news")
@@ -215,10 +215,10 @@ def test_answers_increment_annotation_counts_and_totals(ctx):
     player = factories.player("ada")
     r1 = rounds.start_round(player, "news")
     reveal_until(player, r1, 5)  # flags index 4: one late -> 4 points
-    rounds.submit_answer(player, r1.id, machine(5))
+    answers.submit_answer(player, r1.id, machine(5))
     r2 = rounds.start_round(player, "stories")
     reveal_until(player, r2, 3)  # flags index 2 of boundary 5: too early -> 0
-    rounds.submit_answer(player, r2.id, machine(3))
+    answers.submit_answer(player, r2.id, machine(3))
     db.session.refresh(example)
     assert example.annotation_count == 1
     overall = db.session.get(PlayerTotal, player.id)

@@ -38,7 +38,7 @@ from app.models import (
 from app.models.base import utcnow
 from app.models.standings import relist
 
-# Rounds that counted on an example's annotation_count (see app/game/rounds.py).
+# Rounds that counted on an example's annotation_count (see app/game/answers.py).
 _ANNOTATION = (Round.kind == "normal", Round.guess.is_not(None))
 
 

@@ -36,7 +36,7 @@ class Hook:
 # (round, passed) inside the transaction that stores an answer, before it commits; `passed` says
 # whether the guess is the text's boundary. A handler that raises a ServiceError undoes the
 # answer, and the player is shown its message. The answer to a public round of normal play
-# (no study's) passes the round as read from one row (app/game/rounds.py: `AnswerView`, with the
+# (no study's) passes the round as read from one row (app/game/answers.py: `AnswerView`, with the
 # same names for the round's columns: id, kind, participant_id, guess...), not as a `Round`.
 answer_stored = Hook("answer_stored")
 

@@ -27,14 +27,16 @@ from sqlalchemy import exists, select
 
 from app.accounts import profile as profiles
 from app.accounts import service as accounts
-from app.errors import NotFound, ServiceError
+from app.errors import BadRequest, Conflict, NotFound, ServiceError
 from app.extensions import db, limiter
 from app.game import (
+    answers,
     charts,
     daily,
     hooks,
     insights,
     levels,
+    reveals,
     rounds,
     sets,
     tally,
@@ -224,16 +226,16 @@ def _load_player_with_round_or_set() -> None:
     before the crowd's, whose hook checks a worker's time on a reveal). What it loaded is kept in
     `g` for the request: the session's identity map holds objects weakly. A reveal and an answer
     load one row of the round's columns with the player as the only ORM object
-    (`rounds.preload_reveal`, `rounds.preload_answer`).
+    (`reveals.preload_reveal`, `answers.preload_answer`).
     """
     if "_user_id" not in session or "_login_user" in g or not request.view_args:
         return
     if request.endpoint == "game.reveal":
         # A reveal reads a few columns of the round: one row, and the player as an object.
-        g.preloaded = rounds.preload_reveal(request.view_args["round_id"])
+        g.preloaded = reveals.preload_reveal(request.view_args["round_id"])
     elif request.endpoint == "game.answer":
-        # So does an answer, with a few columns more (`rounds.preload_answer`).
-        g.preloaded = rounds.preload_answer(request.view_args["round_id"])
+        # So does an answer, with a few columns more (`answers.preload_answer`).
+        g.preloaded = answers.preload_answer(request.view_args["round_id"])
     elif request.endpoint in _ROUND_ENDPOINTS:
         g.preloaded = rounds.preload_round(request.view_args["round_id"])
     elif request.endpoint in _SET_ENDPOINTS:
@@ -306,7 +308,7 @@ def _render_round(round_, status: int = 200, error: str | None = None, flag: boo
         "remaining": example.n_sentences - round_.revealed,
         "reasons": REASONS,
         "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": rounds.CONFIDENCE_LEVELS,
+        "confidence_levels": answers.CONFIDENCE_LEVELS,
         "flag": flag,
         "error": error,
         "form": request.form if error else {},
@@ -331,7 +333,7 @@ def _go_to_round(round_):
     """A round just started: a redirect to its page, or (for the page's script) the round itself
     with its address in X-Round-URL."""
     if _wants_fragment():
-        if isinstance(round_, rounds.RevealView):
+        if isinstance(round_, reveals.RevealView):
             # Started in one statement (`rounds.start_at_once`): drawn from its row.
             page, status = _render_reveal(round_), 200
         else:
@@ -355,7 +357,7 @@ def show(round_id: int):
     return _render_round(round_, flag=request.args.get("flag") == "1" and not round_.answered)
 
 
-def _position_of_view(view: rounds.RevealView) -> sets.Position | None:
+def _position_of_view(view: reveals.RevealView) -> sets.Position | None:
     """`sets.position_of` for a round read as one row."""
     if view.set_id is None:
         return None
@@ -372,9 +374,9 @@ def _position_of_view(view: rounds.RevealView) -> sets.Position | None:
     )
 
 
-def _render_reveal(view: rounds.RevealView):
+def _render_reveal(view: reveals.RevealView):
     """The round after a reveal, as `_render_round` draws an unanswered round outside a study,
-    from the row `rounds.preload_reveal` read (tests/test_round_speed.py compares the two)."""
+    from the row `reveals.preload_reveal` read (tests/test_round_speed.py compares the two)."""
     position = _position_of_view(view)
     context = {
         "round": view,
@@ -384,7 +386,7 @@ def _render_reveal(view: rounds.RevealView):
         "remaining": view.n_sentences - view.revealed,
         "reasons": REASONS,
         "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": rounds.CONFIDENCE_LEVELS,
+        "confidence_levels": answers.CONFIDENCE_LEVELS,
         "flag": False,
         "error": None,
         "form": {},
@@ -393,7 +395,7 @@ def _render_reveal(view: rounds.RevealView):
     return render_template("game/_round.html", **context)
 
 
-def _preloaded_reveal(round_id: int) -> rounds.RevealView | None:
+def _preloaded_reveal(round_id: int) -> reveals.RevealView | None:
     """The round the hook read for this reveal, when the lean path may serve it: the session's
     player owns it and it is no study's (a study's round page has parts of its own, drawn by
     the `round_page` hook on the full path)."""
@@ -401,16 +403,16 @@ def _preloaded_reveal(round_id: int) -> rounds.RevealView | None:
     if not isinstance(preloaded, tuple) or len(preloaded) != 2:
         return None
     view = preloaded[1]
-    if not isinstance(view, rounds.RevealView) or view.id != round_id:
+    if not isinstance(view, reveals.RevealView) or view.id != round_id:
         return None
     if view.player_id != current_user.id or view.participant_id is not None:
         return None
     return view
 
 
-def _render_answered(view: rounds.AnswerView):
+def _render_answered(view: answers.AnswerView):
     """The round just answered, as `_render_round` draws an answered public round outside a
-    study, from the row `rounds.preload_answer` read (tests/test_lean_answer.py compares)."""
+    study, from the row `answers.preload_answer` read (tests/test_lean_answer.py compares)."""
     n = view.n_sentences
     context = {
         "round": view,
@@ -420,7 +422,7 @@ def _render_answered(view: rounds.AnswerView):
         "remaining": n - view.revealed,
         "reasons": REASONS,
         "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": rounds.CONFIDENCE_LEVELS,
+        "confidence_levels": answers.CONFIDENCE_LEVELS,
         "flag": False,
         "error": None,
         "form": {},
@@ -440,7 +442,7 @@ def _render_answered(view: rounds.AnswerView):
     return render_template("game/_round.html", **context)
 
 
-def _preloaded_answer(round_id: int) -> rounds.AnswerView | None:
+def _preloaded_answer(round_id: int) -> answers.AnswerView | None:
     """The round the hook read for this answer, when the lean path may serve it: the session's
     player owns it, it is open, and it is a public round of normal play (a study's round page
     has parts of its own; its answer is counted by the study's hook on the full path)."""
@@ -448,7 +450,7 @@ def _preloaded_answer(round_id: int) -> rounds.AnswerView | None:
     if not isinstance(preloaded, tuple) or len(preloaded) != 2:
         return None
     view = preloaded[1]
-    if not isinstance(view, rounds.AnswerView) or view.id != round_id:
+    if not isinstance(view, answers.AnswerView) or view.id != round_id:
         return None
     if view.player_id != current_user.id or view.participant_id is not None:
         return None
@@ -457,10 +459,10 @@ def _preloaded_answer(round_id: int) -> rounds.AnswerView | None:
     return view
 
 
-def _posted_answer(round_) -> tuple[rounds.Answer, list]:
+def _posted_answer(round_) -> tuple[answers.Answer, list]:
     """The posted answer, parsed (raises BadRequest with a message for the player), and what a
     study asks to run once it is stored (`hooks.answer_form`)."""
-    parsed = rounds.parse_answer(
+    parsed = answers.parse_answer(
         request.form.get("choice", ""),
         request.form.get("seen"),
         request.form.getlist("reasons"),
@@ -481,17 +483,17 @@ def _run_steps(after: list) -> None:
             step()
 
 
-def _answer_preloaded(view: rounds.AnswerView):
+def _answer_preloaded(view: answers.AnswerView):
     """`answer` for a round `_preloaded_answer` let through: the same parsing, hooks and
     refusals (drawn by the full path), the answer stored from the row and drawn from it."""
     choice = request.form.get("choice", "")
     try:
         parsed, after = _posted_answer(view)
-        done = rounds.submit_preloaded(current_user, view, parsed)
+        done = answers.submit_preloaded(current_user, view, parsed)
         _run_steps(after)
-    except rounds.AlreadyAnswered as already:
+    except answers.AlreadyAnswered as already:
         return _render_round(already.round, 409, already.message)
-    except (rounds.BadRequest, rounds.Conflict) as refused:
+    except (BadRequest, Conflict) as refused:
         db.session.rollback()
         return _render_round(
             rounds.get_round(current_user, view.id),
@@ -516,15 +518,15 @@ def reveal(round_id: int):
         )
     if (view := _preloaded_reveal(round_id)) is not None:
         try:
-            shown = rounds.reveal_preloaded(current_user, view, seen)
-        except rounds.Conflict as conflict:
+            shown = reveals.reveal_preloaded(current_user, view, seen)
+        except Conflict as conflict:
             return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
         if _wants_fragment():
             return _render_reveal(shown)
         return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
     try:
-        round_ = rounds.reveal_next(current_user, round_id, seen)
-    except rounds.Conflict as conflict:
+        round_ = reveals.reveal_next(current_user, round_id, seen)
+    except Conflict as conflict:
         return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
     return _after_action(round_, "latest")
 
@@ -539,11 +541,11 @@ def answer(round_id: int):
     choice = request.form.get("choice", "")
     try:
         parsed, after = _posted_answer(round_)
-        round_ = rounds.submit_answer(current_user, round_id, parsed)
+        round_ = answers.submit_answer(current_user, round_id, parsed)
         _run_steps(after)
-    except rounds.AlreadyAnswered as already:
+    except answers.AlreadyAnswered as already:
         return _render_round(already.round, 409, already.message)
-    except (rounds.BadRequest, rounds.Conflict) as refused:
+    except (BadRequest, Conflict) as refused:
         db.session.rollback()
         return _render_round(round_, refused.status, refused.message, flag=choice == "machine")
     return _after_action(round_, "result")

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
 from app.extensions import commit_keeping, db
-from app.game import daily, practice, rounds, tally
+from app.game import daily, practice, reveals, rounds, tally
 from app.game.scoring import verdict
 from app.models import Category, Example, GameSet, Player, Round
 from app.models.sets import CHALLENGE_SET, DAILY_SET, NORMAL_SET, PRACTICE_SET
@@ -59,13 +59,13 @@ def _normal_set(player: Player, looked_up: bool = False, level: str | None = Non
 
 def play(
     player: Player, category_slug: str, level: str | None = None, at_once: bool = False
-) -> Round | rounds.RevealView:
+) -> Round | reveals.RevealView:
     """The round to show after a category is chosen: the open round, or the next text of the
     player's set (a new set if none is open) from that category.
 
     `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
     on, "any" from every level; None keeps the open set's level (a new set has none).
-    `at_once`: a new round may come as the `rounds.RevealView` its fragment is drawn from,
+    `at_once`: a new round may come as the `reveals.RevealView` its fragment is drawn from,
     started (with its new set, if any) in one statement on PostgreSQL (`rounds.start_at_once`).
     """
     # The open set and whether a round is open, in one statement: a round open already is what
@@ -346,10 +346,10 @@ def summary_of(game_set: GameSet) -> Summary:
     return Summary(game_set, calls, last)
 
 
-def next_round(player: Player, set_id: int, at_once: bool = False) -> Round | rounds.RevealView:
+def next_round(player: Player, set_id: int, at_once: bool = False) -> Round | reveals.RevealView:
     """The round to show when the player asks for the next text of a set.
 
-    `at_once`: a new round of a normal set may come as the `rounds.RevealView` its fragment is
+    `at_once`: a new round of a normal set may come as the `reveals.RevealView` its fragment is
     drawn from, started in one statement on PostgreSQL (`rounds.start_at_once`).
     Raises SetFinished for a finished set (the caller shows its summary).
     """

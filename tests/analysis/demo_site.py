@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models.base import utcnow
 from tests import factories
@@ -48,6 +48,8 @@ class Clock:
 def use_clock(monkeypatch) -> Clock:
     clock = Clock()
     monkeypatch.setattr(rounds, "utcnow", clock)
+    monkeypatch.setattr(reveals, "utcnow", clock)
+    monkeypatch.setattr(answers, "utcnow", clock)
     monkeypatch.setattr(standings, "utcnow", clock)
     return clock
 
@@ -86,17 +88,17 @@ def play(player, style: str, count: int, clock: Clock, rng: random.Random, rare:
         seconds = 1.5 if style == "random" else 6.0
         while round_.revealed < target:
             clock.advance(seconds + rng.random() * 3)
-            round_ = rounds.reveal_next(player, round_.id, round_.revealed)
+            round_ = reveals.reveal_next(player, round_.id, round_.revealed)
         clock.advance(2 + rng.random() * 3)
         if guess >= n:
-            answer = rounds.parse_answer("human", round_.revealed, [], "")
+            answer = answers.parse_answer("human", round_.revealed, [], "")
         else:
             reasons = [rng.choice(REASONS)] if style != "random" else ["hunch"]
             explanation = rng.choice(EXPLANATIONS)
             if rare > 0:
                 reasons, explanation, rare = ["coreference"], "who is maria??", rare - 1
-            answer = rounds.parse_answer("machine", round_.revealed, reasons, explanation)
-        rounds.submit_answer(player, round_.id, answer)
+            answer = answers.parse_answer("machine", round_.revealed, reasons, explanation)
+        answers.submit_answer(player, round_.id, answer)
         played += 1
         clock.advance(5 + rng.random() * 20)
     return played

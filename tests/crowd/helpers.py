@@ -6,7 +6,7 @@ from app.crowd import admin, admission, lookup, ratings, serving
 from app.crowd.config import parse_study
 from app.crowd.platforms import Entry
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.models import Participant, Player
 from tests import factories
 
@@ -51,12 +51,12 @@ def answer(round_, guess: int, player=None):
     n = round_.example.n_sentences
     target = min(guess, n - 1) + 1
     while round_.revealed < target:
-        rounds.reveal_next(player, round_.id, round_.revealed)
+        reveals.reveal_next(player, round_.id, round_.revealed)
     if guess >= n:
-        parsed = rounds.parse_answer("human", round_.revealed, [], "")
+        parsed = answers.parse_answer("human", round_.revealed, [], "")
     else:
-        parsed = rounds.parse_answer("machine", round_.revealed, ["generic"], "")
-    return rounds.submit_answer(player, round_.id, parsed)
+        parsed = answers.parse_answer("machine", round_.revealed, ["generic"], "")
+    return answers.submit_answer(player, round_.id, parsed)
 
 
 def play_slot(

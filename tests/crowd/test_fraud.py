@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from app.crowd import admission, fraud, lookup, serving, slots, verdicts
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import Participant, Round, StudyDecision
 from tests.conftest import csrf_token
@@ -40,7 +40,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (rounds, admission, serving, verdicts, slots, standings):
+    for module in (rounds, reveals, answers, admission, serving, verdicts, slots, standings):
         monkeypatch.setattr(module, "utcnow", fake)
     return fake
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from app.accounts import service as accounts
 from app.crowd import fraud, lookup, serving
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals
 from app.models import Participant, Player
 from tests.conftest import csrf_token
 from tests.crowd.helpers import join, make_pool, make_study
@@ -20,9 +20,9 @@ def answer_with(study, participant: Participant, explanation: str) -> None:
     round_ = serving.next_round(study, participant)
     player = db.session.get(Player, round_.player_id)
     while round_.revealed < 4:
-        rounds.reveal_next(player, round_.id, round_.revealed)
-    parsed = rounds.parse_answer("machine", round_.revealed, ["generic"], explanation)
-    rounds.submit_answer(player, round_.id, parsed)
+        reveals.reveal_next(player, round_.id, round_.revealed)
+    parsed = answers.parse_answer("machine", round_.revealed, ["generic"], explanation)
+    answers.submit_answer(player, round_.id, parsed)
     db.session.refresh(participant)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from app.crowd import admission, fraud, serving, slots, studies, verdicts
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import Player
 from tests.conftest import csrf_token
@@ -80,7 +80,7 @@ def _play(app, client, clock: Clock, worker: str, typing: dict[str, str]) -> lis
 def clock(monkeypatch) -> Clock:
     """The game's and the study's clock, moved by hand: the workers read at a human pace."""
     fake = Clock()
-    for module in (rounds, admission, serving, verdicts, slots, standings):
+    for module in (rounds, reveals, answers, admission, serving, verdicts, slots, standings):
         monkeypatch.setattr(module, "utcnow", fake)
     return fake
 

@@ -25,7 +25,7 @@ from sqlalchemy import select
 from app.crowd import admission, fraud, lookup, serving, slots, verdicts, verify
 from app.crowd.reports import worker_stats
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import ExamplePassage, Participant, ParticipantStatus, Round
 from tests import factories
@@ -70,7 +70,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (rounds, admission, serving, verdicts, slots, standings):
+    for module in (rounds, reveals, answers, admission, serving, verdicts, slots, standings):
         monkeypatch.setattr(module, "utcnow", fake)
     return fake
 

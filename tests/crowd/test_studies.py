@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from app.crowd import admin, pool, ratings, serving, verdicts
 from app.errors import BadRequest, Conflict, Forbidden
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import Example, Participant, ParticipantStatus, Player, PlayerTotal, Round, Study
 from roftcore.boundary import points as boundary_points
@@ -257,8 +257,8 @@ def test_optional_extra_rounds_up_to_max_rounds_keep_the_code(ctx):
     for _ in range(2):
         extra = serving.next_round(study, participant, extra=True)
         player = db.session.get(Player, participant.player_id)
-        rounds.reveal_next(player, extra.id, 1)
-        rounds.submit_answer(player, extra.id, rounds.parse_answer("machine", 2, ["generic"], ""))
+        reveals.reveal_next(player, extra.id, 1)
+        answers.submit_answer(player, extra.id, answers.parse_answer("machine", 2, ["generic"], ""))
         db.session.refresh(participant)
     assert participant.rounds_done == 5
     assert serving.extra_rounds_left(study, participant) == 0

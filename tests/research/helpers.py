@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.extensions import db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.models import Player
 from app.models.base import utcnow
 
@@ -20,9 +20,9 @@ def play(player: Player, guess: int, reasons=("irrelevant",), explanation: str =
     n = round_.example.n_sentences
     target = n if guess >= n else guess + 1
     while round_.revealed < target:
-        round_ = rounds.reveal_next(player, round_.id, round_.revealed)
+        round_ = reveals.reveal_next(player, round_.id, round_.revealed)
     if guess >= n:
-        answer = rounds.parse_answer("human", round_.revealed, [], explanation)
+        answer = answers.parse_answer("human", round_.revealed, [], explanation)
     else:
-        answer = rounds.parse_answer("machine", round_.revealed, list(reasons), explanation)
-    return rounds.submit_answer(player, round_.id, answer).points
+        answer = answers.parse_answer("machine", round_.revealed, list(reasons), explanation)
+    return answers.submit_answer(player, round_.id, answer).points

@@ -16,7 +16,7 @@ from sqlalchemy import event, func, select, update
 from app import PROJECT_ROOT
 from app.catalog.importer import import_file
 from app.extensions import cache, db
-from app.game import rounds
+from app.game import answers, reveals, rounds
 from app.game.scoring import points
 from app.leaderboard import fairness, integrity, skill, standings
 from app.models import BoardTotal, Example, Player, PlayerTotal, Round
@@ -46,6 +46,8 @@ class Clock:
 def clock(monkeypatch):
     fake = Clock()
     monkeypatch.setattr(rounds, "utcnow", fake)
+    monkeypatch.setattr(reveals, "utcnow", fake)
+    monkeypatch.setattr(answers, "utcnow", fake)
     monkeypatch.setattr(standings, "utcnow", fake)
     return fake
 
@@ -57,13 +59,13 @@ def play_to(player, guess: int, clock: Clock, seconds_per_sentence: float, categ
     shown = min(guess + 1, n)
     while round_.revealed < shown:
         clock.advance(seconds_per_sentence)
-        rounds.reveal_next(player, round_.id, round_.revealed)
+        reveals.reveal_next(player, round_.id, round_.revealed)
     clock.advance(seconds_per_sentence + 2)  # the last sentence, and choosing a reason
     if guess >= n:
-        answer = rounds.parse_answer("human", n, [], "")
+        answer = answers.parse_answer("human", n, [], "")
     else:
-        answer = rounds.parse_answer("machine", shown, ["irrelevant"], "")
-    return rounds.submit_answer(player, round_.id, answer)
+        answer = answers.parse_answer("machine", shown, ["irrelevant"], "")
+    return answers.submit_answer(player, round_.id, answer)
 
 
 def careful_guess(boundary: int, n: int, rng: random.Random) -> int:

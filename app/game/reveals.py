@@ -1,0 +1,237 @@
+"""The game service: reveal a round's sentences one at a time.
+
+Every function owns its transaction. A stale or repeated request is refused, so a double click
+cannot skip a sentence. A reveal reads its round either as ORM objects (app/game/rounds.py:
+`get_round`) or, loaded before the request's player is known, as one row of columns
+(`RevealView`, which app/game/answers.py extends for an answer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import date
+
+from sqlalchemy import bindparam, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
+
+from app.database import ALONE
+from app.errors import Conflict, NotFound
+from app.extensions import commit_keeping, db
+from app.game.rounds import (
+    MAX_ID,
+    _categories,
+    _commit_keeping_round,
+    _examples,
+    _rounds,
+    _sets,
+    get_round,
+)
+from app.models import Category, Example, GameSet, Player, Reveal, Round
+from app.models.base import UTCDateTime, utcnow
+
+# The statements of a reveal, built once (see app/game/rounds.py); parameters are bound by name.
+# They write to the tables: the service puts the new values onto the loaded objects itself.
+_REVEAL = (
+    update(Round.__table__)
+    .where(
+        _rounds.id == bindparam("round_id"),
+        _rounds.revealed == bindparam("seen"),
+        _rounds.guess.is_(None),
+    )
+    .values(revealed=_rounds.revealed + 1)
+)
+_ADD_REVEAL = insert(Reveal.__table__)
+# On PostgreSQL the two as one statement, a whole transaction by itself (app/database.py: ALONE):
+# the reveal is recorded only when the round moved on, in one round trip with no BEGIN or COMMIT.
+# SQLite has RETURNING but no data-modifying WITH, and runs the two above.
+_REVEAL_AND_RECORD = (
+    text(
+        "WITH moved AS ("
+        " UPDATE rounds SET revealed = revealed + 1"
+        " WHERE id = :round_id AND revealed = :seen AND guess IS NULL"
+        " RETURNING id)"
+        " INSERT INTO reveals (round_id, sentence_index, revealed_at)"
+        " SELECT id, :seen, :revealed_at FROM moved"
+    )
+    .bindparams(bindparam("revealed_at", type_=UTCDateTime()))
+    .execution_options(**ALONE)
+)
+
+
+@dataclass(frozen=True)
+class RevealView:
+    """A round as a reveal reads and shows it, from one row: no ORM objects but the player.
+
+    Loading the round with its text, category, system, set and player as ORM objects cost a
+    reveal more CPU than anything else it does (docs/BENCHMARKS.md); a reveal reads a few of
+    their columns. The round's page, the answer and anything unusual still load the objects.
+    """
+
+    id: int
+    player_id: int
+    kind: str
+    participant_id: int | None
+    revealed: int
+    guess: int | None
+    sentences: list[str]
+    n_sentences: int
+    category_name: str
+    # The round's set (None: not in a set) and the round's place in it.
+    set_id: int | None
+    set_kind: str | None
+    set_number: int | None
+    set_size: int | None
+    set_points: int | None
+    set_answered: int | None
+    set_finished: bool
+    set_day: date | None
+    set_level: str | None
+
+    @property
+    def answered(self) -> bool:
+        return self.guess is not None
+
+
+_players = Player.__table__.c
+# The round for a reveal with its player (an ORM object: Flask-Login's user loader finds it in
+# the session, as with `_ROUND_WITH_OWNER`), the rest as plain columns.
+_REVEAL_VIEW = (
+    select(
+        _rounds.id,
+        _rounds.player_id,
+        _rounds.kind,
+        _rounds.participant_id,
+        _rounds.revealed,
+        _rounds.guess,
+        _examples.sentences,
+        _examples.n_sentences,
+        _categories.name.label("category_name"),
+        _rounds.set_id,
+        _sets.kind.label("set_kind"),
+        Round.set_number.expression.label("set_number"),
+        _sets.size.label("set_size"),
+        _sets.points.label("set_points"),
+        _sets.answered.label("set_answered"),
+        _sets.finished_at.label("set_finished_at"),
+        _sets.day.label("set_day"),
+        _sets.level.label("set_level"),
+        Player,
+    )
+    .select_from(Round.__table__)
+    .join(Example.__table__, _examples.id == _rounds.example_id)
+    .join(Category.__table__, _categories.id == _examples.category_id)
+    .join(Player.__table__, _players.id == _rounds.player_id)
+    .outerjoin(GameSet.__table__, _sets.id == _rounds.set_id)
+    .where(_rounds.id == bindparam("round_id"))
+)
+
+
+def _reveal_fields(row) -> dict:
+    """A `RevealView`'s fields from a row of `_REVEAL_VIEW` (or of a query that extends it)."""
+    in_set = row.set_id is not None and row.set_kind is not None
+    return {
+        "id": row.id,
+        "player_id": row.player_id,
+        "kind": row.kind,
+        "participant_id": row.participant_id,
+        "revealed": row.revealed,
+        "guess": row.guess,
+        "sentences": row.sentences,
+        "n_sentences": row.n_sentences,
+        "category_name": row.category_name,
+        "set_id": row.set_id if in_set else None,
+        "set_kind": row.set_kind,
+        "set_number": row.set_number if in_set else None,
+        "set_size": row.set_size,
+        "set_points": row.set_points,
+        "set_answered": row.set_answered,
+        "set_finished": row.set_finished_at is not None,
+        "set_day": row.set_day,
+        "set_level": row.set_level,
+    }
+
+
+def preload_reveal(round_id: int) -> tuple[Player, RevealView] | None:
+    """Load a round for a reveal together with its player, before the request's player is known
+    (see `preload_round`: the session's version is still checked, and another player's round is
+    still refused). The caller keeps the player for the request."""
+    if not 0 < round_id <= MAX_ID:
+        return None
+    row = db.session.execute(_REVEAL_VIEW, {"round_id": round_id}).first()
+    if row is None:
+        return None
+    return row.Player, RevealView(**_reveal_fields(row))
+
+
+def reveal_next(player: Player, round_id: int, seen: int) -> Round:
+    """Reveal the next sentence. `seen` is how many sentences the client was showing.
+
+    A stale or repeated request (seen != revealed) is refused, so a double click cannot skip a
+    sentence.
+    """
+    current = get_round(player, round_id)
+    if current.answered:
+        raise Conflict("This round is already answered.")
+    if seen != current.revealed:
+        raise Conflict("This page was out of date; here is the round as it stands.")
+    if current.revealed >= current.example.n_sentences:
+        raise Conflict("Every sentence is already shown: decide whether it is all human.")
+    _move_on(current.id, seen)
+    set_committed_value(current, "revealed", seen + 1)
+    try:
+        # The page drawn next shows this round: keep it, its text and the player loaded.
+        _commit_keeping_round(player, current)
+    except IntegrityError:
+        db.session.rollback()
+        raise Conflict("This page was out of date; here is the round as it stands.") from None
+    return current
+
+
+def reveal_preloaded(player: Player, view: RevealView, seen: int) -> RevealView:
+    """`reveal_next` for a round loaded by `preload_reveal`: the same checks and statements, no
+    ORM objects. Returns the round as it now stands."""
+    if view.player_id != player.id:
+        raise NotFound("That round does not exist.")
+    if view.answered:
+        raise Conflict("This round is already answered.")
+    if seen != view.revealed:
+        raise Conflict("This page was out of date; here is the round as it stands.")
+    if view.revealed >= view.n_sentences:
+        raise Conflict("Every sentence is already shown: decide whether it is all human.")
+    _move_on(view.id, seen)
+    try:
+        commit_keeping(player)
+    except IntegrityError:
+        db.session.rollback()
+        raise Conflict("This page was out of date; here is the round as it stands.") from None
+    return dataclasses.replace(view, revealed=seen + 1)
+
+
+def _move_on(round_id: int, seen: int) -> None:
+    """Show the sentence after the `seen` first ones and record when (no commit); a Conflict,
+    with everything rolled back, when the round is no longer at `seen` (a double click, a second
+    tab) or was answered meanwhile."""
+    stale = Conflict("This page was out of date; here is the round as it stands.")
+    now = utcnow()
+    try:
+        if db.session.get_bind().dialect.name == "postgresql":
+            # The round moves on and the reveal is recorded, both or neither, in one statement.
+            result = db.session.execute(
+                _REVEAL_AND_RECORD, {"round_id": round_id, "seen": seen, "revealed_at": now}
+            )
+        else:
+            result = db.session.execute(_REVEAL, {"round_id": round_id, "seen": seen})
+            if result.rowcount == 1:
+                db.session.execute(
+                    _ADD_REVEAL,
+                    {"round_id": round_id, "sentence_index": seen, "revealed_at": now},
+                )
+    except IntegrityError:
+        db.session.rollback()
+        raise stale from None
+    if result.rowcount != 1:
+        # Another request (a double click, a second tab) revealed this sentence first.
+        db.session.rollback()
+        raise stale
