@@ -58,8 +58,8 @@ def load_player(session_id: str) -> Player | None:
     except (ValueError, AttributeError):
         return None
     # A hot route may have loaded the player already, with its round or set in one statement
-    # (`preload_owner` in app/game/rounds.py and app/game/sets.py): no second SELECT then. The
-    # version is checked against the row either way.
+    # (`preload_round`, `preload_reveal`, `preload_answer` and `preload_set` in app/game/): no
+    # second SELECT then. The version is checked against the row either way.
     player = db.session.identity_map.get(db.session.identity_key(Player, player_id))
     if player is None:
         player = db.session.scalars(_PLAYER_BY_ID, {"player_id": player_id}).first()
