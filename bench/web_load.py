@@ -921,7 +921,13 @@ def row(
 
 
 def ratio_line(
-    kind: str, level: int, mode: str, base: list[Tally], head: list[Tally], label: str = ""
+    kind: str,
+    level: int,
+    mode: str,
+    base: list[Tally],
+    head: list[Tally],
+    label: str = "",
+    proxied: bool = False,
 ) -> str:
     cpu = [h.cpu_per_round / b.cpu_per_round for b, h in zip(base, head, strict=True)]
     rate = [
@@ -940,8 +946,10 @@ def ratio_line(
         f"(pairs {' '.join(f'{r:.2f}' for r in rate)}), round p99 {statistics.mean(tail):.2f}× "
         f"(pairs {' '.join(f'{r:.2f}' for r in tail)})"
     )
-    if any(t.proxy_cpu for t in (*base, *head)):
-        # gunicorn's and the proxy's CPU together: what the host spends per round.
+    if proxied:
+        # gunicorn's and the proxy's CPU together: what the host spends per round. Asked for by
+        # the caller, not inferred from the proxy's CPU: in a short run nginx may use less than
+        # a clock tick, and its 0 is a figure too.
         total = [
             h.host_cpu_per_round / b.host_cpu_per_round for b, h in zip(base, head, strict=True)
         ]
@@ -1235,6 +1243,7 @@ def report_level(kind: str, level: int, sides: list[Side], results: dict) -> lis
             f"{head.tree.name} / {base.tree.name}"
             if len(sides) > 2 or base.tree.name != "baseline"
             else "",
+            proxied=bool(base.proxy or head.proxy),
         )
         for base, head in comparisons(sides)
         for mode in args_modes()

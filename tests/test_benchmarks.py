@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from app import PROJECT_ROOT
+from bench.web_load import Tally, ratio_line
 from tests.nginx_server import nginx_binary
 
 DATABASE = "postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite"
@@ -255,3 +256,19 @@ def test_round_cpu_bench_times_each_page_of_whole_sets_on_three_trees(tmp_path):
     starts = next(line.split() for line in out.splitlines() if line.startswith("start "))
     assert starts[1] == starts[4] == starts[7] == "2", out[-3000:]
     assert (tmp_path / "current.reveal.prof").exists() and "the home page" in out
+
+
+def _phase(cpu: float, proxy_cpu: float) -> Tally:
+    return Tally(round_times=[0.5, 1.0], rounds=10, elapsed=1.0, cpu=cpu, proxy_cpu=proxy_cpu)
+
+
+def test_the_host_cpu_ratio_is_printed_for_a_proxied_pair_even_when_nginx_used_no_tick():
+    """In a short run nginx may use less than a clock tick: its 0 is a measurement, and the line
+    still gives gunicorn's and nginx's CPU together (it failed a CI run when it did not)."""
+    direct, behind = [_phase(0.2, 0.0)], [_phase(0.1, 0.0)]
+    proxied = ratio_line("postgresql", 2, "script", direct, behind, "b / a", proxied=True)
+    assert re.search(r"cpu/round 0\.50×.*gunicorn\+nginx cpu/round 0\.50×", proxied), proxied
+    behind = [_phase(0.1, 0.05)]
+    proxied = ratio_line("postgresql", 2, "script", direct, behind, "b / a", proxied=True)
+    assert "gunicorn+nginx cpu/round 0.75×" in proxied, proxied
+    assert "nginx" not in ratio_line("postgresql", 2, "script", direct, direct)
