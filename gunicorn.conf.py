@@ -72,6 +72,7 @@ def on_starting(server):
             os.environ.get("GUNICORN_REUSE_PORT"), cfg.worker_class_str, migrates_requests
         )
         cfg.set("reuse_port", each)
+    server.roft_socket_per_worker = each  # for on_reload
     server.log.info(
         "Listening on %s: %s",
         "a socket per worker" if each else "one socket shared by the workers",
@@ -93,6 +94,16 @@ def on_starting(server):
     ):
         if message:
             server.log.warning(message)
+
+
+def on_reload(server):
+    """Keep the sockets the server started with through a reload (SIGHUP).
+
+    A reload reads this file and the command line into a fresh configuration, whose reuse_port
+    is only --reuse-port's: with a socket per worker, the new workers would otherwise listen on
+    the master's shared sockets, of which there are none, and serve nothing.
+    """
+    server.cfg.set("reuse_port", server.roft_socket_per_worker)
 
 
 def post_worker_init(worker):

@@ -151,3 +151,28 @@ def test_a_dead_workers_waiting_connections_go_to_the_others_only_where_the_kern
         assert not reset, f"{len(reset)} of the {len(waiting)} waiting connections were reset"
     else:
         assert reset and reset <= waiting, (len(reset), len(waiting))
+
+
+@pytest.mark.parametrize("each", ["1", "0"], ids=["socket-per-worker", "shared-socket"])
+def test_a_reload_keeps_the_sockets_and_the_new_workers_serve(serve, each):
+    """SIGHUP reads gunicorn.conf.py afresh and replaces every worker. The new workers listen as
+    the old ones did: with a socket per worker they make their own again (before on_reload, they
+    looked for the master's shared socket, of which there is none, and the site went dark)."""
+    server = serve(workers=2, env={"GUNICORN_REUSE_PORT": each})
+    sockets = listening_sockets(server.port)
+    assert sockets == (2 if each == "1" else 1)
+    old = set(server.worker_pids())
+    server.process.send_signal(signal.SIGHUP)
+    new = set(server.wait_for_workers(without=old))
+    wait_until(lambda: listening_sockets(server.port) == sockets, 30, "sockets not restored")
+    for _ in range(40):
+        with urllib.request.urlopen(server.url + "/healthz", timeout=10) as response:
+            assert response.status == 200
+
+    def all_logged():
+        served = [e for e in server.served() if e.target == "/healthz" and e.pid in new]
+        return served if len(served) == 40 else None
+
+    served = wait_until(all_logged, 10, "the new workers did not serve every request")
+    if each == "1":
+        assert {entry.pid for entry in served} == new
