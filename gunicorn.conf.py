@@ -18,7 +18,7 @@ from app.config import (
 # each: measured against sync workers (5 and 9), gthread with 5 processes and gevent on SQLite
 # and PostgreSQL, they used the least server CPU per round (gevent with 4 database connections
 # per process the same on PostgreSQL) and had the shortest slowest rounds
-# (docs/BENCHMARKS.md, "Worker class and pool size"). Each thread may hold a database
+# (docs/performance.md, "Server configuration"). Each thread may hold a database
 # connection: workers x threads per host count against PostgreSQL's max_connections.
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 workers = int(os.environ.get("GUNICORN_WORKERS", min(max(multiprocessing.cpu_count(), 2), 8)))
@@ -31,7 +31,7 @@ threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # gevent only (GUNICORN_WORKER_CLASS=gevent): client connections, kept-alive ones included, each
 # worker serves at once, a greenlet each. No faster than gthread here on either database
-# (docs/BENCHMARKS.md), and on SQLite a request waiting for the write lock stops its whole
+# (docs/performance.md), and on SQLite a request waiting for the write lock stops its whole
 # process (a warning at start). A greenlet holds a pooled database connection while it works:
 # at most 4 of them per process are in the database at once, as with gthread's threads, and the
 # others wait for a connection. Answers update shared rows, and a greenlet holding such a row's
@@ -46,7 +46,7 @@ worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", "1000"))
 # other), whose players wait twice as long: the slowest rounds at 64 players were 0.83-0.96x of
 # 3da502d's with the shared socket and about 0.6x with a socket each. Without the kernel's
 # migration a worker that dies also resets the connections waiting on its own socket, more
-# requests lost than with the shared one (docs/BENCHMARKS.md, "One listening socket per worker").
+# requests lost than with the shared one (docs/performance.md, "Server configuration").
 # Decided in on_starting, once gunicorn has applied its command line (-k, --reuse-port) too.
 migrates_requests = kernel_migrates_requests()
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))

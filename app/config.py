@@ -152,7 +152,7 @@ def gevent_sqlite_warning(worker_class: str, database_url: str | None) -> str | 
     return (
         "gevent workers on SQLite: a request waiting for SQLite's write lock holds up every "
         "request of its worker process. Use gthread workers (the default) with SQLite, or "
-        "PostgreSQL with gevent; see docs/BENCHMARKS.md."
+        "PostgreSQL with gevent; see docs/performance.md."
     )
 
 

@@ -9,7 +9,7 @@
 RoFT. DIR is a checkout of RoFT's public repository (github.com/kirubarajan/roft) that you
 provide; this script never changes it. Its Django project (`annotation/`: `trick/settings.py`,
 `core/`) is served by gunicorn with --roft-workers sync workers under PYTHON, a virtual
-environment of its own holding Django, psycopg2, markdown2 and gunicorn (see docs/BENCHMARKS.md,
+environment of its own holding Django, psycopg2, markdown2 and gunicorn (see docs/performance.md,
 "Side by side with RoFT's site"; never this project's environment). The settings are RoFT's own
 with two overrides, written by this script into its temporary folder, not into DIR: DEBUG off (as
 in production) and DATABASES pointing at a PostgreSQL database of its own. Its tables come from
@@ -807,7 +807,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="\n\n".join(__doc__.split("\n\n", 2)[::2]),
         formatter_class=web_load.HelpFormatter,
-        epilog="Method and latest results: docs/BENCHMARKS.md, 'Side by side with RoFT's site'.",
+        epilog="Method and latest results: docs/performance.md, 'Side by side with RoFT's site'.",
     )
     add = parser.add_argument
     add("--roft-dir", type=Path, required=True, help="a checkout of RoFT's repository")

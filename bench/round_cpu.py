@@ -441,7 +441,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=_HelpFormatter, epilog="Results: docs/BENCHMARKS.md."
+        description=__doc__, formatter_class=_HelpFormatter, epilog="Results: docs/performance.md."
     )
     add = parser.add_argument
     trees_help = "also run a git worktree of REF (repeatable, in order; the first: the baseline)"

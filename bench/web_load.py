@@ -1362,7 +1362,7 @@ def main(argv: list[str] | None = None) -> int:
         # The docstring without its usage line (argparse writes its own).
         description="\n\n".join(__doc__.split("\n\n", 2)[::2]),
         formatter_class=HelpFormatter,
-        epilog="Method and latest results: docs/BENCHMARKS.md.",
+        epilog="Method and latest results: docs/performance.md.",
     )
     add = parser.add_argument
     add("--baseline-ref", metavar="REF", help="also run a git worktree of this commit, A-B")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import tomllib
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -363,41 +364,28 @@ def test_the_access_line_names_the_player_without_a_query(make_app, app, capsys)
 
 # Budgets: the statements and round trips each hot request of the page's protocol may cost.
 
-BUDGETS_DOC = PROJECT_ROOT / "docs" / "BENCHMARKS.md"
-# A number, or a number with SQLite's own after it: "2 (SQLite 3)".
-_BUDGET = r"(\d+(?: \(SQLite \d+\))?)"
-BUDGET_ROW = re.compile(
-    rf"^\| `(GET|POST) ([^`]+)`( \(script\))? \| [^|]+ \| {_BUDGET} \| {_BUDGET} \|$"
-)
-
-
-def _budget_on(cell: str, dialect: str) -> int:
-    """The number a budget cell states for `dialect` ("postgresql" or "sqlite")."""
-    numbers = [int(number) for number in re.findall(r"\d+", cell)]
-    return numbers[-1] if dialect == "sqlite" else numbers[0]
+BUDGETS_FILE = PROJECT_ROOT / "tests" / "budgets.toml"
 
 
 def budgets(dialect: str = "postgresql") -> dict[tuple[str, str, bool], tuple[int, int]]:
     """(method, path shape, sent by the script) -> (statements, round trips) on `dialect`, from
-    the budget table in docs/BENCHMARKS.md: the numbers are stated once, there."""
+    tests/budgets.toml: the numbers are stated once, there."""
     found = {}
-    for line in BUDGETS_DOC.read_text().splitlines():
-        row = BUDGET_ROW.match(line)
-        if row:
-            method, path, script, statements, round_trips = row.groups()
-            found[method, path, bool(script)] = (
-                _budget_on(statements, dialect),
-                _budget_on(round_trips, dialect),
-            )
+    for request in tomllib.loads(BUDGETS_FILE.read_text())["request"]:
+        stated = request.get(dialect, request) if dialect == "sqlite" else request
+        found[request["method"], request["path"], request.get("script", False)] = (
+            stated["statements"],
+            stated["round_trips"],
+        )
     return found
 
 
 def test_a_budget_may_state_sqlites_number_apart():
-    assert _budget_on("2 (SQLite 3)", "postgresql") == 2
-    assert _budget_on("2 (SQLite 3)", "sqlite") == 3
-    assert _budget_on("5", "sqlite") == _budget_on("5", "postgresql") == 5
     stated = {dialect: budgets(dialect) for dialect in ("postgresql", "sqlite")}
     assert stated["postgresql"].keys() == stated["sqlite"].keys() and len(stated["sqlite"]) == 7
+    answer = ("POST", "/play/round/<n>/answer", True)
+    assert stated["postgresql"][answer] == (5, 7) and stated["sqlite"][answer] == (12, 14)
+    assert stated["postgresql"]["GET", "/", False] == stated["sqlite"]["GET", "/", False] == (6, 6)
 
 
 class WireTrace:
@@ -446,7 +434,7 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(
     make_app, db_uri, tmp_path, monkeypatch
 ):
     """A set of two texts played with the page's script (the requests `bench/web_load.py`
-    sends), each request's statements and round trips within docs/BENCHMARKS.md's budget."""
+    sends), each request's statements and round trips within its budget in tests/budgets.toml."""
     # The pick walks the texts from a random point and, when no text the player may read lies
     # after it, once more from the start: one statement more, by chance. The budgets are for the
     # first walk, so the point is fixed at the start of the range.

@@ -81,7 +81,7 @@
 
   function post(form, headers) {
     // URL-encoded, as the browser posts a form itself: the server parses it faster than a
-    // multipart body (docs/BENCHMARKS.md), and the fields are the same.
+    // multipart body (docs/performance.md), and the fields are the same.
     return fetch(form.action, {
       method: "POST",
       body: new URLSearchParams(new FormData(form)),
