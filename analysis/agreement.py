@@ -1,15 +1,16 @@
 """Agreement between annotators who read the same text.
 
 On examples with at least two annotations: every unordered pair of annotations of one example is
-compared (exact same guess; guesses at most one sentence apart), and Krippendorff's alpha is
-computed from the example x guess-position count matrix (interval and nominal levels; the same
-values as the `krippendorff` package, which the tests compare with). Counting is done on grouped
+compared (exact same guess; guesses at most one sentence apart), and Krippendorff's alpha of the
+example x guess-position count matrix comes from the `krippendorff` package (interval and nominal
+levels); only its bootstrap is computed here (`alpha_from_counts`). Counting is done on grouped
 counts, never on the pairs themselves: an example with c_g annotations at position g has
 sum C(c_g, 2) exact pairs and sum c_g * c_(g+1) pairs one apart.
 """
 
 from __future__ import annotations
 
+import krippendorff
 import numpy as np
 import pandas as pd
 
@@ -30,14 +31,13 @@ def value_counts_matrix(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def alpha(frame: pd.DataFrame, level: str = "interval") -> float | None:
-    """Krippendorff's alpha of guess positions; None when it is undefined (e.g. no variation).
-    Computed from the count matrix by `alpha_from_counts` (the tests check it against the
-    `krippendorff` package)."""
+    """Krippendorff's alpha of guess positions (the `krippendorff` package); None when it is
+    undefined (e.g. no variation)."""
     counts, values = value_counts_matrix(frame)
     if counts.size == 0 or counts.shape[1] < 2:
         return None
-    value = alpha_from_counts(counts, values, level)
-    return value if np.isfinite(value) else None
+    value = krippendorff.alpha(value_counts=counts, value_domain=values, level_of_measurement=level)
+    return float(value) if np.isfinite(value) else None
 
 
 def agreement(frame: pd.DataFrame) -> dict:
@@ -76,7 +76,10 @@ def text_weights(n_texts: int, n_boot: int, seed: int, block: int = 250):
 def alpha_from_counts(counts: np.ndarray, values: np.ndarray, level: str, weights=None):
     """Krippendorff's alpha from a units x values count matrix, optionally with unit weights
     (rows: bootstrap replicates); the same value as the `krippendorff` package for weights of 1.
-    Returns an array (one alpha per weight row) or a float."""
+    Returns an array (one alpha per weight row) or a float.
+
+    Kept beside the package: it takes no unit weights, and the bootstrap needs a thousand
+    weighted alphas in one matrix product rather than a thousand calls."""
     n_u = counts.sum(axis=1)
     keep = n_u >= 2
     counts, n_u = counts[keep], n_u[keep]

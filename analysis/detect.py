@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import roc_auc_score, roc_curve
 
 from analysis.load import LoadError, recompute_points, resolve_input
 from roftcore.roft import N_SENTENCES, shown_sentences
@@ -455,38 +456,31 @@ def read_detections(path: str | Path) -> pd.DataFrame:
 # -- detection metrics ------------------------------------------------------------------------
 
 
-def auroc(positives, negatives) -> float:
-    """P(score of a positive > score of a negative) + half the ties: the Mann-Whitney U over
-    n_pos · n_neg."""
+def _labelled(positives, negatives) -> tuple[np.ndarray, np.ndarray] | None:
+    """Labels (1 positive, 0 negative) and scores for scikit-learn; None when a side is empty."""
     pos = np.asarray(positives, dtype=float)
     neg = np.asarray(negatives, dtype=float)
     if not len(pos) or not len(neg):
-        return float("nan")
-    both = np.concatenate([pos, neg])
-    order = np.argsort(both, kind="mergesort")
-    ranks = np.empty(len(both))
-    sorted_values = both[order]
-    # average ranks over ties
-    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    ends = np.r_[starts[1:], len(both)]
-    for s, e in zip(starts, ends, strict=True):
-        ranks[order[s:e]] = (s + 1 + e) / 2
-    u = ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
-    return float(u / (len(pos) * len(neg)))
+        return None
+    return np.r_[np.ones(len(pos)), np.zeros(len(neg))], np.concatenate([pos, neg])
+
+
+def auroc(positives, negatives) -> float:
+    """P(score of a positive > score of a negative) + half the ties (scikit-learn's
+    `roc_auc_score`, rather than our own ranks)."""
+    labelled = _labelled(positives, negatives)
+    return float(roc_auc_score(*labelled)) if labelled else float("nan")
 
 
 def tpr_at_fpr(positives, negatives, fpr: float) -> float:
     """The highest true-positive rate of a rule "score ≥ t" whose false-positive rate on the
-    negatives is at most `fpr` (0 when only t above every score qualifies)."""
-    pos = np.sort(np.asarray(positives, dtype=float))
-    neg = np.sort(np.asarray(negatives, dtype=float))
-    if not len(pos) or not len(neg):
+    negatives is at most `fpr` (0 when only t above every score qualifies), read off
+    scikit-learn's `roc_curve` with every threshold kept."""
+    labelled = _labelled(positives, negatives)
+    if labelled is None:
         return float("nan")
-    candidates = np.unique(pos)
-    false = len(neg) - np.searchsorted(neg, candidates, side="left")
-    true = len(pos) - np.searchsorted(pos, candidates, side="left")
-    allowed = false <= fpr * len(neg) + 1e-9
-    return float(true[allowed].max() / len(pos)) if allowed.any() else 0.0
+    false, true, _thresholds = roc_curve(*labelled, drop_intermediate=False)
+    return float(true[false <= fpr + 1e-9].max())
 
 
 def labelled_sentences(detections: pd.DataFrame, scorer: str) -> pd.DataFrame:
@@ -510,7 +504,10 @@ def labelled_sentences(detections: pd.DataFrame, scorer: str) -> pd.DataFrame:
 
 class _Pairs:
     """Positive-negative pairs within strata (all in one stratum when none are given), set up
-    once so that weighted AUROCs (bootstrap replicates) cost one cumulative sum each."""
+    once so that weighted AUROCs (bootstrap replicates) cost one cumulative sum each.
+
+    Kept beside scikit-learn: `roc_auc_score` pairs every positive with every negative (no
+    strata), and a thousand weighted calls would sort the scores a thousand times."""
 
     def __init__(self, pos, neg, pos_stratum=None, neg_stratum=None):
         pos_stratum = np.zeros(len(pos)) if pos_stratum is None else np.asarray(pos_stratum)

@@ -24,7 +24,7 @@ from app.config import build_config, check_production
 from app.crowd.platforms import MTURK_SUBMIT_ORIGINS
 from app.database import begin_only_for_writes, ping_after_idle
 from app.errors import ServiceError
-from app.extensions import cache, csrf, db, keep_bounded, limiter, login_manager, migrate
+from app.extensions import SharedFIFOCache, cache, csrf, db, limiter, login_manager, migrate
 from app.logs import configure_logging
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -71,10 +71,7 @@ class FramedSessionInterface(SecureCookieSessionInterface):
 
     # The keys it was built with, the serializer, its verified cookies and a signer that tells
     # the time as the serializer's do (replaced as a whole: threads share it).
-    _signing: (
-        tuple[tuple, URLSafeTimedSerializer, dict[str, tuple[int, dict, bool]], TimestampSigner]
-        | None
-    ) = None
+    _signing: tuple[tuple, URLSafeTimedSerializer, SharedFIFOCache, TimestampSigner] | None = None
 
     def _signing_for(self, app: Flask) -> tuple | None:
         keys = (app.secret_key, tuple(app.config["SECRET_KEY_FALLBACKS"] or ()))
@@ -87,7 +84,12 @@ class FramedSessionInterface(SecureCookieSessionInterface):
         if built is None:
             self._signing = None
         else:
-            self._signing = (keys, built, {}, built.make_signer(built.salt))
+            self._signing = (
+                keys,
+                built,
+                SharedFIFOCache(self.VERIFIED_COOKIES),
+                built.make_signer(built.salt),
+            )
         return self._signing
 
     def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
@@ -111,7 +113,7 @@ class FramedSessionInterface(SecureCookieSessionInterface):
                 return self.session_class()
             flat = type(data) is dict and all(type(v) in _FLAT for v in data.values())
             seen = (int(signed_at.timestamp()), data, flat)
-            keep_bounded(verified, value, seen, self.VERIFIED_COOKIES)
+            verified[value] = seen
         else:
             # itsdangerous' check of a verified signature's age (`TimestampSigner.unsign`).
             age = signing[3].get_timestamp() - seen[0]

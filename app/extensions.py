@@ -2,9 +2,11 @@
 
 import functools
 import hmac
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from cachetools import FIFOCache
 from flask import Flask, current_app, g, request, session
 from flask.globals import request_ctx
 from flask_caching import Cache
@@ -35,20 +37,22 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-def keep_bounded(kept: dict, key: object, value: object, limit: int) -> None:
-    """Keep `key` -> `value` in `kept`, forgetting the oldest entry once `limit` are kept.
+class SharedFIFOCache(FIFOCache):
+    """cachetools' FIFOCache (the oldest entry goes once `maxsize` are kept), shared by a
+    worker's threads: cachetools' caches are not thread-safe (a read racing an eviction raises
+    KeyError), so each read and write holds the cache's lock."""
 
-    Threads of one worker share `kept` without a lock: finding the oldest entry iterates the
-    dict, which fails if another thread adds or forgets one meanwhile (a RuntimeError that would
-    have failed the request); what is over the limit is then left for the next call to forget,
-    so `kept` runs at most about one entry per thread over `limit`.
-    """
-    while len(kept) >= limit:
-        try:
-            del kept[next(iter(kept))]
-        except (StopIteration, KeyError, RuntimeError):  # another thread changed it meanwhile
-            break
-    kept[key] = value
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self._lock = threading.Lock()
+
+    def get(self, key, default=None):
+        with self._lock:
+            return super().get(key, default)
+
+    def __setitem__(self, key, value) -> None:
+        with self._lock:
+            super().__setitem__(key, value)
 
 
 class CheckedTokensCSRF(CSRFProtect):
@@ -70,7 +74,7 @@ class CheckedTokensCSRF(CSRFProtect):
 
     def __init__(self, app=None) -> None:
         # (secret key, signed token) -> the session secret it carries, for good signatures only.
-        self._checked: dict[tuple[object, str], str] = {}
+        self._checked = SharedFIFOCache(self.CHECKED_TOKENS)
         super().__init__(app)
 
     def _validate(self, data: str | None) -> None:
@@ -90,7 +94,7 @@ class CheckedTokensCSRF(CSRFProtect):
         if carried is None:
             validate_csrf(data)
             # The signature is good and what it carries is the session's secret.
-            keep_bounded(self._checked, (secret_key, data), session[field], self.CHECKED_TOKENS)
+            self._checked[secret_key, data] = session[field]
         elif not hmac.compare_digest(session[field], carried):
             raise ValidationError("The CSRF tokens do not match.")
 

@@ -26,7 +26,7 @@ from flask.globals import request_ctx
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import TimestampSigner
 
-from app.extensions import keep_bounded, limiter
+from app.extensions import SharedFIFOCache, limiter
 from app.logs import iso_time
 from tests import factories
 from tests.conftest import csrf_token
@@ -294,10 +294,10 @@ def test_the_access_lines_time_is_datetimes_text():
 
 
 def test_a_full_cache_forgets_its_oldest_entry():
-    kept: dict = {}
+    kept = SharedFIFOCache(3)
     for number in range(5):
-        keep_bounded(kept, number, str(number), 3)
-    assert kept == {2: "2", 3: "3", 4: "4"}
+        kept[number] = str(number)
+    assert dict(kept) == {2: "2", 3: "3", 4: "4"}
 
 
 def test_threads_filling_one_cache_never_fail():
@@ -306,13 +306,14 @@ def test_threads_filling_one_cache_never_fail():
     (and the request answer 500) once a cache was full."""
     switch = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # threads take turns as often as they can
-    kept: dict = {}
+    kept = SharedFIFOCache(8)
     failures: list[BaseException] = []
 
     def fill(thread: int) -> None:
         try:
             for number in range(50_000):
-                keep_bounded(kept, (thread, number), number, 8)
+                kept[thread, number] = number
+                kept.get((thread, number - 1))
         except Exception as failure:
             failures.append(failure)
 
@@ -325,4 +326,4 @@ def test_threads_filling_one_cache_never_fail():
     finally:
         sys.setswitchinterval(switch)
     assert failures == []
-    assert len(kept) <= 8 + len(threads)
+    assert len(kept) <= 8

@@ -2,16 +2,17 @@
 database.
 
 Pairwise rates compare every unordered pair of answers to one text (the same sentence; at most
-one sentence apart). Krippendorff's alpha is computed from the coincidence matrix of the values
-(Krippendorff, Content Analysis, ch. 12): alpha = 1 - D_o / D_e, with the interval distance
-(a - b)^2 or the nominal one (a != b). Only texts with two or more answers count.
+one sentence apart). Krippendorff's alpha (interval and nominal) comes from the `krippendorff`
+package. Only texts with two or more answers count.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import krippendorff
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -34,32 +35,18 @@ def krippendorff_alpha(units: Iterable[Sequence[float]], level: str = "interval"
     fewer than two pairable values)."""
     if level not in ("interval", "nominal"):
         raise ValueError("level must be interval or nominal")
-
-    def delta(a: float, b: float) -> float:
-        return (a - b) ** 2 if level == "interval" else float(a != b)
-
-    coincidences: Counter = Counter()
-    for unit in _multi(units):
-        counts = Counter(unit)
-        m = len(unit)
-        for c, n_c in counts.items():
-            for k, n_k in counts.items():
-                pairs = n_c * (n_k - 1) if c == k else n_c * n_k
-                if pairs:
-                    coincidences[c, k] += pairs / (m - 1)
-    totals: Counter = Counter()
-    for (c, _k), o in coincidences.items():
-        totals[c] += o
-    n = sum(totals.values())
-    if n < 2:
+    multi = _multi(units)
+    domain = sorted({value for unit in multi for value in unit})
+    if len(domain) < 2:
         return None
-    observed = sum(o * delta(c, k) for (c, k), o in coincidences.items()) / n
-    expected = sum(totals[c] * totals[k] * delta(c, k) for c in totals for k in totals) / (
-        n * (n - 1)
-    )
-    if expected == 0:
-        return None
-    return 1 - observed / expected
+    column = {value: j for j, value in enumerate(domain)}
+    counts = np.zeros((len(multi), len(domain)))
+    for i, unit in enumerate(multi):
+        for value in unit:
+            counts[i, column[value]] += 1
+    # The field's implementation (pinned in requirements.txt) rather than our own coincidences.
+    value = krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level)
+    return float(value) if np.isfinite(value) else None
 
 
 def agreement(units: Iterable[Sequence[int]]) -> Agreement:

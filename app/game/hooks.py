@@ -12,7 +12,12 @@ from typing import Any
 
 
 class Hook:
-    """A named moment in the game with the handlers connected to it, called in order."""
+    """A named moment in the game with the handlers connected to it, called in order.
+
+    Kept rather than a blinker signal: blinker passes one sender and keyword arguments, holds
+    handlers weakly, calls them in no set order and returns (handler, result) pairs; the game's
+    callers (app/game/answers.py, routes.py) pass the moment's values in order and use results.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
