@@ -62,6 +62,7 @@ fuzz-nightly: setup-dev services
 lint: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_layering.py  # the layers (tests/layering.toml)
 
 format: setup-dev
 	$(VENV)/bin/ruff format .

@@ -295,13 +295,13 @@ def cross_fitted_online(
 def read_texts(path: str | Path) -> pd.DataFrame:
     """example, sentences (as shown), dropped, boundary, n_sentences, system, category for every
     text of the input: an export's examples table, or the distinct texts of a roft.csv."""
-    from analysis.load import _example_key, _read_table
+    from analysis.load import example_keys, read_table
 
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     for name in ("examples.parquet", "examples.csv"):
         if (folder / name).exists():
-            table = _read_table(folder / name)
+            table = read_table(folder / name)
             sentences = table["sentences"].map(json.loads)
             return pd.DataFrame(
                 {
@@ -314,10 +314,10 @@ def read_texts(path: str | Path) -> pd.DataFrame:
                     "category": table["category"].astype(str),
                 }
             )
-    raw = _read_table(resolve_input(path))
+    raw = read_table(resolve_input(path))
     if "prompt_body" not in raw.columns:
         raise LoadError(f"{path}: no examples table and no texts (prompt_body, gen_body) to score")
-    raw = raw.assign(example=_example_key(raw)).drop_duplicates("example")
+    raw = raw.assign(example=example_keys(raw)).drop_duplicates("example")
     shown = [
         shown_sentences(p, g, N_SENTENCES)
         for p, g in zip(

@@ -181,7 +181,7 @@ def _str(values: pd.Series | None, length: int, default: str = "") -> pd.Series:
     return values.astype("str").where(values.notna(), default)
 
 
-def _example_key(frame: pd.DataFrame) -> pd.Series:
+def example_keys(frame: pd.DataFrame) -> pd.Series:
     """The example id `flask import --format roft-csv` gives a text (roft_csv.example_key)."""
     parts = ["model", "dataset", "dec_strat_value", "prompt_body", "gen_body"]
     texts = frame[parts].copy()
@@ -210,7 +210,7 @@ def from_roft_frame(raw: pd.DataFrame, source: str = "roft-csv") -> pd.DataFrame
     if "example_id" in raw.columns:
         out["example"] = _str(raw["example_id"], n)
     else:
-        out["example"] = _example_key(raw)
+        out["example"] = example_keys(raw)
     out["date"] = _dates(raw["date"])
     out["system"] = _str(raw.get("system", raw["model"]), n)
     out["category"] = _str(raw.get("category", raw["dataset"]), n)
@@ -298,7 +298,7 @@ def _wanted(columns: list[str]) -> list[str]:
     return list(columns)
 
 
-def _read_table(path: Path) -> pd.DataFrame:
+def read_table(path: Path) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -344,7 +344,7 @@ def sha256_of(path: str | Path) -> str:
 def read_raw(path: str | Path) -> tuple[pd.DataFrame, str]:
     """The rounds table of an export (folder or file) or a roft.csv, and where it came from."""
     source = resolve_input(path)
-    raw = _unguarded(_read_table(source), source)
+    raw = _unguarded(read_table(source), source)
     if Path(path).is_dir():
         return raw, "dump"
     kind = "dump" if "example_id" in raw.columns else "roft-csv"

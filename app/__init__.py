@@ -20,14 +20,13 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app.config import build_config, check_production
+from app.config import PROJECT_ROOT, build_config, check_production
 from app.crowd.platforms import MTURK_SUBMIT_ORIGINS
 from app.database import begin_only_for_writes, ping_after_idle
 from app.errors import ServiceError
 from app.extensions import SharedFIFOCache, cache, csrf, db, limiter, login_manager, migrate
 from app.logs import configure_logging
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Values a session may hold that no request can change in place: a verified cookie's data made of
 # them is copied shallowly into each request's session, anything else deeply.
 _FLAT = frozenset({str, int, float, bool, type(None)})

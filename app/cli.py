@@ -14,10 +14,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from tqdm import tqdm
 
-from app import PROJECT_ROOT
 from app.accounts import service as accounts
 from app.catalog.importer import ImportFailed, import_records, read_records
 from app.catalog.roft_csv import RoftCsvError, read_roft_csv_counted
+from app.config import PROJECT_ROOT
 from app.errors import ServiceError
 from app.extensions import db
 from app.models import Example

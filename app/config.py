@@ -12,6 +12,9 @@ import secrets
 import tempfile
 from pathlib import Path
 
+# The checkout's root (app/ is one level below it).
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
 
 def _database_url(instance_path: Path) -> str:
     url = os.environ.get("DATABASE_URL")

@@ -9,7 +9,6 @@ from app.crowd.lookup import config_of, participant_count
 from app.crowd.pool import build_pool, drop_checks
 from app.errors import BadRequest, Conflict
 from app.extensions import db
-from app.game import rounds
 from app.leaderboard import standings
 from app.models import (
     Category,
@@ -22,6 +21,7 @@ from app.models import (
     StudyDecision,
     StudySlot,
 )
+from app.models.rounds import NORMAL_ROUND
 from app.models.studies import StudyRun
 
 
@@ -118,7 +118,7 @@ def delete_study(study: Study, force: bool = False) -> int:
                 select(Round.example_id, func.count(Round.id))
                 .where(
                     Round.participant_id.in_(ids),
-                    Round.kind == rounds.NORMAL,
+                    Round.kind == NORMAL_ROUND,
                     Round.guess.is_not(None),
                 )
                 .group_by(Round.example_id)

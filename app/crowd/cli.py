@@ -17,6 +17,7 @@ from app.crowd.config import (
     parse_rates,
     platform_findings,
 )
+from app.crowd.prolific import send_to_prolific
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.errors import ServiceError
 from app.research.exports import ExportError, ExportOptions, export, pseudonym, pseudonym_key
@@ -271,7 +272,7 @@ def register_study_cli(app: Flask) -> None:
             )
         if send:
             try:
-                sent = verify.send_to_prolific(client, study, prolific_study, decisions)
+                sent = send_to_prolific(client, study, prolific_study, decisions)
             except ProlificError as error:
                 raise click.ClickException(
                     f"Prolific refused: {error}. The decisions are recorded; the bonus ledger "

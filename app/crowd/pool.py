@@ -10,7 +10,6 @@ from app.crowd import schedule
 from app.crowd.config import StudyConfig
 from app.errors import BadRequest
 from app.extensions import db
-from app.game import rounds
 from app.models import (
     Category,
     Example,
@@ -18,6 +17,7 @@ from app.models import (
     Study,
     System,
 )
+from app.models.rounds import CHECK_ROUND, NORMAL_ROUND
 
 CHECK_SYSTEM = "attention-check"
 CHECK_INSTRUCTION = (
@@ -44,7 +44,7 @@ def _resolve_ids(external_ids: list[str], what: str) -> list[int]:
 def _pool(config: StudyConfig) -> list[int]:
     if config.examples:
         return _resolve_ids(config.examples, "examples")
-    query = select(Example.id).where(Example.kind == rounds.NORMAL)
+    query = select(Example.id).where(Example.kind == NORMAL_ROUND)
     if config.categories:
         known = set(
             db.session.scalars(select(Category.slug).where(Category.slug.in_(config.categories)))
@@ -89,7 +89,7 @@ def _check_sources(pool: list[int], needed: int, all_human: bool) -> list[Exampl
     """
     human = Example.boundary == Example.n_sentences
     found: list[Example] = []
-    for where in (Example.id.in_(pool), Example.kind == rounds.NORMAL):
+    for where in (Example.id.in_(pool), Example.kind == NORMAL_ROUND):
         query = select(Example).where(where, Example.n_sentences >= 2).order_by(Example.id)
         found = list(db.session.scalars(query.where(human)))
         if not all_human:
@@ -118,7 +118,7 @@ def _make_check(config: StudyConfig, source: Example, name: str, sentences, boun
             "from_example": source.external_id,
         },
         meta={},
-        kind=rounds.CHECK,
+        kind=CHECK_ROUND,
         annotation_count=0,
     )
     db.session.add(check)

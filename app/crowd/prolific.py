@@ -48,6 +48,7 @@ from app.crowd.verify import (
     REQUESTED,
     REVIEW_PREFIX,
     SENT,
+    Decision,
     money,
 )
 from app.errors import BadRequest, Conflict
@@ -520,3 +521,39 @@ def unconfirmed(study: Study) -> dict[str, int]:
         payment = _ref(r).get("bulk_bonus_payment") or "?"
         out[payment] = out.get(payment, 0) + r.amount_minor
     return out
+
+
+@dataclass(frozen=True)
+class Sent:
+    approved: int
+    rejected: int
+    bonuses: int
+    bonus_minor: int
+
+
+def send_to_prolific(client, study: Study, prolific_study: str, decisions: list[Decision]) -> Sent:
+    """Act on the decisions through Prolific's API: bulk approve (by submission id, as Prolific
+    recommends), reject each with its category and message, then pay every bonus the ledger
+    holds as `requested` (this run's and any left by a run that stopped before paying). Call it
+    after apply_decisions().
+
+    Submissions already approved or rejected on Prolific are left alone, so a second run acts on
+    nothing twice (Prolific documents the transition as idempotent too). Bonuses are paid by
+    `pay_requested`, which commits each step before the call that cannot be
+    taken back and keeps Prolific's answers on the ledger rows: a row is paid at most once, even
+    if this process dies half-way.
+    """
+    act = [d for d in decisions if d.actionable]
+    approve = [d for d in act if d.decision == APPROVE]
+    by_submission = [(d.row or {}).get("Submission id") for d in approve]
+    if all(by_submission):
+        client.approve_submissions(by_submission)
+    else:
+        client.approve(prolific_study, [d.worker_id for d in approve])
+    rejected = 0
+    for d in act:
+        if d.decision == REJECT:
+            client.reject((d.row or {})["Submission id"], d.rejection_category, d.message)
+            rejected += 1
+    paid = pay_requested(client, study, prolific_study)
+    return Sent(len(approve), rejected, paid.lines, paid.minor)

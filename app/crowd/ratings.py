@@ -10,11 +10,11 @@ from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of
 from app.errors import BadRequest, Conflict
 from app.extensions import db
-from app.game import rounds
 from app.models import (
     Participant,
     Round,
 )
+from app.models.rounds import NORMAL_ROUND
 
 
 def parse_ratings(config: StudyConfig, values) -> dict[str, int]:
@@ -39,7 +39,7 @@ def store_ratings(round_id: int, ratings: dict[str, int]) -> None:
 def ratings_from(round_: Round, moment: str, values) -> dict[str, int] | None:
     """The ratings in `values` if this study round asks for them at `moment` ("before"/"after"
     the reveal) and has none yet; None when it does not ask. BadRequest if one is missing."""
-    if round_.participant_id is None or round_.kind != rounds.NORMAL or round_.ratings is not None:
+    if round_.participant_id is None or round_.kind != NORMAL_ROUND or round_.ratings is not None:
         return None
     config = config_of(round_.participant.study)
     if not config.likert or config.likert_when != moment:
@@ -59,7 +59,7 @@ def save_ratings(participant: Participant, round_: Round, values) -> None:
 def criteria(config: StudyConfig, round_: Round) -> list:
     """The criteria to ask now, each worded for what there is to rate: after an "all human"
     answer no sentence was flagged, and an all-human text has no machine-written part."""
-    if round_.kind != rounds.NORMAL or round_.ratings is not None:
+    if round_.kind != NORMAL_ROUND or round_.ratings is not None:
         return []
     if not round_.answered:
         return config.likert

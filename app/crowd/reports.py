@@ -15,8 +15,8 @@ from app.crowd import admission, agreement, quality, schedule, serving
 from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.verdicts import completion_code
 from app.extensions import db
-from app.game import rounds as game
 from app.models import Example, Participant, ParticipantStatus, Round, Study, StudyDecision
+from app.models.rounds import CHECK_ROUND, NORMAL_ROUND, PRACTICE_ROUND
 from roftcore.spreadsheet import neutralise_row
 
 # Below this many workers with answered rounds, the study's median time says too little for
@@ -154,7 +154,7 @@ def worker_stats(study: Study) -> list[WorkerStats]:
     ).all()
     by_worker: dict[int, list] = defaultdict(list)
     for row in rows:
-        if row.kind != game.PRACTICE:
+        if row.kind != PRACTICE_ROUND:
             by_worker[row.participant_id].append(row)
     decided = latest_decisions(study)
     medians = {}
@@ -171,11 +171,11 @@ def worker_stats(study: Study) -> list[WorkerStats]:
         # The required rounds come first; optional extra rounds do not change pay (the finish
         # page says so), so points and exact hits, the bonus's basis, count the required only.
         required = serving.required_rounds(config, participant)
-        scored = [r for r in mine[:required] if r.kind == game.NORMAL]
+        scored = [r for r in mine[:required] if r.kind == NORMAL_ROUND]
         checks = schedule.check_rounds(
             [
                 (
-                    (r.source or {}).get("check", "all_human") if r.kind == game.CHECK else None,
+                    (r.source or {}).get("check", "all_human") if r.kind == CHECK_ROUND else None,
                     r.guess,
                     r.boundary,
                 )
@@ -227,7 +227,7 @@ def study_agreement(study: Study) -> agreement.Agreement:
         .join(Participant, Participant.id == Round.participant_id)
         .where(
             Participant.study_id == study.id,
-            Round.kind == game.NORMAL,
+            Round.kind == NORMAL_ROUND,
             Round.guess.is_not(None),
         )
     ):
@@ -247,7 +247,7 @@ def study_report(study: Study) -> StudyReport:
             .join(Participant, Participant.id == Round.participant_id)
             .where(
                 Participant.study_id == study.id,
-                Round.kind == game.NORMAL,
+                Round.kind == NORMAL_ROUND,
                 Round.guess.is_not(None),
             )
         )

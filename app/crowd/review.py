@@ -21,9 +21,9 @@ from app.crowd.lookup import config_of
 from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
-from app.game import rounds as game
 from app.models import Example, Round, Study, StudyBonus, StudyDecision
 from app.models.base import utcnow
+from app.models.rounds import CHECK_ROUND, PRACTICE_ROUND
 from app.models.studies import BONUS_LIVE, StudyRun
 
 # Prolific's rejection categories (its API documentation).
@@ -199,7 +199,7 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
     except IntegrityError:
         # A second request at the same moment: the database keeps one row per live key.
         db.session.rollback()
-        if key in verify._live_reasons(study, w.participant_id):
+        if key in verify.live_reasons(study, w.participant_id):
             raise Conflict(
                 f"{worker_id} already has a bonus for {reason!r}: it is paid once"
             ) from None
@@ -293,9 +293,9 @@ def _rounds(participant_id: int) -> list[RoundView]:
     ).all()
     found = []
     for r, example in rows:
-        if r.kind == game.PRACTICE:
+        if r.kind == PRACTICE_ROUND:
             continue
-        check = (example.source or {}).get("check", "all_human") if r.kind == game.CHECK else None
+        check = (example.source or {}).get("check", "all_human") if r.kind == CHECK_ROUND else None
         found.append(
             RoundView(
                 number=len(found) + 1,

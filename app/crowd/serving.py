@@ -28,6 +28,7 @@ from app.models import (
     StudySlot,
 )
 from app.models.base import utcnow
+from app.models.rounds import CHECK_ROUND, NORMAL_ROUND, PRACTICE_ROUND
 
 
 class RatingsPending(Conflict):
@@ -71,7 +72,7 @@ def _pick_normal(study: Study, participant: Participant, config: StudyConfig) ->
     in_study = (
         select(Round.example_id, func.count(Round.id).label("n"))
         .join(Participant, Participant.id == Round.participant_id)
-        .where(Participant.study_id == study.id, Round.kind == rounds.NORMAL, counted)
+        .where(Participant.study_id == study.id, Round.kind == NORMAL_ROUND, counted)
         .group_by(Round.example_id)
         .subquery()
     )
@@ -129,14 +130,12 @@ def pending_ratings(study: Study, participant: Participant) -> Round | None:
         .where(
             Round.participant_id == participant.id,
             Round.guess.is_not(None),
-            Round.kind != rounds.PRACTICE,
+            Round.kind != PRACTICE_ROUND,
         )
         .order_by(Round.answered_at.desc(), Round.id.desc())
         .limit(1)
     )
-    return (
-        last if last is not None and last.kind == rounds.NORMAL and last.ratings is None else None
-    )
+    return last if last is not None and last.kind == NORMAL_ROUND and last.ratings is None else None
 
 
 def next_round(study: Study, participant: Participant, extra: bool = False) -> Round | None:
@@ -163,7 +162,7 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
     if practice_pending(study, participant):
         example = pick_from(study.pool["tutorial"], participant, ordered=True, unread=False)
         if example is not None:
-            return rounds.create_round(player, example, study.slug, rounds.PRACTICE, participant.id)
+            return rounds.create_round(player, example, study.slug, PRACTICE_ROUND, participant.id)
         participant.practice_done_at = utcnow()
         db.session.commit()
     slot = participant.rounds_done
@@ -171,7 +170,7 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
     if slot >= len(participant.schedule) or (slot >= required and not extra):
         return None
     kind = participant.schedule[slot]
-    round_kind = rounds.CHECK if kind in SLOT_POOLS else rounds.NORMAL
+    round_kind = CHECK_ROUND if kind in SLOT_POOLS else NORMAL_ROUND
     stored = _stored_slot(study, participant, slot)
     example = None
     if stored is not None and stored.example_id is not None:
@@ -229,7 +228,7 @@ def round_context(round_: Round) -> dict:
     study = participant.study
     config = config_of(study)
     number, total = slot_progress(study, participant)
-    if round_.guess is not None and round_.kind != rounds.PRACTICE:
+    if round_.guess is not None and round_.kind != PRACTICE_ROUND:
         number = participant.rounds_done  # this round is counted once answered
     extra = participant.finished_at is not None and round_.started_at > participant.finished_at
     context = {
@@ -241,14 +240,14 @@ def round_context(round_: Round) -> dict:
         "likert": criteria(config, round_),
         "likert_when": config.likert_when,
     }
-    if round_.answered and round_.kind == rounds.CHECK:
+    if round_.answered and round_.kind == CHECK_ROUND:
         example = round_.example
         context.update(
             check_kind=(example.source or {}).get("check", "all_human"),
             check_sentence=example.boundary + 1,
             check_passed=round_.guess == example.boundary,
         )
-    if round_.answered and round_.kind != rounds.PRACTICE and not config.show_feedback:
+    if round_.answered and round_.kind != PRACTICE_ROUND and not config.show_feedback:
         # Only what the worker saw, and nothing that tells the truth.
         context.update(
             template="crowd/recorded.html",

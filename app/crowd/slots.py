@@ -28,7 +28,6 @@ from app.crowd import schedule
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, in_time
 from app.extensions import db
-from app.game import rounds
 from app.models import (
     ExamplePassage,
     Participant,
@@ -38,6 +37,7 @@ from app.models import (
     StudySlot,
 )
 from app.models.base import utcnow
+from app.models.rounds import NORMAL_ROUND, PRACTICE_ROUND
 
 # The study pool each kind of check slot draws from, in order of preference.
 SLOT_POOLS = {
@@ -116,7 +116,7 @@ def _loads(study: Study, config: StudyConfig) -> Counter:
         .join(Participant, Participant.id == Round.participant_id)
         .where(
             Participant.study_id == study.id,
-            Round.kind == rounds.NORMAL,
+            Round.kind == NORMAL_ROUND,
             Round.guess.is_not(None),
         )
         .group_by(Round.example_id)
@@ -166,7 +166,7 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
     played = list(
         db.session.scalars(
             select(Round).where(
-                Round.participant_id == participant.id, Round.kind != rounds.PRACTICE
+                Round.participant_id == participant.id, Round.kind != PRACTICE_ROUND
             )
         )
     )

@@ -14,7 +14,6 @@ from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.slots import required_rounds
 from app.errors import Conflict
 from app.extensions import db
-from app.game import rounds
 from app.models import (
     Example,
     Participant,
@@ -22,6 +21,7 @@ from app.models import (
     Round,
 )
 from app.models.base import utcnow
+from app.models.rounds import CHECK_ROUND, PRACTICE_ROUND
 
 
 def record_answer(participant_id: int, kind: str, passed: bool) -> None:
@@ -38,10 +38,10 @@ def record_answer(participant_id: int, kind: str, passed: bool) -> None:
             "Your time for this study has run out, so this answer cannot be counted. "
             "Thank you for your work so far."
         )
-    if kind == rounds.PRACTICE:
+    if kind == PRACTICE_ROUND:
         return
     values = {"rounds_done": Participant.rounds_done + 1}
-    verdict = _check_verdict(participant_id, passed) if kind == rounds.CHECK else None
+    verdict = _check_verdict(participant_id, passed) if kind == CHECK_ROUND else None
     if verdict == schedule.PASS:
         values["checks_passed"] = Participant.checks_passed + 1
     elif verdict == schedule.FAIL:
@@ -71,7 +71,7 @@ def _check_verdict(participant_id: int, passed: bool) -> str:
         .join(Example, Example.id == Round.example_id)
         .where(
             Round.participant_id == participant_id,
-            Round.kind == rounds.CHECK,
+            Round.kind == CHECK_ROUND,
             Round.guess.is_not(None),
         )
         .order_by(Round.answered_at.desc(), Round.id.desc())
@@ -111,14 +111,14 @@ def failed_checks_message(participant: Participant) -> str | None:
         .where(
             Round.participant_id == participant.id,
             Round.guess.is_not(None),
-            Round.kind != rounds.PRACTICE,
+            Round.kind != PRACTICE_ROUND,
         )
         .order_by(Round.answered_at, Round.id)
     ).all()
     found = schedule.check_rounds(
         [
             (
-                (r.source or {}).get("check", "all_human") if r.kind == rounds.CHECK else None,
+                (r.source or {}).get("check", "all_human") if r.kind == CHECK_ROUND else None,
                 r.guess,
                 r.boundary,
             )

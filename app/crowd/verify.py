@@ -454,7 +454,8 @@ def next_run(study: Study) -> int:
     return (used or 0) + 1
 
 
-def _live_reasons(study: Study, participant_id: int) -> set[str]:
+def live_reasons(study: Study, participant_id: int) -> set[str]:
+    """The reasons of the worker's bonus rows in this study that are live (not undone)."""
     return set(
         db.session.scalars(
             select(StudyBonus.reason).where(
@@ -469,7 +470,7 @@ def _live_reasons(study: Study, participant_id: int) -> set[str]:
 def add_bonus(study: Study, participant_id: int, run: int, amount: int, reason: str, state: str):
     """One ledger row; a reason already live for this worker (a top-up to a total paid before,
     then partly reversed) is told apart by its run, which is never reused. The caller commits."""
-    if reason in _live_reasons(study, participant_id):
+    if reason in live_reasons(study, participant_id):
         reason = f"{reason} (run {run})"
     row = StudyBonus(
         study_id=study.id,
@@ -677,44 +678,6 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
         db.session.rollback()
         raise
     return Undone(run, len(rows), restored, dropped, kept, paid, owed_again)
-
-
-@dataclass(frozen=True)
-class Sent:
-    approved: int
-    rejected: int
-    bonuses: int
-    bonus_minor: int
-
-
-def send_to_prolific(client, study: Study, prolific_study: str, decisions: list[Decision]) -> Sent:
-    """Act on the decisions through Prolific's API: bulk approve (by submission id, as Prolific
-    recommends), reject each with its category and message, then pay every bonus the ledger
-    holds as `requested` (this run's and any left by a run that stopped before paying). Call it
-    after apply_decisions().
-
-    Submissions already approved or rejected on Prolific are left alone, so a second run acts on
-    nothing twice (Prolific documents the transition as idempotent too). Bonuses are paid by
-    app.crowd.prolific.pay_requested, which commits each step before the call that cannot be
-    taken back and keeps Prolific's answers on the ledger rows: a row is paid at most once, even
-    if this process dies half-way.
-    """
-    from app.crowd.prolific import pay_requested
-
-    act = [d for d in decisions if d.actionable]
-    approve = [d for d in act if d.decision == APPROVE]
-    by_submission = [(d.row or {}).get("Submission id") for d in approve]
-    if all(by_submission):
-        client.approve_submissions(by_submission)
-    else:
-        client.approve(prolific_study, [d.worker_id for d in approve])
-    rejected = 0
-    for d in act:
-        if d.decision == REJECT:
-            client.reject((d.row or {})["Submission id"], d.rejection_category, d.message)
-            rejected += 1
-    paid = pay_requested(client, study, prolific_study)
-    return Sent(len(approve), rejected, paid.lines, paid.minor)
 
 
 # -- the files ------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def practice_start(day: str):
     if on == daily.today():
         flash("Today's challenge is not practice: play it here, it counts.")
         return redirect(url_for("game.daily_page"))
-    practice._check_day(on)  # refuse a day with no past challenge before making a guest
+    practice.check_day(on)  # refuse a day with no past challenge before making a guest
     _player_for_play(None)
     try:
         game_set = practice.start(current_user, on)

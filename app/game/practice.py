@@ -55,7 +55,8 @@ class ArchiveDay:
     status: str
 
 
-def _check_day(day: date) -> DailyChallenge:
+def check_day(day: date) -> DailyChallenge:
+    """The past day's challenge; IsToday for today, NotInArchive for a day without one."""
     if day == daily.today():
         raise IsToday("Today's challenge is played on the daily page, and counts.")
     found = db.session.get(DailyChallenge, day) if day < daily.today() else None
@@ -116,7 +117,7 @@ def start(player: Player, day: date) -> GameSet:
     Raises IsToday, NotInArchive, PlayedOnTheDay (the player has their own challenge of that
     day, finished or not) or daily.FinishCurrentFirst (a text of other play is open).
     """
-    found = _check_day(day)
+    found = check_day(day)
     if daily.own_set(player, day) is not None:
         raise PlayedOnTheDay(day)
     game_set = own_set(player, day)
@@ -167,7 +168,7 @@ class PracticeResult:
 def result(player: Player, day: date) -> PracticeResult:
     """How the player's practice of `day` went (what the calls would have earned; nothing was
     counted). Raises NotInArchive when they have not practised that day."""
-    found = _check_day(day)
+    found = check_day(day)
     game_set = own_set(player, day)
     if game_set is None:
         raise NotInArchive("You have not practised that day's challenge.")

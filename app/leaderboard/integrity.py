@@ -30,11 +30,11 @@ from sqlalchemy import Select, bindparam, func, insert, or_, select
 
 from app.errors import NotFound
 from app.extensions import cache, db
-from app.game.scoring import Verdict
 from app.leaderboard import fairness, standings
 from app.leaderboard import skill as skill_rule
 from app.models import Example, Player, PlayerTotal, TruthView
 from app.models.base import utcnow
+from roftcore.boundary import Verdict
 
 DEVICE_COOKIE = "roft_device"
 DEVICE_COOKIE_DAYS = 400  # browsers cap cookie lifetimes at 400 days

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
-from app.game.scoring import points
+# The threshold lives with the ranked column it sets (app/models/standings.py); the rule names it.
+from app.models.standings import MIN_ROUNDS as MIN_ROUNDS
+from roftcore.boundary import points
 
-MIN_ROUNDS = 10
 PRIOR_ROUNDS = 10
 SCALE = 100
 # What one answered round adds to a player's detection counts.

@@ -47,7 +47,6 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Insert
 
 from app.extensions import cache, db
-from app.game.scoring import Verdict
 from app.leaderboard import skill as skill_rule
 from app.models import BoardTotal, Category, Player, PlayerTotal
 from app.models.base import utcnow
@@ -65,6 +64,7 @@ from app.models.standings import (
     move_counts,
     relist_moves,
 )
+from roftcore.boundary import Verdict
 
 TOP_N = 50
 OVERALL = "all"

@@ -26,6 +26,13 @@ from app.models.players import Player
 from app.models.sets import GameSet
 from app.models.studies import Participant
 
+# The kinds of round (`Round.kind`; a text's `Example.kind` uses the same names): a round of play,
+# a crowd study's attention check, a practice round. Here, so that any package can name them
+# without importing the game's services.
+NORMAL_ROUND = "normal"
+CHECK_ROUND = "attention_check"
+PRACTICE_ROUND = "practice"
+
 
 class Round(db.Model):
     __tablename__ = "rounds"

@@ -52,8 +52,10 @@ from sqlalchemy.orm import Mapped, Mapper, mapped_column
 from sqlalchemy.sql.dml import Delete, Insert
 
 from app.extensions import db
-from app.leaderboard.skill import MIN_ROUNDS
 from app.models.players import Player
+
+# A player is ranked on a skill board from this many rounds on it (app/leaderboard/skill.py).
+MIN_ROUNDS = 10
 
 # The scope of the boards of all categories; a category's boards have its id as scope.
 OVERALL_SCOPE = 0

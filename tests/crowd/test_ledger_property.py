@@ -31,6 +31,7 @@ from hypothesis.stateful import (
 from sqlalchemy import delete, func, select
 
 from app.crowd import lookup, review, verify
+from app.crowd.prolific import send_to_prolific
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import worker_stats
 from app.errors import Conflict
@@ -149,7 +150,7 @@ class Researcher(RuleBasedStateMachine):
         decisions = verify.decide(self.study, self.submissions())
         verify.apply_decisions(self.study, decisions, via_api=True)
         try:
-            verify.send_to_prolific(self.client, self.study, "st1", decisions)
+            send_to_prolific(self.client, self.study, "st1", decisions)
         except ProlificError:
             assert failure is not None
         self.fake.fail_next = None

@@ -91,7 +91,7 @@ class Researcher(RuleBasedStateMachine):
             submissions = verify.from_prolific_api(self.client.submissions("st1"))
             decisions = verify.decide(self.study, submissions)
             verify.apply_decisions(self.study, decisions, via_api=True)
-            verify.send_to_prolific(self.client, self.study, "st1", decisions)
+            prolific.send_to_prolific(self.client, self.study, "st1", decisions)
         except ProlificError:
             assert failure is not None
         finally:
