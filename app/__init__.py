@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import time
 from collections.abc import Callable
@@ -10,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, g, redirect, render_template, request, session, url_for
-from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
+from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import RateLimitExceeded
 from flask_wtf.csrf import CSRFError
-from itsdangerous import BadSignature, TimestampSigner, URLSafeTimedSerializer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
@@ -24,12 +22,8 @@ from app.config import PROJECT_ROOT, build_config, check_production
 from app.crowd.platforms import MTURK_SUBMIT_ORIGINS
 from app.database import begin_only_for_writes, ping_after_idle
 from app.errors import ServiceError
-from app.extensions import SharedFIFOCache, cache, csrf, db, limiter, login_manager, migrate
+from app.extensions import cache, csrf, db, limiter, login_manager, migrate
 from app.logs import configure_logging
-
-# Values a session may hold that no request can change in place: a verified cookie's data made of
-# them is copied shallowly into each request's session, anything else deeply.
-_FLAT = frozenset({str, int, float, bool, type(None)})
 
 
 @event.listens_for(Engine, "connect")
@@ -47,79 +41,12 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
 
 
 class FramedSessionInterface(SecureCookieSessionInterface):
-    """A framed MTurk task only keeps its cookie when it is SameSite=None; Secure (HTTPS).
+    """A framed MTurk task only keeps its cookie when it is SameSite=None; Secure (HTTPS)."""
 
-    The cookie's signing serializer is built once per secret key (and fallbacks) instead of on
-    every request, as Flask does: building one tests its JSON serializer with a `dumps` and
-    made up a fifth of what reading the cookie cost.
-
-    A browser sends the same session cookie on request after request until the session changes,
-    and checking its signature and decoding its JSON was the larger part of reading it. So each
-    serializer keeps the cookies it has verified (at most `VERIFIED_COOKIES`, by their exact
-    text) with their data and signing time: a cookie seen before is not verified again, and only
-    its age is checked, as itsdangerous checks it. Nothing enters without its signature having
-    been checked, and a change of the keys starts with none, so a cookie signed with a dropped
-    key is refused as before.
-    """
-
-    VERIFIED_COOKIES = 4096
     # SHA-1 as Flask signs with it (`_lazy_sha1` calls it), given as OpenSSL's function itself,
     # which `hmac` runs in C: a Python function as the digest sends each HMAC through its
     # pure-Python fallback. The same signatures, made and checked in less time.
     digest_method = staticmethod(hashlib.sha1)
-
-    # The keys it was built with, the serializer, its verified cookies and a signer that tells
-    # the time as the serializer's do (replaced as a whole: threads share it).
-    _signing: tuple[tuple, URLSafeTimedSerializer, SharedFIFOCache, TimestampSigner] | None = None
-
-    def _signing_for(self, app: Flask) -> tuple | None:
-        keys = (app.secret_key, tuple(app.config["SECRET_KEY_FALLBACKS"] or ()))
-        cached = self._signing
-        if cached is not None and cached[0] == keys:
-            return cached
-        # None yet, or the keys changed: the old serializer must not sign anything more, and
-        # what it verified no longer counts.
-        built = super().get_signing_serializer(app)
-        if built is None:
-            self._signing = None
-        else:
-            self._signing = (
-                keys,
-                built,
-                SharedFIFOCache(self.VERIFIED_COOKIES),
-                built.make_signer(built.salt),
-            )
-        return self._signing
-
-    def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
-        signing = self._signing_for(app)
-        return signing[1] if signing is not None else None
-
-    def open_session(self, app: Flask, request) -> SecureCookieSession | None:
-        signing = self._signing_for(app)
-        if signing is None:
-            return None
-        value = request.cookies.get(self.get_cookie_name(app))
-        if not value:
-            return self.session_class()
-        max_age = int(app.permanent_session_lifetime.total_seconds())
-        verified = signing[2]
-        seen = verified.get(value)
-        if seen is None:
-            try:
-                data, signed_at = signing[1].loads(value, max_age=max_age, return_timestamp=True)
-            except BadSignature:  # a bad signature, or expired: Flask starts an empty session
-                return self.session_class()
-            flat = type(data) is dict and all(type(v) in _FLAT for v in data.values())
-            seen = (int(signed_at.timestamp()), data, flat)
-            verified[value] = seen
-        else:
-            # itsdangerous' check of a verified signature's age (`TimestampSigner.unsign`).
-            age = signing[3].get_timestamp() - seen[0]
-            if age > max_age or age < 0:
-                return self.session_class()
-        data = seen[1]
-        return self.session_class(data if seen[2] else copy.deepcopy(data))
 
     def _framed(self) -> bool:
         return request.is_secure and (

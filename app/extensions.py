@@ -1,14 +1,9 @@
 """Extensions, created once and bound to an app in `create_app` with `init_app`."""
 
-import functools
-import hmac
-import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from cachetools import FIFOCache
-from flask import Flask, current_app, g, request, session
-from flask.globals import request_ctx
+from flask import current_app
 from flask_caching import Cache
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
@@ -16,12 +11,9 @@ from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
-from flask_wtf.csrf import logger as csrf_logger
-from flask_wtf.csrf import same_origin, validate_csrf
 from sqlalchemy import MetaData
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase
-from wtforms import ValidationError
 
 # Named constraints let Alembic alter and drop them on every backend (SQLite batch mode too).
 NAMING_CONVENTION = {
@@ -37,161 +29,11 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-class SharedFIFOCache(FIFOCache):
-    """cachetools' FIFOCache (the oldest entry goes once `maxsize` are kept), shared by a
-    worker's threads: cachetools' caches are not thread-safe (a read racing an eviction raises
-    KeyError), so each read and write holds the cache's lock."""
-
-    def __init__(self, maxsize: int) -> None:
-        super().__init__(maxsize)
-        self._lock = threading.Lock()
-
-    def get(self, key, default=None):
-        with self._lock:
-            return super().get(key, default)
-
-    def __setitem__(self, key, value) -> None:
-        with self._lock:
-            super().__setitem__(key, value)
-
-
-class CheckedTokensCSRF(CSRFProtect):
-    """Flask-WTF's CSRF check, which checks the signature of a token once, not on every post.
-
-    The page's script posts the same signed token with every reveal, answer and "Next text"
-    (`_register_csrf_reuse` in `app/__init__.py`), and checking its signature (itsdangerous:
-    a serializer built, base64, an HMAC and JSON) was the larger part of the check. Without a
-    time limit on tokens (`WTF_CSRF_TIME_LIMIT` None, this site's setting) whether a token's
-    signature is good depends on nothing but the token and the secret key: so the tokens whose
-    signature was checked are kept (at most `CHECKED_TOKENS`) with what they carry, by key and
-    token, and a token seen before is only compared with the session's secret, as
-    `validate_csrf` compares it. Everything else is Flask-WTF's own check
-    (`CSRFProtect.protect`): the same refusals with the same reasons, the same referrer check
-    over HTTPS; with a time limit, every token is checked in full.
-    """
-
-    CHECKED_TOKENS = 4096
-
-    def __init__(self, app=None) -> None:
-        # (secret key, signed token) -> the session secret it carries, for good signatures only.
-        self._checked = SharedFIFOCache(self.CHECKED_TOKENS)
-        super().__init__(app)
-
-    def _validate(self, data: str | None) -> None:
-        config = current_app.config
-        secret_key = config.get("WTF_CSRF_SECRET_KEY", current_app.secret_key)
-        field = config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
-        if (
-            config.get("WTF_CSRF_TIME_LIMIT", 3600) is not None
-            or not data
-            or not secret_key
-            or not field
-            or field not in session
-        ):
-            validate_csrf(data)  # refuses each of these as before, or checks a timed token
-            return
-        carried = self._checked.get((secret_key, data))
-        if carried is None:
-            validate_csrf(data)
-            # The signature is good and what it carries is the session's secret.
-            self._checked[secret_key, data] = session[field]
-        elif not hmac.compare_digest(session[field], carried):
-            raise ValidationError("The CSRF tokens do not match.")
-
-    def protect(self, apply_exemptions: bool = False) -> None:
-        """`CSRFProtect.protect` (Flask-WTF 1.3), with `_validate` for `validate_csrf`."""
-        if apply_exemptions:
-            if not request.endpoint:
-                return
-            if self._is_exempt():
-                return
-        if request.method not in current_app.config["WTF_CSRF_METHODS"]:
-            return
-        try:
-            self._validate(self._get_csrf_token())
-        except ValidationError as e:
-            csrf_logger.info(e.args[0])
-            self._error_response(e.args[0])
-        if request.is_secure and current_app.config["WTF_CSRF_SSL_STRICT"]:
-            if not request.referrer:
-                self._error_response("The referrer header is missing.")
-            good_referrer = f"https://{request.host}/"
-            if not same_origin(request.referrer, good_referrer):
-                self._error_response("The referrer does not match the host.")
-        g.csrf_valid = True  # mark this request as CSRF valid
-
-
-class RouteLimiter(Limiter):
-    """Flask-Limiter, without its before-request check on requests it would find nothing for.
-
-    Flask-Limiter checks every request before its view for limits that apply app-wide
-    (`RATELIMIT_APPLICATION`, default limits, meta limits, a blueprint's limits) and, while its
-    storage is unreachable, whether it is back. This site has none of them: its limits are on
-    views (`@limiter.limit`), and the decorated view checks those itself when it is called. So
-    the check is skipped while there is nothing app-wide to check and the storage is healthy,
-    which saved the hot routes, none of them limited, a twentieth of a reveal's CPU. Any
-    app-wide limit, or a storage outage, brings the check back on every request as before
-    (`tests/test_request_stack.py`).
-    """
-
-    def _app_wide_check_needed(self) -> bool:
-        # Flask-Limiter's own fields (4.1); one a later version lacks counts as needing the check.
-        manager = self.limit_manager
-        return bool(
-            getattr(manager, "_application_limits", True)
-            or getattr(manager, "_default_limits", True)
-            or getattr(manager, "_blueprint_limits", True)
-            or getattr(self, "_meta_limits", True)
-            or getattr(self, "_in_memory_fallback", True)
-            or getattr(self, "_storage_dead", True)
-        )
-
-    def _check_request_limit(
-        self, callable_name: str | None = None, in_middleware: bool = True
-    ) -> None:
-        if in_middleware and callable_name is None and not self._app_wide_check_needed():
-            return
-        super()._check_request_limit(callable_name=callable_name, in_middleware=in_middleware)
-
-    def init_app(self, app: Flask) -> None:
-        """Flask-Limiter's after-request and teardown hooks run only for a request that checked
-        a limit: they read and reset what the check left in the request's context (a limit to
-        deduct on some responses, the limit for X-RateLimit headers), and a request that checked
-        none has none; they would make that context only to find it empty."""
-        super().init_app(app)
-        if _LIMITER_MARK not in Limiter.context.fget.__code__.co_names:
-            return  # not the Flask-Limiter this was written for: its hooks stay as they are
-        inject = getattr(Limiter, "_Limiter__inject_headers", None)
-        release = getattr(Limiter, "_Limiter__release_context", None)
-        after = app.after_request_funcs.get(None, [])
-        for position, hook in enumerate(after):
-            if inject is not None and getattr(hook, "func", None) is inject:
-                after[position] = _only_after_a_check(hook, lambda response: response)
-        teardown = app.teardown_request_funcs.get(None, [])
-        for position, hook in enumerate(teardown):
-            if release is not None and getattr(hook, "__func__", None) is release:
-                teardown[position] = _only_after_a_check(hook, lambda error=None: None)
-
-
-# What Flask-Limiter (4.1) sets on a request's context when it first keeps anything for it.
-_LIMITER_MARK = "_limiter_request_context"
-
-
-def _only_after_a_check(hook: Callable, otherwise: Callable) -> Callable:
-    @functools.wraps(hook)
-    def run(*args):
-        if hasattr(request_ctx, _LIMITER_MARK):
-            return hook(*args)
-        return otherwise(*args)
-
-    return run
-
-
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
 login_manager = LoginManager()
-csrf = CheckedTokensCSRF()
-limiter = RouteLimiter(key_func=get_remote_address, default_limits=[])
+csrf = CSRFProtect()
+limiter = Limiter(key_func=get_remote_address, default_limits=[])
 cache = Cache()
 
 T = TypeVar("T")

@@ -1,13 +1,11 @@
-"""What every request pays around its view, made cheaper without letting anything more through.
+"""What every request's stack around its view lets through, and what it answers.
 
-- Session cookies already verified are not verified again (app/__init__.py,
-  `FramedSessionInterface`): a changed cookie, an expired one, or one signed with a dropped key
-  is still refused, and a session's nested values are never shared between requests.
-- CSRF tokens whose signature was checked are only compared again (app/extensions.py,
-  `CheckedTokensCSRF`): a checked token is refused after the session's secret changes, in
-  another session, under another key, and, with a time limit, once it is too old.
-- Flask-Limiter's app-wide check runs only when there is something app-wide to check
-  (`RouteLimiter`): application, default and blueprint limits still refuse.
+- Session cookies (app/__init__.py, `FramedSessionInterface`): a changed cookie, an expired one,
+  or one signed with a dropped key is refused, and a session's nested values are never shared
+  between requests; a session kept as it was is saved as Flask saves it.
+- CSRF tokens (Flask-WTF): a token is refused after the session's secret changes, in another
+  session, under another key, and, with a time limit, once it is too old.
+- Rate limits (Flask-Limiter): application, default and blueprint limits refuse.
 - The security headers are the same headers in the same order; the access line's time is
   `datetime`'s text.
 """
@@ -15,8 +13,6 @@
 from __future__ import annotations
 
 import random
-import sys
-import threading
 import time
 from datetime import UTC, datetime
 
@@ -26,7 +22,7 @@ from flask.globals import request_ctx
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import TimestampSigner
 
-from app.extensions import SharedFIFOCache, limiter
+from app.extensions import limiter
 from app.logs import iso_time
 from tests import factories
 from tests.conftest import csrf_token
@@ -225,23 +221,6 @@ def test_a_blueprint_limit_still_refuses(app, app_wide_limits):
     assert [client.get("/healthz").status_code for _ in range(3)] == [200, 200, 429]
 
 
-def test_without_app_wide_limits_the_before_request_check_is_skipped(app, client, monkeypatch):
-    """What the skip saves: the hot routes never enter Flask-Limiter's check, and the limited
-    views still check theirs."""
-    entered = []
-    original = type(limiter).__mro__[1]._check_request_limit
-
-    def counting(self, callable_name=None, in_middleware=True):
-        entered.append(callable_name)
-        return original(self, callable_name=callable_name, in_middleware=in_middleware)
-
-    monkeypatch.setattr(type(limiter).__mro__[1], "_check_request_limit", counting)
-    assert client.get("/healthz").status_code == 200
-    assert entered == []
-    assert signup(client, username="ada").status_code == 302  # a limited view
-    assert entered and all(entered)
-
-
 def test_a_limit_counted_after_the_response_is_still_counted(app):
     """Flask-Limiter's after-request hook runs for a request that checked a limit: a limit that
     counts only some responses (`deduct_when`) is counted there."""
@@ -291,39 +270,3 @@ def test_the_access_lines_time_is_datetimes_text():
     for moment in moments:
         expected = datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds")
         assert iso_time(moment) == expected, moment
-
-
-def test_a_full_cache_forgets_its_oldest_entry():
-    kept = SharedFIFOCache(3)
-    for number in range(5):
-        kept[number] = str(number)
-    assert dict(kept) == {2: "2", 3: "3", 4: "4"}
-
-
-def test_threads_filling_one_cache_never_fail():
-    """The workers' threads share the verified cookies and checked tokens without a lock: while
-    one thread forgets the oldest entry another may add one, which made iterating the dict raise
-    (and the request answer 500) once a cache was full."""
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads take turns as often as they can
-    kept = SharedFIFOCache(8)
-    failures: list[BaseException] = []
-
-    def fill(thread: int) -> None:
-        try:
-            for number in range(50_000):
-                kept[thread, number] = number
-                kept.get((thread, number - 1))
-        except Exception as failure:
-            failures.append(failure)
-
-    try:
-        threads = [threading.Thread(target=fill, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(switch)
-    assert failures == []
-    assert len(kept) <= 8
