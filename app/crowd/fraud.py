@@ -48,6 +48,7 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Example, Participant, Reveal, Round, Study, TruthView
+from app.models.rounds import PRACTICE_ROUND
 
 SHARED_DEVICE = "shared_browser"
 COPIED_EXPLANATION = "copied_explanation"
@@ -511,7 +512,7 @@ def _timings(study: Study) -> list[TimingRow]:
         .where(
             Participant.study_id == study.id,
             Round.answered_at.is_not(None),
-            Round.kind != "practice",
+            Round.kind != PRACTICE_ROUND,
         )
     ).all()
     reveals: dict[int, dict[int, datetime]] = defaultdict(dict)
