@@ -158,6 +158,9 @@ def parser() -> argparse.ArgumentParser:
     detect.add_argument("--max-texts", type=int, help="score only the first N texts")
     detect.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_taxonomy_check(commands)
+    from analysis import coding
+
+    coding.add_command(commands)
     return top
 
 
@@ -278,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "taxonomy-check":
         return run_taxonomy_check(args)
+    if args.command == "taxonomy":
+        from analysis import coding
+
+        return coding.run(args)
     if args.command == "detect":
         try:
             return run_detect(args)
