@@ -96,6 +96,13 @@ def parser() -> argparse.ArgumentParser:
         help="unique comments classified and clustered; more are sampled (default %(default)s)",
     )
     report.add_argument(
+        "--coder-labels",
+        metavar="CSV",
+        help="researchers' labels of a random sample of the comments (explanation,label; "
+        "`flask validation export`): the report then gives the coder's agreement with them and "
+        "reason shares corrected for its errors",
+    )
+    report.add_argument(
         "--clusters", type=int, default=defaults.clusters, help="comment clusters (default 8)"
     )
     report.add_argument(
@@ -306,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         systems=args.system,
         since=args.since,
         all_workers=args.all_workers,
+        coder_labels=args.coder_labels,
     )
     started = time.perf_counter()
     try:
