@@ -9,3 +9,4 @@ document.addEventListener("keydown", (event) => {
     button.click();
   }
 });
+document.documentElement.dataset.labelKeys = "ready";

@@ -18,12 +18,14 @@ TEMPLATES: tuple[tuple[str, str], ...] = (
     ("who is he? the {} was a she", "coreference"),
     ("the {} bit is vague filler", "generic"),
     ("idk, the {} part felt like a guess", "not_a_reason"),
+    # The coder reads this as tone ("other"); the researchers call it generic filler.
+    ("reads like a press release about the {}", "generic"),
 )
 SUBJECTS = ("mayor", "recipe", "dog", "river", "teacher", "storm", "market", "garden", "train")
 
 
 def comment_labels() -> dict[str, str]:
-    """72 unique comments and the class a careful reader gives each."""
+    """81 unique comments and the class a careful reader gives each."""
     return {t.format(s): label for t, label in TEMPLATES for s in SUBJECTS}
 
 
