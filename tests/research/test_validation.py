@@ -80,3 +80,25 @@ def test_pages_need_a_researcher_and_answer_4xx(app, client, seeded):
     assert b"0 of 5 labelled" in page.data
     label = {"csrf_token": token, "item": "1", "label": "nope"}
     assert client.post("/research/validation/site/label", data=label).status_code == 400
+
+
+def test_flask_validation_commands(app, seeded, tmp_path):
+    labels, *_ = seeded
+    runner = app.test_cli_runner()
+    drawn = runner.invoke(args=["validation", "draw", "site", "--size", "10"])
+    assert drawn.exit_code == 0 and "a sample of 10 comments" in drawn.output
+    with app.app_context():
+        items = validation.sample_of("site")
+        keys = [(validation.LABEL_NAMES.index(labels[i.text]) + 1) % 10 for i in items[:6]]
+    answers = "".join(f"{key}\n" for key in keys) + "q\n"  # six labels, then stop
+    labelled = runner.invoke(args=["validation", "label", "site", "--as", "lab1"], input=answers)
+    assert labelled.exit_code == 0 and "[6/10]" in labelled.output
+    assert "mixes up who" in labelled.output  # the choices, never the coder's label
+    report = runner.invoke(args=["validation", "report", "site", "--bootstrap", "50"])
+    assert report.exit_code == 0 and "on 6 comments" in report.output
+    assert "corrected share | 95% CI" in report.output
+    out = tmp_path / "labels.csv"
+    exported = runner.invoke(args=["validation", "export", "site", str(out)])
+    assert exported.exit_code == 0 and out.read_text().count("\n") == 7
+    refused = runner.invoke(args=["validation", "label", "site", "--as", "nobody"])
+    assert refused.exit_code != 0 and "is no researcher" in refused.output
