@@ -38,7 +38,7 @@ def seed_rounds(players: int = 12) -> dict[str, str]:
     k = 0
     for p in range(players):
         who = factories.player(f"v{p}")
-        for order, example in enumerate(examples[:6], start=1):
+        for order, example in enumerate(examples[:7], start=1):
             text = texts[k % len(texts)]
             k += 1
             chip = labels[text] if labels[text] in ("repetition", "irrelevant", "grammar") else None
