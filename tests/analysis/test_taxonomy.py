@@ -198,6 +198,7 @@ def test_held_out_figure_is_never_passed_off_as_the_datas():
     assert f"on {scores['n']} held-out explanations" in caveat
     assert "team wrote" in caveat and "not real players" in caveat
     assert "not its accuracy on the comments analysed here" in caveat
+    assert "53 real players' explanations from RoFT's 2020 study (cross-validated" in caveat
     frame = pd.DataFrame({"explanation": ["it repeats itself", "idk"]})
     assert comments.explanation_report(frame).heldout == caveat
 
@@ -277,3 +278,11 @@ def test_taxonomy_check_help_names_the_format(capsys):
         main(["taxonomy-check", "--help"])
     out = capsys.readouterr().out
     assert "explanation" in out and "labels" in out and "not_a_reason" in out
+
+
+def test_docs_give_the_real_comments_figure_the_code_quotes():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "taxonomy.md").read_text()
+    real = taxonomy.REAL_COMMENTS_CV
+    row = f"| now, cross-validated | {real['precision']:.2f} | {real['coverage']:.2f} | "
+    assert row + f"{real['fully_right']:.2f} |" in text
+    assert f"{real['n']} explanations real players wrote in RoFT's 2020 study" in text
