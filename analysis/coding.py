@@ -3,7 +3,9 @@
 The coder is the offline taxonomy (`analysis.taxonomy`, the default) or, with `--engine openai
 --base-url URL --model NAME`, a language model served by any OpenAI-compatible server
 (`analysis.llm_coder`). Writes `coded_comments.csv` (one row per unique comment: text, rows,
-labels, decided_by) and `coding.json` (the counts and the coder's provenance).
+labels, decided_by) and `coding.json` (the counts and the coder's provenance); with
+`--coder-labels`, `validation.md`: the coder against researchers' labels of a sample, and the
+reason shares corrected for its errors (`analysis.validation`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 import analysis
-from analysis import taxonomy
+from analysis import taxonomy, validation
 from analysis.load import LoadError
 from roftcore.version import code_version
 
@@ -63,6 +65,14 @@ def add_command(commands) -> None:
     command.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR")
     command.add_argument("--seed", type=int, default=0, help="default %(default)s")
     command.add_argument("--concurrency", type=int, default=8, help="default %(default)s")
+    command.add_argument(
+        "--coder-labels",
+        metavar="CSV",
+        help="researchers' labels of a random sample of these comments (explanation,label): "
+        "adds the coder's agreement with them and reason shares corrected for its errors "
+        "(validation.md in DIR)",
+    )
+    command.add_argument("--bootstrap", type=int, default=1000, help="default %(default)s")
 
 
 def _coder(args):
@@ -97,23 +107,26 @@ def run(args) -> int:
             raise LoadError(f"{args.input}: no free-text explanations to code")
         counts = pd.Series(texts).value_counts(sort=False)
         unique = list(counts.index)
+        checked = validation.read_labels(args.coder_labels) if args.coder_labels else []
+        asked = list(dict.fromkeys([*unique, *(text for text, _ in checked)]))
         if args.engine == "openai":
             coder = _coder(args)
-            found = coder.code(unique)
-            labels = [";".join(c.labels) or taxonomy.UNCLASSIFIED for c in found]
-            decided = [c.decided_by for c in found]
+            found = coder.code(asked)
             problems = {k: v for k, v in coder.counts.items()}
             provenance = coder.provenance()
         else:
-            found = taxonomy.classify_many(unique)
-            labels = [";".join(c.labels) or taxonomy.UNCLASSIFIED for c in found]
-            decided = [c.decided_by for c in found]
+            found = taxonomy.classify_many(asked)
             problems = {}
             provenance = {
                 "coder": "rules",
                 "settings": taxonomy.DEFAULT_SETTINGS.describe(),
             }
-    except (LoadError, EngineError) as error:
+        by_text = dict(zip(asked, found, strict=True))
+        found = [by_text[text] for text in unique]
+        labels = [";".join(c.labels) or taxonomy.UNCLASSIFIED for c in found]
+        decided = [c.decided_by for c in found]
+        main = {t: validation.coder_label(c.labels, c.primary) for t, c in by_text.items()}
+    except (LoadError, EngineError, validation.LabelsError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(args.out)
@@ -137,6 +150,17 @@ def run(args) -> int:
             "input": str(args.input),
         },
     }
+    if checked:
+        result = validation.report(
+            [label for _, label in checked],
+            [main[text] for text, _ in checked],
+            [main[text] for text in unique],
+            None,
+            args.bootstrap,
+            args.seed,
+        )
+        (out / "validation.md").write_text("\n".join(validation.markdown(result)))
+        summary["validation"] = {"sample": result["sample"], "kappa": result["kappa"]}
     (out / "coding.json").write_text(json.dumps(summary, indent=2))
     extra = ", ".join(f"{k} {v}" for k, v in problems.items())
     print(

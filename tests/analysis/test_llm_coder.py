@@ -96,3 +96,26 @@ def test_a_server_without_the_model_is_a_clear_error(tmp_path, server, capsys):
 )
 def test_parse(answer, labels, problem):
     assert llm_coder.parse(answer) == (labels, problem)
+
+
+def test_researchers_labels_validate_the_language_model_coder(tmp_path, server):
+    texts = ["it repeats itself", "off topic again", "idk", "a long ramble", "the mayor again"]
+    source = _comments(tmp_path / "comments.csv", texts * 3)
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "explanation,label\n"
+        "it repeats itself,repetition\n"
+        "off topic again,irrelevant\n"
+        "idk,not_a_reason\n"
+        "a long ramble,other\n"  # the server's answer is unreadable: uncoded, against recall
+        "the mayor again,repetition\n"  # the server says other: a confusion
+    )
+    argv = ["taxonomy", str(source), "--out", str(tmp_path / "out"), "--engine", "openai"]
+    argv += ["--base-url", server.url, "--model", MODEL, "--coder-labels", str(labels)]
+    assert main([*argv, "--bootstrap", "100"]) == 0
+    summary = json.loads((tmp_path / "out" / "coding.json").read_text())
+    assert summary["validation"]["sample"] == 5
+    assert 0 < summary["validation"]["kappa"]["kappa"] < 1
+    text = (tmp_path / "out" / "validation.md").read_text()
+    assert "| repetition | 2 | 1 | 1.00 | 0.50 |" in text
+    assert "corrected share | 95% CI" in text
