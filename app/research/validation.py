@@ -146,7 +146,8 @@ def record(scope: str, item_id: int, researcher: Player, label: str) -> None:
     """Store (or change) a researcher's label for an item of the scope's sample."""
     if label not in LABEL_NAMES:
         raise BadRequest(f"Unknown label {label[:40]!r}; choose one of {', '.join(LABEL_NAMES)}.")
-    item = db.session.get(CodingSample, item_id)
+    # An id no row can have (beyond the database's integers) is not looked up.
+    item = db.session.get(CodingSample, item_id) if 0 < item_id < 2**31 else None
     if item is None or item.scope != scope:
         raise NotFound("That comment is not in this sample.")
     existing = db.session.scalar(

@@ -102,3 +102,10 @@ def test_flask_validation_commands(app, seeded, tmp_path):
     assert exported.exit_code == 0 and out.read_text().count("\n") == 7
     refused = runner.invoke(args=["validation", "label", "site", "--as", "nobody"])
     assert refused.exit_code != 0 and "is no researcher" in refused.output
+
+
+def test_an_item_id_beyond_the_database_integers_is_not_found(seeded):
+    _, one, _ = seeded
+    validation.draw("site", 3)
+    with pytest.raises(NotFound):
+        validation.record("site", 2**80, one, "grammar")
