@@ -1,12 +1,13 @@
 """Spelling for the comment taxonomy: players' misspellings mended with pyspellchecker's English
 word list (word frequencies from a large corpus, shipped with the library), so that "repitition",
-"swiflty" or "irrelavent" read as the words they meant, and a comment none of whose words is
-English ("jkhuk", "asdfgh jkl") can be told apart from one the taxonomy merely does not know.
+"suddnely" or "irrelavent" read as the words they meant, and a comment none of whose words is
+English ("hjkfd", "asdfgh jkl") can be told apart from one the taxonomy merely does not know.
 
 Only words of four letters or more that the word list does not hold are corrected: one edit away
 for words up to seven letters, two for longer ones (short words have too many neighbours two edits
-away: "jkhuk" is not "jehu"). Words the taxonomy itself uses are added to the list first, so that
-its own vocabulary (cue words, "nytimes", "idk") is never "corrected" away.
+away: a five-letter mash would find some rare word). Words the taxonomy itself uses are added to
+the list first, so that its own vocabulary (cue words, "nytimes", "idk") is never "corrected"
+away.
 """
 
 from __future__ import annotations

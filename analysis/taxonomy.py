@@ -712,7 +712,7 @@ def _read(text: str, settings: CoderSettings = DEFAULT_SETTINGS) -> tuple[str, d
     words = re.findall(r"[a-z]{2,}", normalised)
     english = not settings.spelling or not words or any(map(spellcheck.known, words))
     if not found and not english and settings.gibberish == NOT_A_REASON:
-        # Keyboard mashing ("jkhuk", "asdfgh jkl"): no English word, so no reason given.
+        # Keyboard mashing ("hjkfd", "asdfgh jkl"): no English word, so no reason given.
         found[NOT_A_REASON] = "no English word"
     return normalised, found
 

@@ -122,9 +122,9 @@ def test_incoherent_follows_the_setting():
 
 
 def test_spelling_uses_the_word_list_and_keeps_the_taxonomy_words():
-    assert taxonomy.normalise("the topik changes swiflty") == "the topic changes swiftly"
+    assert taxonomy.normalise("the topik changes suddnely") == "the topic changes suddenly"
     assert taxonomy.normalise("idk, coreference") == "idk, coreference"
-    assert taxonomy.normalise("swiflty", spelling=False) == "swiflty"
+    assert taxonomy.normalise("suddnely", spelling=False) == "suddnely"
 
 
 @pytest.mark.parametrize(
