@@ -96,6 +96,13 @@ def parser() -> argparse.ArgumentParser:
         help="unique comments classified and clustered; more are sampled (default %(default)s)",
     )
     report.add_argument(
+        "--coder-labels",
+        metavar="CSV",
+        help="researchers' labels of a random sample of the comments (explanation,label; "
+        "`flask validation export`): the report then gives the coder's agreement with them and "
+        "reason shares corrected for its errors",
+    )
+    report.add_argument(
         "--clusters", type=int, default=defaults.clusters, help="comment clusters (default 8)"
     )
     report.add_argument(
@@ -158,6 +165,9 @@ def parser() -> argparse.ArgumentParser:
     detect.add_argument("--max-texts", type=int, help="score only the first N texts")
     detect.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_taxonomy_check(commands)
+    from analysis import coding
+
+    coding.add_command(commands)
     return top
 
 
@@ -278,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "taxonomy-check":
         return run_taxonomy_check(args)
+    if args.command == "taxonomy":
+        from analysis import coding
+
+        return coding.run(args)
     if args.command == "detect":
         try:
             return run_detect(args)
@@ -299,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         systems=args.system,
         since=args.since,
         all_workers=args.all_workers,
+        coder_labels=args.coder_labels,
     )
     started = time.perf_counter()
     try:

@@ -74,6 +74,7 @@ class ReportSettings:
     since: str | None = None
     detections: str | None = None  # detections.csv from `python -m analysis detect`
     all_workers: bool = False  # crowd studies: keep every worker, not only the approved
+    coder_labels: str | None = None  # researchers' labels of a sample of the comments (CSV)
 
 
 def _levels(frame: pd.DataFrame, column: str, limit: int = 12) -> str:

@@ -206,6 +206,9 @@ PLAUSIBLE = {
     "step": st.sampled_from(["0", "3", "4", "9", "99", "-1"]),
     "flagged": st.sampled_from(["1", "4", "10", "x"]),
     "page": st.sampled_from(["1", "2", "0", "x"]),
+    "size": st.sampled_from(["5", "60", "0", "-1", "x", "3000"]),
+    "item": st.sampled_from(["1", "2", "0", "x", "99999999999999999999"]),
+    "label": st.sampled_from(["grammar", "other", "not_a_reason", "nope", ""]),
     **{name: st.sampled_from(["", "0", "1", "4", "5", "6"]) for name in SURVEY_NAMES},
 }
 # The fields each form of the site sends (read from the templates); "seen" and "round_id" are
@@ -221,6 +224,8 @@ FORM_FIELDS = {
     "game.daily_reminder": ("remind", "back"),
     "game.vote": ("back",),
     "research.hide_explanation": ("hidden", "show"),
+    "research.validation_draw": ("size",),
+    "research.validation_label": ("item", "label"),
     "game.reveal": ("seen",),
     "game.answer": ("seen", "choice", "reasons", "explanation", "rating_fluency"),
     "accounts.signup": ("username", "password", "consent"),

@@ -9,7 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis import comments, inference, taxonomy
+from analysis import comments, inference, taxonomy, validation
+from analysis.load import LoadError
 from analysis.render import errorbars, md_table, save
 from analysis.sections import Context, Section
 from analysis.sections.limits import MIN_COMMENTS_FOR_SHARES, MIN_ROUNDS_PER_REASON
@@ -70,11 +71,13 @@ def run(ctx: Context) -> Section:
         filtered, settings.max_comments, settings.clusters, settings.seed
     )
     taxonomy_scores = taxonomy.heldout_scores()
+    side_by_side, checked, check_lines = _chips_and_coded(reasons, comment, settings, boot, seed)
     tables = {
         "reasons_by_category": reasons_cat,
         "reason_points": reason_pts,
         "comment_rules": comments.rules_table(),
         "comment_classes": comment.classes,
+        "reasons_chips_and_coded": side_by_side,
         "comments": comment.table,
         "comment_clusters": pd.DataFrame(
             [
@@ -107,6 +110,7 @@ def run(ctx: Context) -> Section:
         + (comment.note or ""),
         "",
     ]
+    lines += check_lines
     lines += (
         _comment_lines(comment)
         if comment.non_empty
@@ -130,6 +134,7 @@ def run(ctx: Context) -> Section:
                 "sample_size": comment.sample_size,
                 "note": comment.note,
                 "taxonomy_heldout": taxonomy_scores,
+                "coder_validation": checked,
             }
         },
     )
@@ -171,3 +176,64 @@ def _comment_lines(comment: comments.CommentReport) -> list[str]:
         lines.append("_(too few comments to cluster)_")
     lines.append("")
     return lines
+
+
+def _coded_main_classes(comment: comments.CommentReport) -> list[str]:
+    """Each unique comment's main class from the coder, in the researchers' terms."""
+    out: list[str] = []
+    for row in comment.classes.itertuples():
+        name = row.reason_type
+        label = validation.coder_label((name,) if name != taxonomy.UNCLASSIFIED else (), name)
+        out += [label] * int(row.as_main_reason)
+    return out
+
+
+def _chips_and_coded(
+    reasons: pd.DataFrame, comment: comments.CommentReport, settings, boot: int, seed: int
+) -> tuple[pd.DataFrame, dict | None, list[str]]:
+    """Players' chips (primary) beside the coded free text: raw shares marked uncorrected, or,
+    with researchers' labels (--coder-labels), corrected shares with their interval."""
+    flags = comments.reason_flags(reasons)
+    chips = {name: float(flags[name].mean()) if len(flags) else np.nan for name in REASON_NAMES}
+    coded_all = _coded_main_classes(comment)
+    table = pd.DataFrame({"reason": list(validation.LABELS)})
+    table["chips_share_of_rounds"] = [chips.get(name, np.nan) for name in validation.LABELS]
+    total = max(len(coded_all), 1)
+    table["coded_share_of_comments"] = [coded_all.count(n) / total for n in validation.LABELS]
+    checked = None
+    lines = [
+        "Players' own reason chips, chosen in the game, are the primary reason data; the coded "
+        "free text is secondary. Side by side (chips: share of rounds citing the reason; coded: "
+        "share of unique comments whose main reason it is):",
+        "",
+    ]
+    if settings.coder_labels and coded_all:
+        try:
+            rows = validation.read_labels(settings.coder_labels)
+        except validation.LabelsError as error:
+            raise LoadError(str(error)) from None
+        found = taxonomy.classify_many([text for text, _ in rows])
+        coded_sample = [validation.coder_label(c.labels, c.primary) for c in found]
+        checked = validation.report(
+            [label for _, label in rows], coded_sample, coded_all, None, max(boot, 200), seed
+        )
+        shares = checked["shares"].set_index("class")
+        table["coded_corrected"] = table["reason"].map(shares["corrected_share"])
+        table["coded_ci_low"] = table["reason"].map(shares["ci_low"])
+        table["coded_ci_high"] = table["reason"].map(shares["ci_high"])
+        lines += [md_table(table), *validation.markdown(checked)]
+        checked = {
+            "sample": checked["sample"],
+            "kappa": checked["kappa"],
+            "per_class": checked["per_class"].to_dict("records"),
+            "shares": checked["shares"].to_dict("records"),
+        }
+    else:
+        table = table.rename(columns={"coded_share_of_comments": "coded_share_uncorrected"})
+        lines += [
+            md_table(table),
+            f"Coded shares: {validation.correction.UNCORRECTED_NOTE} (label a sample with "
+            "`flask validation` and pass --coder-labels).",
+            "",
+        ]
+    return table, checked, lines

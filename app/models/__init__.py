@@ -1,5 +1,6 @@
 """The data model, one module per concern. Importing this package registers every table."""
 
+from app.models.coding import CodingLabel, CodingSample
 from app.models.content import Category, Example, ExamplePassage, Passage, PassageRead, System
 from app.models.players import LoginFailure, Player, PlayerSurvey
 from app.models.rounds import ExplanationVote, Reveal, Round, TruthView
@@ -28,6 +29,8 @@ __all__ = [
     "BoardTotal",
     "Category",
     "CategoryTotal",
+    "CodingLabel",
+    "CodingSample",
     "DailyChallenge",
     "Example",
     "ExamplePassage",

@@ -15,7 +15,10 @@ STEPS = ("rounds", "reveals", "examples", "players", "tables", "files")
 
 
 def register_research_cli(app: Flask) -> None:
-    """Add `flask export` to the app."""
+    """Add `flask export` and `flask validation` to the app."""
+    from app.research.validation_cli import register_validation_cli
+
+    register_validation_cli(app)
 
     @app.cli.command("export")
     @click.argument("out", type=click.Path(path_type=Path, file_okay=False))

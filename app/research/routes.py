@@ -224,3 +224,73 @@ def hide_explanation(round_id: int):
         "The explanation is hidden from players." if hidden else "The explanation is shown again."
     )
     return redirect(url_for("research.explanations", show=request.form.get("show", "all")))
+
+
+# -- validating the comment coder on the study's own comments (app/research/validation.py) -----
+
+
+def _validation_error(refused: ServiceError, scope: str):
+    return render_template("research/validation.html", scope=scope, error=refused.message), (
+        refused.status
+    )
+
+
+@bp.get("/validation/<scope>")
+def validation_page(scope: str):
+    """Label the next comment of the sample (blind to the coder), or draw the sample first."""
+    from app.research import validation
+
+    try:
+        progress = validation.next_item(scope, current_user)
+    except ServiceError as refused:
+        return _validation_error(refused, scope)
+    return render_template(
+        "research/validation.html",
+        scope=scope,
+        progress=progress,
+        labels=validation.LABELS,
+        default_size=validation.DEFAULT_SIZE,
+    )
+
+
+@bp.post("/validation/<scope>/draw")
+def validation_draw(scope: str):
+    from app.research import validation
+
+    try:
+        size = int(request.form.get("size", validation.DEFAULT_SIZE))
+    except ValueError:
+        size = -1
+    try:
+        items = validation.draw(scope, size)
+    except ServiceError as refused:
+        return _validation_error(refused, scope)
+    flash(f"A sample of {len(items)} comments is ready to label.")
+    return redirect(url_for("research.validation_page", scope=scope))
+
+
+@bp.post("/validation/<scope>/label")
+def validation_label(scope: str):
+    from app.research import validation
+
+    try:
+        validation.record(
+            scope,
+            request.form.get("item", type=int) or 0,
+            current_user,
+            request.form.get("label", ""),
+        )
+    except ServiceError as refused:
+        return _validation_error(refused, scope)
+    return redirect(url_for("research.validation_page", scope=scope))
+
+
+@bp.get("/validation/<scope>/report")
+def validation_report(scope: str):
+    from app.research import validation
+
+    try:
+        result = validation.results(scope, n_boot=current_app.config.get("VALIDATION_BOOT", 1000))
+    except ServiceError as refused:
+        return _validation_error(refused, scope)
+    return render_template("research/validation_report.html", scope=scope, result=result)

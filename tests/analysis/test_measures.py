@@ -132,7 +132,7 @@ def test_reason_shares_and_points():
         ("completely off-topic", "irrelevant"),
         ("very vague and generic", "generic"),
         ("I just had a feeling", "not_a_reason"),
-        ("qwxz bnmv", "unclassified"),
+        ("qwxz bnmv", "not_a_reason"),  # no English word: no reason given
     ],
 )
 def test_rule_classifier(text, reason):

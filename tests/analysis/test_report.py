@@ -87,3 +87,52 @@ def test_python_dash_m_runs(tmp_path):
     assert (
         json.loads((tmp_path / "summary.json").read_text())["all"]["n_annotations"] == 11
     )  # E1 x6, E4 x5
+
+
+def _with_explanations(tmp_path) -> Path:
+    import pandas as pd
+
+    frame = pd.read_csv(ROFT, dtype=str, keep_default_na=False)
+    said = ["it repeats the same line", "off topic", "idk", "bad grammar", "who is he"]
+    frame["explanation"] = [said[i % len(said)] for i in range(len(frame))]
+    path = tmp_path / "roft_with_explanations.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_coded_shares_are_marked_uncorrected_without_labels(tmp_path):
+    build_report(_with_explanations(tmp_path), tmp_path / "r", ReportSettings(bootstrap=0))
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "reason chips, chosen in the game, are the primary reason data" in report
+    assert "Coded shares: uncorrected, coder not validated on this data" in report
+    assert (tmp_path / "r" / "reasons_chips_and_coded.csv").exists()
+
+
+def test_researchers_labels_give_agreement_and_corrected_shares(tmp_path):
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "explanation,label\n"
+        "it repeats the same line,repetition\n"
+        "off topic,irrelevant\n"
+        "idk,not_a_reason\n"
+        "bad grammar,grammar\n"
+        "who is he,coreference\n"
+        "off topic,irrelevant\n"
+    )
+    settings = ReportSettings(bootstrap=200, coder_labels=str(labels))
+    summary = build_report(_with_explanations(tmp_path), tmp_path / "r", settings)
+    checked = summary["comments"]["coder_validation"]
+    assert checked["sample"] == 6 and checked["kappa"]["kappa"] == pytest.approx(1.0)
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "Cohen's κ 1.00" in report and "| repetition | 1 | 1 | 1.00 | 1.00 |" in report
+    assert "corrected share | 95% CI" in report
+    assert "uncorrected" not in report
+
+
+def test_a_bad_labels_file_names_file_and_line(tmp_path, capsys):
+    labels = tmp_path / "labels.csv"
+    labels.write_text("explanation,label\nidk,not_a_reason\noff topic,offtopic\n")
+    source = _with_explanations(tmp_path)
+    argv = ["report", str(source), "--out", str(tmp_path / "r"), "--coder-labels", str(labels)]
+    assert main(argv) == 2
+    assert f"{labels}:3: unknown label 'offtopic'" in capsys.readouterr().err

@@ -59,7 +59,7 @@ def test_free_text_beside_labels_is_classified_and_labels_kept():
     assert comments.canonical_reasons(raw).tolist() == [
         "grammar;repetition",
         "not_a_reason",
-        "unclassified",
+        "not_a_reason",
         "other;irrelevant",
     ]
 
@@ -82,10 +82,49 @@ def test_a_reason_beside_a_shrug_wins():
 
 
 @pytest.mark.parametrize("text", ["asdfgh jkl", "qwxz bnmv", "zzzzz", "jkjkjk hjhj"])
-def test_gibberish_is_unclassified(text):
+def test_gibberish_gives_no_reason(text):
+    # No word of it is English (the spell checker's word list): keyboard mashing states no reason.
     found = taxonomy.classify_comment(text)
-    assert found.abstained and found.primary == taxonomy.UNCLASSIFIED, found
-    assert found.decided_by.startswith("none")
+    assert found.labels == ("not_a_reason",), found
+    assert found.decided_by == "rule: not_a_reason (no English word)"
+    abstaining = taxonomy.CoderSettings(gibberish=taxonomy.UNCLASSIFIED)
+    assert taxonomy.classify_many([text], settings=abstaining)[0].abstained
+
+
+@pytest.mark.parametrize(
+    ("text", "labels"),
+    [
+        ("the ending doesnt flow from the start", ("irrelevant",)),
+        ("feels incoherent with what came before", ("irrelevant",)),
+        ("it does not relate to the recipe", ("irrelevant",)),
+        ("the subjet shifts compleetly", ("irrelevant",)),  # word-list spelling
+        ("could go either way", ("not_a_reason",)),
+        ("oops clicked the wrong sentence", ("not_a_reason",)),
+        ("hmm what", ("not_a_reason",)),
+        ("has a web link in it", ("grammar",)),
+        ("a newspaper wouldnt say it like that", ("style",)),
+        ("reads unnatural", ("style",)),
+        ("way to vague", ("generic",)),  # "to" for "too"
+        ("not repetitive at all, just off topic", ("irrelevant",)),  # negation
+        ('"the the" twice, not sure', ("repetition",)),  # quoted evidence beats the hedge
+    ],
+)
+def test_how_players_phrase_reasons(text, labels):
+    found = taxonomy.classify_comment(text)
+    assert found.labels == labels, found
+
+
+def test_incoherent_follows_the_setting():
+    text = "totally incoherent"
+    assert taxonomy.classify_comment(text).labels == ("irrelevant",)
+    other = taxonomy.CoderSettings(incoherent="common_sense")
+    assert taxonomy.classify_many([text], settings=other)[0].labels == ("common_sense",)
+
+
+def test_spelling_uses_the_word_list_and_keeps_the_taxonomy_words():
+    assert taxonomy.normalise("the topik changes suddnely") == "the topic changes suddenly"
+    assert taxonomy.normalise("idk, coreference") == "idk, coreference"
+    assert taxonomy.normalise("suddnely", spelling=False) == "suddnely"
 
 
 @pytest.mark.parametrize(
@@ -159,6 +198,7 @@ def test_held_out_figure_is_never_passed_off_as_the_datas():
     assert f"on {scores['n']} held-out explanations" in caveat
     assert "team wrote" in caveat and "not real players" in caveat
     assert "not its accuracy on the comments analysed here" in caveat
+    assert "53 real players' explanations from RoFT's 2020 study (cross-validated" in caveat
     frame = pd.DataFrame({"explanation": ["it repeats itself", "idk"]})
     assert comments.explanation_report(frame).heldout == caveat
 
@@ -180,7 +220,7 @@ def test_taxonomy_check_prints_per_class_figures_and_the_confusion_matrix(tmp_pa
             ["1", "it repeats itself", "repetition"],
             ["2", "idk", "not_a_reason"],
             ["3", "typo", "irrelevant"],  # labelled grammar: wrong
-            ["4", "asdfgh jkl", "grammar"],  # abstained: a miss, not a wrong label
+            ["4", "that bit with the mayor and the boat", "grammar"],  # abstained: a miss
             ["5", "repeats itself and has typos", "grammar;repetition"],
         ],
     )
@@ -238,3 +278,11 @@ def test_taxonomy_check_help_names_the_format(capsys):
         main(["taxonomy-check", "--help"])
     out = capsys.readouterr().out
     assert "explanation" in out and "labels" in out and "not_a_reason" in out
+
+
+def test_docs_give_the_real_comments_figure_the_code_quotes():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "taxonomy.md").read_text()
+    real = taxonomy.REAL_COMMENTS_CV
+    row = f"| now, cross-validated | {real['precision']:.2f} | {real['coverage']:.2f} | "
+    assert row + f"{real['fully_right']:.2f} |" in text
+    assert f"{real['n']} explanations real players wrote in RoFT's 2020 study" in text
