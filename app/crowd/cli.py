@@ -555,4 +555,9 @@ def report_lines(r: reports.StudyReport) -> list[str]:
     ]
     if r.decisions:
         lines.append("Decisions: " + ", ".join(f"{k} {v}" for k, v in r.decisions.items()))
+    if r.conditions:
+        lines.append(
+            "Conditions (holding a place / entered): "
+            + ", ".join(f"{k} {v['holding']}/{v['entered']}" for k, v in r.conditions.items())
+        )
     return lines

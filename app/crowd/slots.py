@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import func, select, update
 
-from app.crowd import schedule
+from app.crowd import conditions, schedule
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, in_time
 from app.extensions import db
@@ -177,8 +177,9 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
         position: r.example_id
         for position, r in enumerate(answered + [r for r in played if r.guess is None])
     }
-    tutorial = study.pool.get("tutorial", [])
-    every = set(study.pool["normal"]) | set(tutorial)
+    tutorial = conditions.pool_ids(study, participant, "tutorial")
+    normal_ids = conditions.pool_ids(study, participant, "normal")
+    every = set(normal_ids) | set(tutorial)
     for kind in set(plan):
         every.update(pool_for(study, kind))
     tokens = _tokens(every)
@@ -202,9 +203,9 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
         if found is not None:
             used |= tokens[found]
     loads = _loads(study, config)
-    ties = {i: rng.random() for i in sorted(study.pool["normal"])}
+    ties = {i: rng.random() for i in sorted(normal_ids)}
     normal = sorted(
-        study.pool["normal"],
+        normal_ids,
         key=lambda i: (loads[i] >= config.target_per_example, loads[i], ties[i]),
     )
     for position in range(len(plan)):

@@ -1,6 +1,7 @@
 """The data model, one module per concern. Importing this package registers every table."""
 
 from app.models.content import Category, Example, ExamplePassage, Passage, PassageRead, System
+from app.models.experiments import ConditionSlot, StudyPlan
 from app.models.players import LoginFailure, Player, PlayerSurvey
 from app.models.rounds import ExplanationVote, Reveal, Round, TruthView
 from app.models.sets import DailyChallenge, GameSet
@@ -28,6 +29,7 @@ __all__ = [
     "BoardTotal",
     "Category",
     "CategoryTotal",
+    "ConditionSlot",
     "DailyChallenge",
     "Example",
     "ExamplePassage",
@@ -48,6 +50,7 @@ __all__ = [
     "StudyBonus",
     "StudyDecision",
     "StudyMessage",
+    "StudyPlan",
     "StudySlot",
     "System",
     "TruthView",
