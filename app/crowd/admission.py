@@ -73,6 +73,8 @@ def enter(
             "This study is full at the moment. Places may free up when others return the "
             f"task, so you could try again later from {config.display_platform}."
         )
+    # The plan is frozen before the first worker's data exists, if not published already.
+    preregistration.freeze_on_entry(study, config)
     player = Player(is_guest=True, kind="crowd", research_consent_at=utcnow())
     db.session.add(player)
     db.session.flush()
@@ -103,7 +105,6 @@ def enter(
             db.session.flush()
             if config.conditions:
                 conditions.allocate(study, participant, config, utcnow())
-            preregistration.freeze_on_entry(study, config)
             # The whole schedule, texts included, now: a reload or a return serves the same.
             slots.build(study, participant)
         db.session.commit()
