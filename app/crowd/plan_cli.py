@@ -1,4 +1,5 @@
-"""`flask study publish`: freeze a study's analysis plan ([preregistration]) and open it."""
+"""`flask study publish`, `plan` and `hints`: freeze a study's analysis plan ([preregistration])
+and open it, list the plan's versions, store the detector's scores for a hint condition."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import click
 from flask import Flask
 
-from app.crowd import admin, conditions, lookup, preregistration
+from app.crowd import admin, conditions, hints, lookup, preregistration
 from app.crowd.cli import _load_checked, _print_link, study_named
 from app.errors import ServiceError
 
@@ -27,7 +28,7 @@ def freeze_lines(study) -> list[str]:
 
 
 def register_plan_commands(app: Flask) -> None:
-    """Add `publish` and `plan` to `flask study` (registered by app/cli.py)."""
+    """Add `publish`, `plan` and `hints` to `flask study` (registered by app/cli.py)."""
     study_group = app.cli.commands["study"]
 
     @study_group.command("publish")
@@ -81,3 +82,23 @@ def register_plan_commands(app: Flask) -> None:
                 f"Version {v.version}, frozen {v.frozen_at.isoformat()}, SHA-256 {v.sha256}, "
                 f"{v.participants_then} worker(s) had entered{why}"
             )
+
+    @study_group.command("hints")
+    @click.argument("slug")
+    @click.argument("detections", required=False, type=click.Path(path_type=Path, dir_okay=False))
+    @click.option("--scorer", help="Which scorer of DETECTIONS to use (default: the first).")
+    def hints_command(slug: str, detections: Path | None, scorer: str | None) -> None:
+        """Store the detector's per-sentence scores for the texts of study SLUG, for conditions
+        with detector_hint = true: from DETECTIONS (detections.csv of `python -m analysis
+        detect`), or the scores the texts were imported with."""
+        study = study_named(slug)
+        try:
+            done = hints.store(study, detections, scorer)
+        except ServiceError as refused:
+            raise click.ClickException(refused.message) from None
+        low, high = done["cuts"]
+        click.echo(
+            f"Detector hints ({done['scorer']}) stored for {done['texts']} text(s); "
+            f"{done['missing']} without scores show no hint. A sentence reads as low up to "
+            f"{low:.3g}, high above {high:.3g}, unsure between."
+        )

@@ -7,7 +7,7 @@ import random
 from sqlalchemy import exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
-from app.crowd import conditions, schedule, slots
+from app.crowd import conditions, hints, schedule, slots
 from app.crowd.admission import check_time, comprehension_pending
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import FINISHED, config_of, holding_place
@@ -26,6 +26,7 @@ from app.models import (
     Round,
     Study,
     StudySlot,
+    System,
 )
 from app.models.base import utcnow
 
@@ -243,6 +244,12 @@ def round_context(round_: Round) -> dict:
         "likert": criteria(config, round_),
         "likert_when": config.likert_when,
     }
+    if config.detector_hint and round_.kind != rounds.PRACTICE:
+        shown = hints.for_round(round_)
+        if shown is not None:
+            context["detector_hints"] = [hints.WORDS[level] for level in shown]
+    if config.disclose_model:
+        context["study_models"] = study_models(study, participant)
     if round_.answered and round_.kind == rounds.CHECK:
         example = round_.example
         context.update(
@@ -257,6 +264,19 @@ def round_context(round_: Round) -> dict:
             sentences=list(round_.example.sentences[: round_.revealed]),
         )
     return context
+
+
+def study_models(study: Study, participant: Participant) -> list[str]:
+    """The models that wrote the machine parts of the worker's texts (their labels where set):
+    what a condition with disclose_model = true tells the worker, the same on every text."""
+    ids = conditions.pool_ids(study, participant, "normal")
+    rows = db.session.execute(
+        select(System.name, Example.system_label)
+        .join(System, System.id == Example.system_id)
+        .where(Example.id.in_(ids), Example.boundary < Example.n_sentences)
+        .distinct()
+    )
+    return sorted({label or name for name, label in rows})
 
 
 def truth_hidden(player_id: int) -> bool:

@@ -257,6 +257,13 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "(clamped); empty when not reported",
     ),
     "condition": ("string", "", CONDITION_NOTE),
+    "detector_hints": (
+        "string",
+        "JSON list",
+        "the detector hint's level (low, unsure, high) for each sentence of the text, in a "
+        "condition that shows one (each revealed sentence but the first showed its level); "
+        "empty otherwise",
+    ),
     **PROVENANCE_COLUMNS,
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
@@ -471,6 +478,7 @@ def _queries(options: ExportOptions):
             Round.typing_ms,
             Round.typed_chars,
             Round.condition,
+            Round.detector_hints,
             Player.kind.label("player_kind"),
             Study.slug.label("study"),
             GameSet.kind.label("set_kind"),
@@ -730,6 +738,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "typing_ms": r["typing_ms"].astype("Int64"),
             "typed_chars": r["typed_chars"].astype("Int64"),
             "condition": r["condition"],
+            "detector_hints": r["detector_hints"].map(lambda v: _json(v) if v else None),
             **{name: r[name] for name in PROVENANCE_EXPORT},
         },
         index=r.index,

@@ -2,9 +2,10 @@
 
 `condition_slots` is each study's allocation sequence (balanced blocks, one place per condition,
 in a seeded order); `participants.condition` and `rounds.condition` keep the condition a worker
-was given and played each round under; `study_plans` holds every frozen version of a study's
-[preregistration], with its SHA-256. Existing studies have no conditions: the new columns stay
-empty for them.
+was given and played each round under; `rounds.detector_hints` keeps the detector hint each
+sentence showed, in a condition that shows one; `study_plans` holds every frozen version of a
+study's [preregistration], with its SHA-256. Existing studies have no conditions: the new
+columns stay empty for them.
 
 Revision ID: i34app_conditions_plans
 Revises: 0017_count_deltas
@@ -58,10 +59,12 @@ def upgrade():
         batch_op.add_column(sa.Column('condition', sa.String(length=32), nullable=True))
     with op.batch_alter_table('rounds', schema=None) as batch_op:
         batch_op.add_column(sa.Column('condition', sa.String(length=32), nullable=True))
+        batch_op.add_column(sa.Column('detector_hints', sa.JSON(), nullable=True))
 
 
 def downgrade():
     with op.batch_alter_table('rounds', schema=None) as batch_op:
+        batch_op.drop_column('detector_hints')
         batch_op.drop_column('condition')
     with op.batch_alter_table('participants', schema=None) as batch_op:
         batch_op.drop_column('condition')
