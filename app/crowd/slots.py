@@ -7,8 +7,9 @@ theirs on their next round, keeping the texts they have already played.
 
 No source passage appears twice among one worker's slots, attention checks included (a check
 shows the passage it was built from), nor any passage they read in practice. Checks are placed
-first, as their texts are few; then the normal rounds take the pool's least-read texts, under
-the study's target K first, counting the rounds other workers still hold in their schedules.
+first, as their texts are few; then the normal rounds, balanced across the pool's systems and
+boundary positions (balance.py), take the least-read texts of each kind, under the study's
+target K first, counting the rounds other workers still hold in their schedules.
 A spare check for a void one is put in the stored schedule too, on a passage the worker's
 schedule does not hold, chosen the same way for the same worker and round.
 
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import func, select, update
 
-from app.crowd import conditions, schedule
+from app.crowd import balance, conditions, schedule
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, in_time
 from app.extensions import db
@@ -204,18 +205,15 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
             used |= tokens[found]
     loads = _loads(study, config)
     ties = {i: rng.random() for i in sorted(normal_ids)}
-    normal = sorted(
-        normal_ids,
-        key=lambda i: (loads[i] >= config.target_per_example, loads[i], ties[i]),
-    )
+    # The worker's mix of systems and boundary positions is the pool's (app/crowd/balance.py).
+    picker = balance.Picker(balance.texts(normal_ids), loads, config.target_per_example, ties)
     for position in range(len(plan)):
         if position in chosen:
             continue
-        found = _first_free(normal, tokens, used)
+        found = picker.pick(lambda i, seen=used: not tokens[i] & seen)
         chosen[position] = found
         if found is not None:
             used |= tokens[found]
-            normal.remove(found)
     made = [
         StudySlot(
             participant_id=participant.id,
