@@ -1,17 +1,20 @@
 """Each worker's texts balanced by design: across the pool's systems (or its categories, when it
 has one system) and across boundary positions (early, middle, late, none: all human).
 
-A worker's normal rounds are filled one at a time. Each pick takes, among the texts the worker
-may read, the one whose system and whose boundary position are furthest behind their share of
-the pool in this worker's texts so far; among those, a text still under its annotation target,
-then the least read, then a tie broken by the worker's seed. So every worker reads the pool's
-mix (counts within one of their share where the pool allows), the order of the kinds differs
-from worker to worker as in a Latin square, and within each kind texts fill up to their target
-evenly.
+Each worker first gets their counts of each kind and each position: the pool's shares of their
+rounds, rounded up or down at random (seeded per worker) so that on average every kind is read
+exactly in proportion to the pool. Their rounds are then filled one at a time: each pick takes,
+among the texts the worker may read, the one whose kind and position are furthest behind the
+worker's counts so far; among those, a text still under its annotation target, then the least
+read, then a tie broken by the worker's seed. So every worker reads the pool's mix (each count
+within one of its share where the pool allows), the order of the kinds differs from worker to
+worker as in a Latin square, and within each kind texts fill up to their target evenly.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -58,29 +61,55 @@ def texts(ids: Iterable[int]) -> dict[int, Text]:
     }
 
 
+def quotas(shares: dict[str, float], picks: int, rng: random.Random) -> dict[str, int]:
+    """How many of `picks` each kind gets: share × picks rounded up or down at random so that
+    the counts add up to `picks`, each is within one of its share, and on average each is
+    exactly its share (systematic sampling: points u, u+1, … over the kinds laid end to end, in
+    a random order)."""
+    order = sorted(shares)
+    rng.shuffle(order)
+    u = rng.random()
+    counts, start = {}, 0.0
+    for kind in order:
+        end = start + shares[kind] * picks
+        counts[kind] = math.ceil(end - u - 1e-12) - math.ceil(start - u - 1e-12)
+        start = end
+    return counts
+
+
 class Picker:
     """Picks one worker's texts, one round at a time (see the module's docstring)."""
 
     def __init__(
-        self, pool: dict[int, Text], loads: Counter, target: int, ties: dict[int, float]
+        self,
+        pool: dict[int, Text],
+        loads: Counter,
+        target: int,
+        ties: dict[int, float],
+        picks: int,
+        rng: random.Random,
     ) -> None:
         self.pool = dict(pool)
         self.loads = loads
         self.target = target
         self.ties = ties
+        self.picks = max(picks, 1)
         total = max(len(pool), 1)
-        self.kind_share = {k: n / total for k, n in Counter(t.kind for t in pool.values()).items()}
-        self.position_share = {
-            k: n / total for k, n in Counter(t.position for t in pool.values()).items()
-        }
+        kinds = Counter(t.kind for t in pool.values())
+        positions = Counter(t.position for t in pool.values())
+        # This worker's counts of each kind and position (the pool's shares, rounded at random).
+        self.kind_quota = quotas({k: n / total for k, n in kinds.items()}, self.picks, rng)
+        self.position_quota = quotas({k: n / total for k, n in positions.items()}, self.picks, rng)
         self.kinds: Counter = Counter()
         self.positions: Counter = Counter()
         self.picked = 0
 
     def _key(self, text: Text) -> tuple:
         ahead = self.picked + 1
-        kind_behind = self.kind_share[text.kind] * ahead - self.kinds[text.kind]
-        position_behind = self.position_share[text.position] * ahead - self.positions[text.position]
+        kind_behind = self.kind_quota[text.kind] * ahead / self.picks - self.kinds[text.kind]
+        position_behind = (
+            self.position_quota[text.position] * ahead / self.picks - self.positions[text.position]
+        )
         load = self.loads[text.id]
         return (
             -round(kind_behind, 9),

@@ -206,7 +206,14 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
     loads = _loads(study, config)
     ties = {i: rng.random() for i in sorted(normal_ids)}
     # The worker's mix of systems and boundary positions is the pool's (app/crowd/balance.py).
-    picker = balance.Picker(balance.texts(normal_ids), loads, config.target_per_example, ties)
+    picker = balance.Picker(
+        balance.texts(normal_ids),
+        loads,
+        config.target_per_example,
+        ties,
+        picks=sum(1 for p in range(len(plan)) if p not in chosen),
+        rng=rng,
+    )
     for position in range(len(plan)):
         if position in chosen:
             continue

@@ -7,6 +7,7 @@ import hashlib
 import json
 
 import pandas as pd
+import pytest
 from sqlalchemy import select
 
 from app.crowd import admission, conditions, lookup, preregistration, reports, serving
@@ -15,6 +16,7 @@ from app.models import Example, Round, StudyPlan
 from app.research import exports
 from tests.conftest import csrf_token
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
+from tests.crowd.test_prolific_flow import stand_in  # noqa: F401  (a fixture)
 
 FEEDBACK = [
     {"name": "feedback", "show_feedback": True},
@@ -287,3 +289,19 @@ def test_dashboard_shows_counts_per_condition(app, client, runner):
     assert 'data-field="conditions.no-feedback.holding"' in page
     data = client.get("/research/studies/pilot.json").get_json()
     assert data["conditions"] == counts
+
+
+@pytest.mark.usefixtures("stand_in")
+def test_the_prolific_publish_freezes_the_plan(runner, ctx, tmp_path):
+    make_pool()
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY_TOML.format(outcome="exact_hit"))
+    assert runner.invoke(args=["study", "create", str(path)]).exit_code == 0
+    made = runner.invoke(args=["study", "prolific", "create", "pilot", "--places", "10"])
+    assert made.exit_code == 0, made.output
+    published = runner.invoke(args=["study", "prolific", "publish", "pilot"])
+    assert published.exit_code == 0, published.output
+    assert "Analysis plan frozen: version 1, SHA-256 " in published.output
+    assert "Prolific says ACTIVE" in published.output
+    frozen = preregistration.latest(lookup.get_study("pilot"))
+    assert frozen.sha256 in published.output and frozen.participants_then == 0
