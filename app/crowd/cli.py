@@ -84,6 +84,14 @@ def register_study_cli(app: Flask) -> None:
             f"{file}: valid for {config.platform}; each worker plays {config.rounds} rounds with "
             f"{human + inside} attention check(s) ({inside} inside a text, {human} all-human)."
         )
+        if config.conditions:
+            names = ", ".join(c["name"] for c in config.conditions)
+            click.echo(f"Conditions, allocated in balanced blocks: {names}.")
+        if (plan := config.preregistration) is not None:
+            click.echo(
+                f"Analysis plan: {plan['outcome']} by {plan['contrast']}, {plan['model']} model, "
+                f"alpha {plan['alpha']:g}; frozen when the study is published."
+            )
 
     @study_group.command("create")
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))

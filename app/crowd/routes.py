@@ -184,7 +184,7 @@ def join(slug: str):
 
 def render_left(study, participant):
     """The page of a worker who returned the task or ran out of time: no code, no more rounds."""
-    config = lookup.config_of(study)
+    config = conditions.settings_for(lookup.config_of(study), participant.condition)
     return render_template(
         "crowd/left.html", study=study, config=config, participant=participant
     ), 410

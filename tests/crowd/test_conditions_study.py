@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import timedelta
 
 import pandas as pd
 import pytest
@@ -12,10 +13,11 @@ from sqlalchemy import select
 
 from app.crowd import admission, conditions, lookup, preregistration, reports, serving
 from app.extensions import db
-from app.models import Example, Round, StudyPlan
+from app.models import Example, Participant, Round, StudyPlan
 from app.research import exports
 from tests.conftest import csrf_token
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
+from tests.crowd.test_crowd_http import join_http
 from tests.crowd.test_prolific_flow import stand_in  # noqa: F401  (a fixture)
 
 FEEDBACK = [
@@ -259,6 +261,11 @@ def test_publish_freezes_and_the_plan_is_never_edited_in_place(app, ctx, runner,
 
 def test_bad_plan_and_conditions_are_clear_errors_on_the_command_line(app, ctx, runner, tmp_path):
     path = tmp_path / "study.toml"
+    path.write_text(STUDY_TOML.format(outcome="exact_hit"))
+    result = runner.invoke(args=["study", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "Conditions, allocated in balanced blocks: feedback, no-feedback." in result.output
+    assert "Analysis plan: exact_hit by condition, mixed model, alpha 0.05" in result.output
     path.write_text(STUDY_TOML.format(outcome="accuracy"))
     result = runner.invoke(args=["study", "check", str(path)])
     assert result.exit_code != 0
@@ -305,3 +312,32 @@ def test_the_prolific_publish_freezes_the_plan(runner, ctx, tmp_path):
     assert "Prolific says ACTIVE" in published.output
     frozen = preregistration.latest(lookup.get_study("pilot"))
     assert frozen.sha256 in published.output and frozen.participants_then == 0
+
+
+def test_each_condition_runs_out_of_time_at_its_own_limit(app):
+    with app.app_context():
+        make_pool()
+        feedback_study()
+    clients = {}
+    for worker in ("w0", "w1"):
+        clients[worker] = app.test_client()
+        link = f"/study/pilot?PROLIFIC_PID={worker}&STUDY_ID=st1&SESSION_ID=s{worker}"
+        join_http(clients[worker], link)
+    with app.app_context():
+        found = db.session.scalars(select(Participant)).all()
+        for participant in found:
+            participant.started_at -= timedelta(minutes=40)  # past 30, within 45
+        db.session.commit()
+        given = {p.worker_id: p.condition for p in found}
+    pages = {given[w]: client.get("/study/pilot/continue") for w, client in clients.items()}
+    assert pages["feedback"].status_code == 410
+    assert "(30 minutes) has run out" in pages["feedback"].get_data(as_text=True)
+    assert pages["no-feedback"].status_code != 410
+    with app.app_context():
+        for participant in db.session.scalars(select(Participant)):
+            participant.started_at -= timedelta(minutes=10)  # now past 45 too
+        db.session.commit()
+    late = next(c for w, c in clients.items() if given[w] == "no-feedback")
+    page = late.get("/study/pilot/continue")
+    assert page.status_code == 410
+    assert "(45 minutes) has run out" in page.get_data(as_text=True)
