@@ -76,12 +76,14 @@ SHARE = click.FloatRange(0, 1)
 def register_cli(app: Flask) -> None:
     from app.crowd.cli import register_study_cli
     from app.crowd.fraud_cli import register_flags_command
+    from app.crowd.plan_cli import register_plan_commands
     from app.crowd.prolific_cli import register_prolific_commands
     from app.research.cli import register_research_cli
 
     register_study_cli(app)
     register_flags_command(app)
     register_prolific_commands(app)
+    register_plan_commands(app)
     register_research_cli(app)
     app.cli.add_command(daily_cli)
     app.cli.add_command(boards_cli)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import delete, func, select, update
 
+from app.crowd import conditions, preregistration
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, participant_count
 from app.crowd.pool import build_pool, drop_checks
@@ -12,6 +13,7 @@ from app.extensions import db
 from app.leaderboard import standings
 from app.models import (
     Category,
+    ConditionSlot,
     Example,
     Participant,
     Player,
@@ -19,10 +21,20 @@ from app.models import (
     Study,
     StudyBonus,
     StudyDecision,
+    StudyPlan,
     StudySlot,
 )
 from app.models.rounds import NORMAL_ROUND
 from app.models.studies import StudyRun
+
+
+def _study_pool(config: StudyConfig) -> dict:
+    """The study's pool, with each condition's own texts and the allocation's seed."""
+    pool = build_pool(config)
+    if config.conditions:
+        pool["conditions"] = conditions.condition_pools(config, build_pool)
+        pool["allocation_seed"] = conditions.new_seed()
+    return pool
 
 
 def create_study(config: StudyConfig) -> Study:
@@ -35,7 +47,7 @@ def create_study(config: StudyConfig) -> Study:
             title=config.title,
             platform=config.platform,
             config=config.to_json(),
-            pool=build_pool(config),
+            pool=_study_pool(config),
         )
         db.session.add(study)
         db.session.commit()
@@ -53,7 +65,7 @@ def set_open(study: Study, is_open: bool) -> None:
 LOCKED_ONCE_JOINED = (
     "platform", "rounds", "max_rounds", "attention_check_rate", "all_human_checks",
     "fail_after_checks", "categories", "systems", "examples", "tutorial", "likert_when",
-    "screening",
+    "screening", "conditions",
 )  # fmt: skip
 
 
@@ -70,6 +82,7 @@ def edit_study(study: Study, new: StudyConfig) -> list[str]:
     """
     if new.slug != study.slug:
         raise BadRequest(f"slug: the file is for {new.slug!r}, not {study.slug!r}")
+    preregistration.check_edit(study, new)
     old = config_of(study)
     before, after = old.to_json(), new.to_json()
     changed = sorted(k for k in after if before.get(k) != after[k])
@@ -86,7 +99,7 @@ def edit_study(study: Study, new: StudyConfig) -> list[str]:
                 )
         else:
             drop_checks(study)
-            study.pool = build_pool(new)
+            study.pool = _study_pool(new)
             study.platform = new.platform
         study.title = new.title
         study.config = after
@@ -137,7 +150,7 @@ def delete_study(study: Study, force: bool = False) -> int:
                     .where(Round.participant_id.in_(ids))
                 )
             )
-        for model in (StudyDecision, StudyBonus, StudyRun):
+        for model in (StudyDecision, StudyBonus, StudyRun, ConditionSlot, StudyPlan):
             db.session.execute(delete(model).where(model.study_id == study.id))
         if ids:
             db.session.execute(delete(Round).where(Round.participant_id.in_(ids)))

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.crowd import codes, schedule, slots
+from app.crowd import codes, conditions, preregistration, schedule, slots
 from app.crowd.config import StudyConfig
-from app.crowd.lookup import config_of, find_participant, holding_place, time_cutoff
+from app.crowd.lookup import config_of, find_participant, holding_place
 from app.crowd.platforms import Entry
 from app.errors import BadRequest, Conflict, Forbidden
 from app.extensions import db
@@ -64,15 +64,17 @@ def enter(
     if config.screening is not None and screening not in config.screening.options:
         raise BadRequest("Please answer the question above.")
     expire_overdue(study)
-    if config.places is not None:
+    if config.places is not None or config.conditions:
         # One admission at a time per study where the database can lock (PostgreSQL).
         db.session.execute(select(Study.id).where(Study.id == study.id).with_for_update())
-        if places_taken(study) >= config.places:
-            db.session.rollback()
-            raise Conflict(
-                "This study is full at the moment. Places may free up when others return the "
-                f"task, so you could try again later from {config.display_platform}."
-            )
+    if config.places is not None and places_taken(study) >= config.places:
+        db.session.rollback()
+        raise Conflict(
+            "This study is full at the moment. Places may free up when others return the "
+            f"task, so you could try again later from {config.display_platform}."
+        )
+    # The plan is frozen before the first worker's data exists, if not published already.
+    preregistration.freeze_on_entry(study, config)
     player = Player(is_guest=True, kind="crowd", research_consent_at=utcnow())
     db.session.add(player)
     db.session.flush()
@@ -101,6 +103,8 @@ def enter(
     try:
         if participant.status == ParticipantStatus.started:
             db.session.flush()
+            if config.conditions:
+                conditions.allocate(study, participant, config, utcnow())
             # The whole schedule, texts included, now: a reload or a return serves the same.
             slots.build(study, participant)
         db.session.commit()
@@ -118,7 +122,7 @@ def enter(
 
 
 def deadline(participant: Participant) -> datetime | None:
-    config = config_of(participant.study)
+    config = conditions.settings_for(config_of(participant.study), participant.condition)
     if config.time_limit_minutes is None:
         return None
     return participant.started_at + timedelta(minutes=config.time_limit_minutes)
@@ -139,15 +143,15 @@ def check_time(participant: Participant) -> None:
 
 def expire_overdue(study: Study) -> int:
     """Mark every started worker past the time limit as timed out; returns how many."""
-    cutoff = time_cutoff(config_of(study), utcnow())
-    if cutoff is None:
+    config = config_of(study)
+    if not conditions.any_time_limit(config):
         return 0
     result = db.session.execute(
         update(Participant)
         .where(
             Participant.study_id == study.id,
             Participant.status == ParticipantStatus.started,
-            Participant.started_at < cutoff,
+            ~conditions.within_time(config, utcnow()),
         )
         .values(status=ParticipantStatus.timed_out, left_at=utcnow())
     )

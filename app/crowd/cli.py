@@ -85,6 +85,14 @@ def register_study_cli(app: Flask) -> None:
             f"{file}: valid for {config.platform}; each worker plays {config.rounds} rounds with "
             f"{human + inside} attention check(s) ({inside} inside a text, {human} all-human)."
         )
+        if config.conditions:
+            names = ", ".join(c["name"] for c in config.conditions)
+            click.echo(f"Conditions, allocated in balanced blocks: {names}.")
+        if (plan := config.preregistration) is not None:
+            click.echo(
+                f"Analysis plan: {plan['outcome']} by {plan['contrast']}, {plan['model']} model, "
+                f"alpha {plan['alpha']:g}; frozen when the study is published."
+            )
 
     @study_group.command("create")
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
@@ -556,4 +564,9 @@ def report_lines(r: reports.StudyReport) -> list[str]:
     ]
     if r.decisions:
         lines.append("Decisions: " + ", ".join(f"{k} {v}" for k, v in r.decisions.items()))
+    if r.conditions:
+        lines.append(
+            "Conditions (holding a place / entered): "
+            + ", ".join(f"{k} {v['holding']}/{v['entered']}" for k, v in r.conditions.items())
+        )
     return lines

@@ -123,6 +123,14 @@ class StudyConfig:
     bonus: BonusRule | None = None
     # What the platform shows workers before they take the study (Prolific's description).
     description: str = ""
+    # Show the detector's suspicion of each revealed sentence (the machine-informed crowd).
+    detector_hint: bool = False
+    # Tell workers which model(s) wrote the machine parts of the study's texts.
+    disclose_model: bool = False
+    # [[conditions]]: {"name": ..., setting: value, ...}; read through conditions.settings_for.
+    conditions: list[dict] = field(default_factory=list)
+    # [preregistration], validated and with its defaults filled in (app/crowd/preregistration.py).
+    preregistration: dict | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -157,7 +165,8 @@ KNOWN = {
     "reward", "currency", "expected_minutes", "consent", "instructions", "categories", "systems",
     "examples", "tutorial", "completion_codes", "completion_url", "likert", "likert_when",
     "screening", "all_human_checks", "speeder_fraction", "comprehension", "time_limit_minutes",
-    "places", "show_feedback", "platform_name", "bonus", "description",
+    "places", "show_feedback", "platform_name", "bonus", "description", "detector_hint",
+    "disclose_model", "conditions", "preregistration",
 }  # fmt: skip
 LIKERT_KEYS = {"name", "question", "definition", "labels", "target", "examples",
                "question_all_human"}  # fmt: skip
@@ -391,6 +400,8 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
         platform_name=_text(data, "platform_name", source),
         bonus=_bonus(data, source),
         description=_text(data, "description", source),
+        detector_hint=_flag(data, "detector_hint", source, False),
+        disclose_model=_flag(data, "disclose_model", source, False),
     )
     if config.platform == "prolific" and "completed" not in config.completion_codes:
         raise StudyConfigError(
@@ -398,7 +409,9 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
             "completion_codes.completed",
             "is required for Prolific: copy the code Prolific shows for completed submissions",
         )
-    return config
+    from app.crowd import conditions, preregistration  # they build on this module
+
+    return preregistration.with_plan(conditions.with_conditions(config, data, source), data, source)
 
 
 def load_study_file(path: Path) -> StudyConfig:

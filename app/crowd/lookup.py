@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, func, or_, select
 
+from app.crowd.conditions import any_time_limit, within_time
 from app.crowd.config import SLUG_RE, StudyConfig
 from app.errors import NotFound
 from app.extensions import db
@@ -72,7 +73,6 @@ def holding_place(config: StudyConfig, now: datetime):
 
 
 def in_time(config: StudyConfig, now: datetime):
-    """Participants still playing: started, and within the time limit."""
+    """Participants still playing: started, and within the time limit (their condition's)."""
     started = Participant.status == ParticipantStatus.started
-    cutoff = time_cutoff(config, now)
-    return started if cutoff is None else and_(started, Participant.started_at >= cutoff)
+    return and_(started, within_time(config, now)) if any_time_limit(config) else started

@@ -198,11 +198,12 @@ def _attention_checks(
     return human, inside, spare
 
 
-def build_pool(config: StudyConfig) -> dict:
+def build_pool(config: StudyConfig, checks: bool = True) -> dict:
+    """The study's texts, practice texts and (with `checks`) its attention checks, made now."""
     pool = _pool(config)
     tutorial = _resolve_ids(config.tutorial, "tutorial") if config.tutorial else []
     pool = [i for i in pool if i not in set(tutorial)]
-    human, inside, spare = _attention_checks(config, pool)
+    human, inside, spare = _attention_checks(config, pool) if checks else ([], [], [])
     normal_needed = config.rounds - sum(schedule.check_mix(
         config.rounds, config.attention_check_rate, config.all_human_checks
     ))  # fmt: skip

@@ -12,6 +12,7 @@ from flask import Flask
 
 from app.crowd import lookup, prolific
 from app.crowd.cli import prolific_client, study_named
+from app.crowd.plan_cli import freeze_lines
 from app.crowd.prolific_api import ProlificError
 from app.crowd.verify import money
 from app.errors import ServiceError
@@ -102,7 +103,10 @@ def register_prolific_commands(app: Flask) -> None:
     @click.argument("slug")
     def publish(slug: str) -> None:
         """Publish the Prolific draft of study SLUG: workers can take it from now on, and
-        Prolific holds the reward of every place from your balance."""
+        Prolific holds the reward of every place from your balance. The study's analysis plan
+        ([preregistration]) is frozen first."""
+        for line in freeze_lines(study_named(slug)):
+            click.echo(line)
         _transition(slug, prolific.publish, "Published")
 
     @prolific_group.command("pause")

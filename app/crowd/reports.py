@@ -11,7 +11,7 @@ from statistics import median
 
 from sqlalchemy import func, select
 
-from app.crowd import admission, agreement, quality, schedule, serving
+from app.crowd import admission, agreement, conditions, quality, schedule, serving
 from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.verdicts import completion_code
 from app.extensions import db
@@ -101,6 +101,8 @@ class StudyReport:
     speed_threshold_seconds: float | None = None
     agreement: agreement.Agreement | None = None
     decisions: dict[str, int] = field(default_factory=dict)
+    # Per condition: {"entered": workers allocated, "holding": those holding a place now}.
+    conditions: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -294,6 +296,7 @@ def study_report(study: Study) -> StudyReport:
         speed_threshold_seconds=speed_threshold(config, all_rounds),
         agreement=study_agreement(study),
         decisions=dict(sorted(Counter(w.decision for w in workers if w.decision).items())),
+        conditions=conditions.counts(study),
     )
 
 

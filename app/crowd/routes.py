@@ -11,7 +11,7 @@ from flask_login import current_user
 from sqlalchemy import select
 
 from app.accounts.sessions import sign_in
-from app.crowd import admission, lookup, ratings, serving, verdicts
+from app.crowd import admission, conditions, lookup, ratings, serving, verdicts
 from app.crowd.platforms import EntryError, parse_entry
 from app.errors import BadRequest, Forbidden, ServiceError
 from app.extensions import db, limiter
@@ -184,7 +184,7 @@ def join(slug: str):
 
 def render_left(study, participant):
     """The page of a worker who returned the task or ran out of time: no code, no more rounds."""
-    config = lookup.config_of(study)
+    config = conditions.settings_for(lookup.config_of(study), participant.condition)
     return render_template(
         "crowd/left.html", study=study, config=config, participant=participant
     ), 410
@@ -197,8 +197,8 @@ def render_instructions(study, participant, error: str | None = None):
     return render_template(
         "crowd/instructions.html",
         study=study,
-        config=lookup.config_of(study),
-        practice=bool(study.pool["tutorial"]),
+        config=conditions.settings_for(lookup.config_of(study), participant.condition),
+        practice=bool(conditions.pool_ids(study, participant, "tutorial")),
         error=error,
         try_token=session[TRY_TOKEN],
         tries_left=admission.COMPREHENSION_TRIES - participant.comprehension_failures,

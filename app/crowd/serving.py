@@ -7,7 +7,7 @@ import random
 from sqlalchemy import exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
-from app.crowd import schedule, slots
+from app.crowd import conditions, hints, schedule, slots
 from app.crowd.admission import check_time, comprehension_pending
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import FINISHED, config_of, holding_place
@@ -26,6 +26,7 @@ from app.models import (
     Round,
     Study,
     StudySlot,
+    System,
 )
 from app.models.base import utcnow
 from app.models.rounds import CHECK_ROUND, NORMAL_ROUND, PRACTICE_ROUND
@@ -81,7 +82,7 @@ def _pick_normal(study: Study, participant: Participant, config: StudyConfig) ->
         select(Example)
         .outerjoin(in_study, in_study.c.example_id == Example.id)
         .where(
-            Example.id.in_(study.pool["normal"]),
+            Example.id.in_(conditions.pool_ids(study, participant, "normal")),
             Example.id.not_in(_played(participant)),
             _unread(participant),
         )
@@ -107,7 +108,8 @@ def pick_from(
 
 
 def practice_pending(study: Study, participant: Participant) -> bool:
-    return bool(study.pool["tutorial"]) and participant.practice_done_at is None
+    tutorial = conditions.pool_ids(study, participant, "tutorial")
+    return bool(tutorial) and participant.practice_done_at is None
 
 
 def extra_rounds_left(study: Study, participant: Participant) -> int:
@@ -160,7 +162,8 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
         raise Conflict("Please answer the questions after the instructions first.")
     player = db.session.get(Player, participant.player_id)
     if practice_pending(study, participant):
-        example = pick_from(study.pool["tutorial"], participant, ordered=True, unread=False)
+        tutorial = conditions.pool_ids(study, participant, "tutorial")
+        example = pick_from(tutorial, participant, ordered=True, unread=False)
         if example is not None:
             return rounds.create_round(player, example, study.slug, PRACTICE_ROUND, participant.id)
         participant.practice_done_at = utcnow()
@@ -226,7 +229,7 @@ def round_context(round_: Round) -> dict:
     """
     participant = db.session.get(Participant, round_.participant_id)
     study = participant.study
-    config = config_of(study)
+    config = conditions.settings_for(config_of(study), participant.condition)
     number, total = slot_progress(study, participant)
     if round_.guess is not None and round_.kind != PRACTICE_ROUND:
         number = participant.rounds_done  # this round is counted once answered
@@ -240,7 +243,17 @@ def round_context(round_: Round) -> dict:
         "likert": criteria(config, round_),
         "likert_when": config.likert_when,
     }
+<<<<<<< HEAD
     if round_.answered and round_.kind == CHECK_ROUND:
+=======
+    if config.detector_hint and round_.kind != rounds.PRACTICE:
+        shown = hints.for_round(round_)
+        if shown is not None:
+            context["detector_hints"] = [hints.WORDS[level] for level in shown]
+    if config.disclose_model:
+        context["study_models"] = study_models(study, participant)
+    if round_.answered and round_.kind == rounds.CHECK:
+>>>>>>> i34app
         example = round_.example
         context.update(
             check_kind=(example.source or {}).get("check", "all_human"),
@@ -256,13 +269,29 @@ def round_context(round_: Round) -> dict:
     return context
 
 
+def study_models(study: Study, participant: Participant) -> list[str]:
+    """The models that wrote the machine parts of the worker's texts (their labels where set):
+    what a condition with disclose_model = true tells the worker, the same on every text."""
+    ids = conditions.pool_ids(study, participant, "normal")
+    rows = db.session.execute(
+        select(System.name, Example.system_label)
+        .join(System, System.id == Example.system_id)
+        .where(Example.id.in_(ids), Example.boundary < Example.n_sentences)
+        .distinct()
+    )
+    return sorted({label or name for name, label in rows})
+
+
 def truth_hidden(player_id: int) -> bool:
     """True for a crowd worker in a study with show_feedback = false: no page or export other
     than the study's own may show them the true boundary or the points of their rounds (workers
     given the same texts could pool answers and collect per-exact bonuses)."""
-    configs = db.session.scalars(
-        select(Study.config)
+    rows = db.session.execute(
+        select(Study.config, Participant.condition)
         .join(Participant, Participant.study_id == Study.id)
         .where(Participant.player_id == player_id)
     )
-    return any(not StudyConfig.from_json(config).show_feedback for config in configs)
+    return any(
+        not conditions.settings_for(StudyConfig.from_json(config), condition).show_feedback
+        for config, condition in rows
+    )

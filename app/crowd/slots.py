@@ -7,8 +7,9 @@ theirs on their next round, keeping the texts they have already played.
 
 No source passage appears twice among one worker's slots, attention checks included (a check
 shows the passage it was built from), nor any passage they read in practice. Checks are placed
-first, as their texts are few; then the normal rounds take the pool's least-read texts, under
-the study's target K first, counting the rounds other workers still hold in their schedules.
+first, as their texts are few; then the normal rounds, balanced across the pool's systems and
+boundary positions (balance.py), take the least-read texts of each kind, under the study's
+target K first, counting the rounds other workers still hold in their schedules.
 A spare check for a void one is put in the stored schedule too, on a passage the worker's
 schedule does not hold, chosen the same way for the same worker and round.
 
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import func, select, update
 
-from app.crowd import schedule
+from app.crowd import balance, conditions, schedule
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, in_time
 from app.extensions import db
@@ -177,8 +178,9 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
         position: r.example_id
         for position, r in enumerate(answered + [r for r in played if r.guess is None])
     }
-    tutorial = study.pool.get("tutorial", [])
-    every = set(study.pool["normal"]) | set(tutorial)
+    tutorial = conditions.pool_ids(study, participant, "tutorial")
+    normal_ids = conditions.pool_ids(study, participant, "normal")
+    every = set(normal_ids) | set(tutorial)
     for kind in set(plan):
         every.update(pool_for(study, kind))
     tokens = _tokens(every)
@@ -202,19 +204,23 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
         if found is not None:
             used |= tokens[found]
     loads = _loads(study, config)
-    ties = {i: rng.random() for i in sorted(study.pool["normal"])}
-    normal = sorted(
-        study.pool["normal"],
-        key=lambda i: (loads[i] >= config.target_per_example, loads[i], ties[i]),
+    ties = {i: rng.random() for i in sorted(normal_ids)}
+    # The worker's mix of systems and boundary positions is the pool's (app/crowd/balance.py).
+    picker = balance.Picker(
+        balance.texts(normal_ids),
+        loads,
+        config.target_per_example,
+        ties,
+        picks=sum(1 for p in range(len(plan)) if p not in chosen),
+        rng=rng,
     )
     for position in range(len(plan)):
         if position in chosen:
             continue
-        found = _first_free(normal, tokens, used)
+        found = picker.pick(lambda i, seen=used: not tokens[i] & seen)
         chosen[position] = found
         if found is not None:
             used |= tokens[found]
-            normal.remove(found)
     made = [
         StudySlot(
             participant_id=participant.id,

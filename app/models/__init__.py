@@ -2,6 +2,7 @@
 
 from app.models.coding import CodingLabel, CodingSample
 from app.models.content import Category, Example, ExamplePassage, Passage, PassageRead, System
+from app.models.experiments import ConditionSlot, StudyPlan
 from app.models.players import LoginFailure, Player, PlayerSurvey
 from app.models.rounds import ExplanationVote, Reveal, Round, TruthView
 from app.models.sets import DailyChallenge, GameSet
@@ -31,6 +32,7 @@ __all__ = [
     "CategoryTotal",
     "CodingLabel",
     "CodingSample",
+    "ConditionSlot",
     "DailyChallenge",
     "Example",
     "ExamplePassage",
@@ -51,6 +53,7 @@ __all__ = [
     "StudyBonus",
     "StudyDecision",
     "StudyMessage",
+    "StudyPlan",
     "StudySlot",
     "System",
     "TruthView",

@@ -91,6 +91,12 @@ class Round(db.Model):
     # Why an answered round earns nothing on the totals and boards (None: it counts), e.g.
     # "truth_seen_device": its text's truth was shown to another identity in the same browser.
     uncounted: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # The worker's study condition when the round was made (app/models/experiments.py); None
+    # outside studies with conditions.
+    condition: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # The detector hint's level (low / unsure / high) for each sentence of the text, when the
+    # worker's condition shows one (app/crowd/hints.py); None otherwise.
+    detector_hints: Mapped[list | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 

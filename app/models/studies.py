@@ -107,6 +107,9 @@ class Participant(db.Model):
     comprehension_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # When the worker returned the task or ran out of time (status returned / timed_out).
     left_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The study condition the worker was allocated at entry (app/crowd/conditions.py); None in
+    # a study without conditions. Never changes.
+    condition: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
     study: Mapped[Study] = relationship()
     player: Mapped[Player] = relationship()

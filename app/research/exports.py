@@ -40,6 +40,7 @@ from flask import current_app
 from sqlalchemy import func, select
 
 from app.accounts import survey
+from app.crowd import preregistration
 from app.extensions import db
 from app.game.reasons import REASONS
 from app.models import (
@@ -61,6 +62,8 @@ from app.research import card
 from roftcore.spreadsheet import neutralise_frame
 
 FORMATS = ("csv", "parquet", "sqlite")
+# The study's frozen analysis plan, every version (app/crowd/preregistration.py).
+PLAN_NAME = "preregistration.json"
 SQLITE_NAME = "roft-export.sqlite"
 SEP = "_SEP_"
 NO_SURVEY = -1
@@ -76,11 +79,18 @@ KNOWN_FILES = (
     "manifest.json",
     "README.md",
     card.CROISSANT_NAME,
+    PLAN_NAME,
 )
 TASK_INSTRUCTION = (
     "Sentences of a text are revealed one at a time; the first is always written by a person. "
     "When you think the latest sentence was written by a machine, say so and tell us why; if you "
     "reach the end and think the whole text is human-written, say that."
+)
+
+
+CONDITION_NOTE = (
+    "the study condition the worker was randomised to at entry ([[conditions]] in the study "
+    "file); empty outside studies with conditions"
 )
 
 
@@ -246,6 +256,14 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
         "characters typed into the explanation box, pasted ones not counted, as reported "
         "(clamped); empty when not reported",
     ),
+    "condition": ("string", "", CONDITION_NOTE),
+    "detector_hints": (
+        "string",
+        "JSON list",
+        "the detector hint's level (low, unsure, high) for each sentence of the text, in a "
+        "condition that shows one (each revealed sentence but the first showed its level); "
+        "empty otherwise",
+    ),
     **PROVENANCE_COLUMNS,
 }
 EXAMPLE_COLUMNS: dict[str, tuple[str, str, str]] = {
@@ -331,6 +349,7 @@ WORKER_COLUMNS: dict[str, tuple[str, str, str]] = {
         "UTC, ISO 8601",
         "when the worker returned the task or ran out of time; empty if not",
     ),
+    "condition": ("string", "", CONDITION_NOTE),
 }
 PRIVATE_COLUMNS = {"username": ("string", "", "PRIVATE: the player's username")}
 PRIVATE_STUDY_COLUMNS = {
@@ -421,6 +440,7 @@ def _workers_query(options: ExportOptions):
             Participant.finished_at,
             Participant.left_at,
             Participant.worker_id,
+            Participant.condition,
         )
         .join(Study, Study.id == Participant.study_id)
         .join(Player, Player.id == Participant.player_id)
@@ -457,6 +477,8 @@ def _queries(options: ExportOptions):
             Round.explanation_pasted,
             Round.typing_ms,
             Round.typed_chars,
+            Round.condition,
+            Round.detector_hints,
             Player.kind.label("player_kind"),
             Study.slug.label("study"),
             GameSet.kind.label("set_kind"),
@@ -715,6 +737,8 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "explanation_pasted": r["explanation_pasted"].astype("boolean"),
             "typing_ms": r["typing_ms"].astype("Int64"),
             "typed_chars": r["typed_chars"].astype("Int64"),
+            "condition": r["condition"],
+            "detector_hints": r["detector_hints"].map(lambda v: _json(v) if v else None),
             **{name: r[name] for name in PROVENANCE_EXPORT},
         },
         index=r.index,
@@ -807,6 +831,7 @@ def _workers_table(workers: pd.DataFrame, options: ExportOptions, key: bytes) ->
                 name: pd.to_datetime(workers[name], utc=True)
                 for name in ("started_at", "finished_at", "left_at")
             },
+            "condition": workers["condition"],
         },
         columns=list(WORKER_COLUMNS),
     )
@@ -929,6 +954,14 @@ def _readme(manifest: dict) -> list[str]:
         "`python -m analysis report FOLDER --out REPORT` for the standard report.",
         "",
     ]
+    if plan := manifest.get("preregistration"):
+        lines += [
+            f"Analysis plan: `{plan['file']}` holds the preregistration of study "
+            f"`{plan['study']}` as frozen before its data ({plan['versions']} version(s); the "
+            f"latest's SHA-256 of its canonical JSON is `{plan['sha256']}`). Workers' and "
+            "rounds' `condition` is the condition each worker was randomised to.",
+            "",
+        ]
     return lines
 
 
@@ -991,6 +1024,16 @@ def write(tables: dict[str, pd.DataFrame], options: ExportOptions, manifest: dic
     return [*files, "schema.json", "schema.md", "manifest.json", "README.md", card.CROISSANT_NAME]
 
 
+def _plan_document(options: ExportOptions, workers: pd.DataFrame) -> dict | None:
+    """The frozen analysis plan of the exported study: the one asked for with --study, or the
+    only study the export's workers took part in."""
+    slugs = [options.study] if options.study else sorted(set(workers["study"]))
+    if len(slugs) != 1:
+        return None
+    study = db.session.scalar(select(Study).where(Study.slug == slugs[0]))
+    return preregistration.export_document(study) if study is not None else None
+
+
 def export(options: ExportOptions, progress: Callable[[str], None] | None = None) -> ExportResult:
     """Make one export folder (see the module docstring)."""
     if options.format not in FORMATS:
@@ -1027,8 +1070,21 @@ def export(options: ExportOptions, progress: Callable[[str], None] | None = None
         "task_instruction": TASK_INSTRUCTION,
         "csv_cells": CSV_CELLS,
     }
+    plan = _plan_document(options, tables["workers"])
+    if plan is not None:
+        latest = plan["versions"][-1]
+        manifest["preregistration"] = {
+            "file": PLAN_NAME,
+            "study": plan["study"],
+            "versions": len(plan["versions"]),
+            "sha256": latest["sha256"],
+        }
     folder.mkdir(parents=True, exist_ok=True)
+    if plan is not None:
+        (folder / PLAN_NAME).write_text(json.dumps(plan, indent=2), encoding="utf-8")
     files = write(tables, options, manifest)
+    if plan is not None:
+        files.append(PLAN_NAME)
     if progress:
         progress("files")
     return ExportResult(folder=folder, files=files, counts=counts)
