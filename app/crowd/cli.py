@@ -13,12 +13,12 @@ from app.crowd.config import (
     PayRules,
     StudyConfig,
     StudyConfigError,
-    load_study_file,
     parse_rates,
     platform_findings,
 )
 from app.crowd.prolific import send_to_prolific
 from app.crowd.prolific_api import ProlificClient, ProlificError
+from app.crowd.study_file import load_study_file
 from app.errors import ServiceError
 from app.research.exports import ExportError, ExportOptions, export, pseudonym, pseudonym_key
 
@@ -41,7 +41,7 @@ def pay_rules() -> PayRules:
         raise click.ClickException(str(error)) from None
 
 
-def _load_checked(file: Path) -> StudyConfig:
+def load_checked(file: Path) -> StudyConfig:
     """Read a study file and apply the platform's rules: errors stop, warnings are printed."""
     try:
         config = load_study_file(file)
@@ -55,7 +55,7 @@ def _load_checked(file: Path) -> StudyConfig:
     return config
 
 
-def _print_link(study) -> None:
+def print_link(study) -> None:
     link = links.entry_link(study)
     if link is None:
         click.echo(
@@ -77,7 +77,7 @@ def register_study_cli(app: Flask) -> None:
     def check(file: Path) -> None:
         """Validate a study FILE against the file format and the platform's rules, creating
         nothing. Exits with an error if the study could not run as written."""
-        config = _load_checked(file)
+        config = load_checked(file)
         human, inside = schedule.check_mix(
             config.rounds, config.attention_check_rate, config.all_human_checks
         )
@@ -98,7 +98,7 @@ def register_study_cli(app: Flask) -> None:
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
     def create(file: Path) -> None:
         """Create a study from a TOML FILE (see docs/running-a-study.md) and print its link."""
-        config = _load_checked(file)
+        config = load_checked(file)
         try:
             study = admin.create_study(config)
         except ServiceError as refused:
@@ -124,13 +124,13 @@ def register_study_cli(app: Flask) -> None:
                 f"{config.expected_minutes:g} minutes = {config.hourly_reward:.2f} "
                 f"{config.currency}/hour."
             )
-        _print_link(study)
+        print_link(study)
 
     @study_group.command("link")
     @click.argument("slug")
     def link(slug: str) -> None:
         """Print the entry link of study SLUG for the platform (uses PUBLIC_URL)."""
-        _print_link(study_named(slug))
+        print_link(study_named(slug))
 
     @study_group.command("edit")
     @click.argument("slug")
@@ -143,7 +143,7 @@ def register_study_cli(app: Flask) -> None:
         may not.
         """
         study = study_named(slug)
-        config = _load_checked(file)
+        config = load_checked(file)
         try:
             changed = admin.edit_study(study, config)
         except ServiceError as refused:

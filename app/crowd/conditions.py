@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, false, func, or_, select, true
 
-from app.crowd.config import StudyConfig, StudyConfigError
+from app.crowd.config import StudyConfig, StudyConfigError, parse_settings
 from app.extensions import db
 from app.models import ConditionSlot, Participant, ParticipantStatus, Study
 from app.models.base import utcnow
@@ -89,9 +89,7 @@ def with_conditions(config: StudyConfig, data: dict, source: str) -> StudyConfig
 
 
 def _parse(data: dict, source: str) -> StudyConfig:
-    from app.crowd.config import parse_study
-
-    return parse_study(data, source)
+    return parse_settings(data, source)
 
 
 def names(config: StudyConfig) -> list[str]:

@@ -6,9 +6,7 @@ Pure: no Flask, no database. docs/running-a-study.md documents every field.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from app.crowd import schedule
 
@@ -307,8 +305,9 @@ def _optional(data, key, source, kind, low, high=None):
     return None if data.get(key) is None else _number(data, key, source, None, kind, low, high)
 
 
-def parse_study(data: dict, source: str = "study") -> StudyConfig:
-    """Validate a decoded study file."""
+def parse_settings(data: dict, source: str = "study") -> StudyConfig:
+    """Validate a decoded study file's own settings. Its [[conditions]] and [preregistration]
+    are checked on top of these by app.crowd.study_file.parse_study, the one entry point."""
     if not isinstance(data, dict):
         raise StudyConfigError(source, "", "expected a table of settings")
     _known(data, KNOWN, source, "")
@@ -409,22 +408,7 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
             "completion_codes.completed",
             "is required for Prolific: copy the code Prolific shows for completed submissions",
         )
-    from app.crowd import conditions, preregistration  # they build on this module
-
-    return preregistration.with_plan(conditions.with_conditions(config, data, source), data, source)
-
-
-def load_study_file(path: Path) -> StudyConfig:
-    """Read and validate a TOML study file; errors name the file (and line for syntax errors)."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise StudyConfigError(str(path), "", f"cannot read file ({error.strerror})") from None
-    try:
-        data = tomllib.loads(raw)
-    except tomllib.TOMLDecodeError as error:
-        raise StudyConfigError(str(path), "", f"not valid TOML: {error}") from None
-    return parse_study(data, str(path))
+    return config
 
 
 # -- the platforms' rules -------------------------------------------------------------------

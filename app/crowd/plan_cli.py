@@ -9,7 +9,7 @@ import click
 from flask import Flask
 
 from app.crowd import admin, conditions, hints, lookup, preregistration
-from app.crowd.cli import _load_checked, _print_link, study_named
+from app.crowd.cli import load_checked, print_link, study_named
 from app.errors import ServiceError
 
 
@@ -48,7 +48,7 @@ def register_plan_commands(app: Flask) -> None:
         version of the plan with --reason; after workers entered, also --new-version.
         """
         study = study_named(slug)
-        new = _load_checked(file) if file is not None else None
+        new = load_checked(file) if file is not None else None
         try:
             frozen = preregistration.publish(study, new, reason, new_version)
             admin.set_open(study, True)
@@ -66,7 +66,7 @@ def register_plan_commands(app: Flask) -> None:
         if config.conditions:
             click.echo(f"Conditions: {', '.join(conditions.names(config))} (balanced blocks).")
         click.echo(f"Study {slug!r} is open to new workers.")
-        _print_link(study)
+        print_link(study)
 
     @study_group.command("plan")
     @click.argument("slug")

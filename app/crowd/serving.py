@@ -243,17 +243,13 @@ def round_context(round_: Round) -> dict:
         "likert": criteria(config, round_),
         "likert_when": config.likert_when,
     }
-<<<<<<< HEAD
-    if round_.answered and round_.kind == CHECK_ROUND:
-=======
-    if config.detector_hint and round_.kind != rounds.PRACTICE:
+    if config.detector_hint and round_.kind != PRACTICE_ROUND:
         shown = hints.for_round(round_)
         if shown is not None:
             context["detector_hints"] = [hints.WORDS[level] for level in shown]
     if config.disclose_model:
         context["study_models"] = study_models(study, participant)
-    if round_.answered and round_.kind == rounds.CHECK:
->>>>>>> i34app
+    if round_.answered and round_.kind == CHECK_ROUND:
         example = round_.example
         context.update(
             check_kind=(example.source or {}).get("check", "all_human"),

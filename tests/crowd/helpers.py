@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from app.crowd import admin, admission, lookup, ratings, serving
-from app.crowd.config import parse_study
 from app.crowd.platforms import Entry
+from app.crowd.study_file import parse_study
 from app.extensions import db
 from app.game import answers, reveals, rounds
 from app.models import Participant, Player

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from app.crowd import conditions, preregistration
-from app.crowd.config import StudyConfig, StudyConfigError, parse_study
+from app.crowd.config import StudyConfig, StudyConfigError
+from app.crowd.study_file import parse_study
 from tests.crowd.helpers import BASE
 
 TWO = [

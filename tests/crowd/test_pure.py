@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.crowd import codes, quality, schedule
-from app.crowd.config import StudyConfigError, parse_study
+from app.crowd.config import StudyConfigError
 from app.crowd.platforms import EntryError, parse_entry
+from app.crowd.study_file import parse_study
 from tests.crowd.helpers import BASE
 
 

@@ -13,11 +13,10 @@ from app.crowd import agreement
 from app.crowd.config import (
     PayRules,
     StudyConfigError,
-    load_study_file,
     parse_rates,
-    parse_study,
     platform_findings,
 )
+from app.crowd.study_file import load_study_file, parse_study
 from tests.crowd.helpers import BASE
 
 PROLIFIC_PAY = PayRules({"GBP": 6.0, "USD": 8.0}, {"GBP": 9.0, "USD": 12.0})

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from app.accounts import service as accounts
 from app.crowd import studies, verify
-from app.crowd.config import parse_study
+from app.crowd.study_file import parse_study
 from tests.crowd.helpers import join, play_slot
 from tests.e2e.conftest import audit
 from tests.e2e.test_study_in_browser import STUDY

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.crowd import admin
-from app.crowd.config import parse_study
+from app.crowd.study_file import parse_study
 from tests.e2e.conftest import press
 
 pytestmark = pytest.mark.browser

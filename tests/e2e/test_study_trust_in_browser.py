@@ -20,7 +20,7 @@ from werkzeug.serving import make_server
 
 from app.accounts import service as accounts
 from app.crowd import admin
-from app.crowd.config import parse_study
+from app.crowd.study_file import parse_study
 from app.extensions import db
 from app.models import Participant, Round
 from tests.e2e.test_study_in_browser import STUDY, enter, flag_latest, play_round, play_study

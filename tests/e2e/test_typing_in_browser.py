@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.crowd import fraud, studies
-from app.crowd.config import parse_study
+from app.crowd.study_file import parse_study
 from app.extensions import db
 from app.models import Round
 from tests.e2e.conftest import audit, press
