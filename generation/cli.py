@@ -13,6 +13,7 @@ from generation.corpus import (
     CorpusError,
     Document,
     category_field_hint,
+    corpus_sha256,
     default_category,
     read_corpus,
 )
@@ -326,9 +327,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> dict:
+    """The run's settings as the manifest keeps them, with the SHA-256 of the corpus read."""
     out = {}
     for key, value in vars(args).items():
         out[key] = str(value) if isinstance(value, Path) else value
+    corpus = getattr(args, "corpus", None)
+    if corpus is not None and Path(corpus).exists():
+        out["corpus_sha256"] = corpus_sha256(Path(corpus))
     return out
 
 
