@@ -391,3 +391,18 @@ def test_a_challenge_with_an_uncounted_text_stays_out_of_the_distribution(daily_
         tainted.uncounted = "truth_seen_device"
         db.session.commit()
         assert daily.results(DAY).players == 1
+
+
+def test_a_tie_and_a_day_to_come_are_said_plainly(daily_app):
+    ann, bob = daily_app.test_client(), daily_app.test_client()
+    play_daily(ann, csrf_token(ann))
+    play_daily(bob, csrf_token(bob))  # the same answers: the same score
+    results = " ".join(ann.get(f"/daily/{DAY}").get_data(as_text=True).split())
+    assert "The other player scored the same as you." in results
+    assert "more than 0" not in results
+    # Tomorrow's page is not "no challenge that day": the day has not come.
+    tomorrow = ann.get(f"/daily/{DAY + timedelta(days=1)}")
+    assert tomorrow.status_code == 404
+    page = tomorrow.get_data(as_text=True)
+    assert f"{DAY + timedelta(days=1)} has not come yet" in page
+    assert "There was no daily challenge that day" not in page
