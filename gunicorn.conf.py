@@ -2,6 +2,7 @@
 
 import multiprocessing
 import os
+import re
 import sys
 
 # The app's own settings code, whichever directory gunicorn starts in (--chdir applies later).
@@ -60,11 +61,32 @@ errorlog = "-"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 
+def control_socket_for(bind: list[str], default: str) -> str:
+    """A control socket path of this server's own: gunicorn's default is one path per user
+    (~/.gunicorn/gunicorn.ctl), so a second server on the host would take the first one's
+    socket over. Named after the addresses it listens on, beside the default."""
+    name = "_".join(re.sub(r"[^A-Za-z0-9.]+", "-", b).strip("-") for b in bind) or "default"
+    return os.path.join(os.path.dirname(default), f"roft-{name}.ctl")
+
+
+def _own_control_socket(server) -> None:
+    """Give the server its own control socket unless one was chosen (--control-socket)."""
+    from gunicorn.config import ControlSocket
+
+    cfg = server.cfg
+    if not cfg.control_socket_disable and cfg.control_socket == ControlSocket.default:
+        cfg.set("control_socket", control_socket_for(cfg.bind, cfg.control_socket))
+    server.roft_control_socket = cfg.control_socket  # for on_reload
+
+
 def on_starting(server):
     """Settle what depends on the worker class as gunicorn resolved it (a `-k` on the command
     line or in GUNICORN_CMD_ARGS wins over this file) before the workers start, and warn about
     state that several workers or hosts would not share."""
     cfg = server.cfg
+    _own_control_socket(server)
+    if not cfg.control_socket_disable:
+        server.log.info("Control socket (gunicornc -s PATH): %s", cfg.control_socket)
     if cfg.reuse_port:  # only --reuse-port sets it: this file leaves it to the lines below
         each, why = True, "--reuse-port given"
     else:
@@ -97,13 +119,15 @@ def on_starting(server):
 
 
 def on_reload(server):
-    """Keep the sockets the server started with through a reload (SIGHUP).
+    """Keep the sockets the server started with through a reload (SIGHUP), its control socket's
+    path included.
 
     A reload reads this file and the command line into a fresh configuration, whose reuse_port
     is only --reuse-port's: with a socket per worker, the new workers would otherwise listen on
     the master's shared sockets, of which there are none, and serve nothing.
     """
     server.cfg.set("reuse_port", server.roft_socket_per_worker)
+    server.cfg.set("control_socket", server.roft_control_socket)
 
 
 def post_worker_init(worker):

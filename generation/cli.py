@@ -13,6 +13,7 @@ from generation.corpus import (
     CorpusError,
     Document,
     category_field_hint,
+    corpus_sha256,
     default_category,
     read_corpus,
 )
@@ -291,8 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     tiny = sub.add_parser(
         "train-tiny",
         help="train a tiny GPT-2 (and its tokenizer) on a corpus, in under a minute on a CPU",
-        description="Train a byte-level BPE tokenizer and a 2-layer GPT-2 on the corpus texts and "
-        "save both with save_pretrained (loadable with --model FOLDER).",
+        description="Train a tokenizer (byte-level BPE, or word-level with --tokenizer word) and "
+        "a 2-layer GPT-2 on the corpus texts and save both with save_pretrained (loadable with "
+        "--model FOLDER).",
     )
     tiny.add_argument(
         "--corpus",
@@ -305,6 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
     tiny.add_argument("--seed", type=int, default=None, help="training seed")
     tiny.add_argument(
         "--architecture", choices=["gpt2", "llama"], default="gpt2", help="model (default gpt2)"
+    )
+    tiny.add_argument(
+        "--tokenizer",
+        choices=["bpe", "word"],
+        default="bpe",
+        help="bpe: a byte-level BPE of 1,024 pieces (default, the shipped demo model's); word: "
+        "every piece of the corpus is a token, so the model writes only the corpus's words",
     )
 
     demo = sub.add_parser(
@@ -326,9 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> dict:
+    """The run's settings as the manifest keeps them, with the SHA-256 of the corpus read."""
     out = {}
     for key, value in vars(args).items():
         out[key] = str(value) if isinstance(value, Path) else value
+    corpus = getattr(args, "corpus", None)
+    if corpus is not None and Path(corpus).exists():
+        out["corpus_sha256"] = corpus_sha256(Path(corpus))
     return out
 
 
@@ -591,9 +604,11 @@ def cmd_merge(args) -> int:
 def cmd_train_tiny(args) -> int:
     from dataclasses import replace
 
-    from generation.tiny import TinyConfig, corpus_texts, train_tiny
+    from generation.tiny import WORD_VOCAB, TinyConfig, corpus_texts, train_tiny
 
     config = TinyConfig(architecture=args.architecture)
+    if args.tokenizer == "word":
+        config = replace(config, tokenizer="word", vocab_size=WORD_VOCAB)
     if args.steps is not None:
         _positive("--steps", args.steps)
         config = replace(config, steps=args.steps)

@@ -12,6 +12,7 @@ read.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -156,6 +157,18 @@ def _read_folder(path: Path) -> list[Document]:
             raise CorpusError(f"{file}: the file is empty")
         docs.append(Document(id=file.stem, text=text, sentences=tuple(split_sentences(text))))
     return docs
+
+
+def corpus_sha256(path: Path) -> str:
+    """SHA-256 of the corpus as read: the JSONL file's bytes, or, for a folder, of each .txt
+    file's name and the SHA-256 of its bytes, in name order."""
+    path = Path(path)
+    if not path.is_dir():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for file in sorted(path.glob("*.txt")):
+        digest.update(f"{file.name}\t{hashlib.sha256(file.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
 
 
 def read_corpus(path: Path, category_field: str | None = None) -> list[Document]:

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from generation.corpus import read_corpus
+from generation.corpus import corpus_sha256, read_corpus
 from generation.decoding import DecodingPlan
 from generation.prompts import make_plan
 from generation.records import RunWriter, code_version, merge
@@ -52,7 +52,9 @@ def build_demo(
     if retrain or not (model / "config.json").exists():
         _log(f"training the tiny model into {model}")
         train_tiny(corpus_texts(corpus), model, log=_log)
-    engine = HFEngine(models.load(str(model), device="cpu", dtype="float32"), batch_size=16)
+    engine = HFEngine(
+        models.load(str(model), device="cpu", dtype="float32", progress=progress), batch_size=16
+    )
     settings = {"n": N, "seed": seed, "per_doc": PER_DOC, "dataset": DATASET}
     parts: list[Path] = []
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -73,10 +75,11 @@ def build_demo(
                     decoding=p,
                 )
 
-            def writer(system, category=category):
+            def writer(system, category=category, file=file):
                 path = Path(work) / f"{category}-{system}.jsonl"
                 parts.append(path)
-                return RunWriter(path, {**settings, "category": category, "system": system})
+                run = {**settings, "category": category, "system": system}
+                return RunWriter(path, {**run, "corpus_sha256": corpus_sha256(file)})
 
             w = writer("human")
             run_human(plan("human", 1, 1.0), w, DATASET, progress=progress)

@@ -167,14 +167,21 @@ def max_positions(model) -> int | None:
 
 
 def load(
-    name: str, *, device: str = "auto", dtype: str = "auto", revision: str | None = None
+    name: str,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    revision: str | None = None,
+    progress: bool = True,
 ) -> LoadedModel:
     """Load `name` (hub id or local folder) with AutoModelForCausalLM and AutoTokenizer.
 
     The tokenizer pads on the left (transformers 5 does not save `padding_side`), and gets a pad
-    token (the end-of-text token) when it has none.
+    token (the end-of-text token) when it has none. `progress=False` hides transformers' own
+    bars (downloading, loading the weights).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
 
     if dtype not in DTYPES:
         raise ModelError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
@@ -188,6 +195,9 @@ def load(
     torch_dtype = DTYPES[dtype]
     if torch_dtype is None:
         torch_dtype = torch.float32 if target.type == "cpu" else torch.bfloat16
+    bars = transformers_logging.is_progress_bar_enabled()
+    if not progress:
+        transformers_logging.disable_progress_bar()
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, revision=revision)
         model = AutoModelForCausalLM.from_pretrained(source, revision=revision, dtype=torch_dtype)
@@ -197,6 +207,9 @@ def load(
             f"cannot load model {name!r}: not a local folder with a saved model, and not "
             f"available from the Hugging Face Hub ({first})"
         ) from None
+    finally:
+        if bars and not progress:
+            transformers_logging.enable_progress_bar()
     if not getattr(model.config, "is_decoder", True) and not hasattr(model, "generate"):
         raise ModelError(f"model {name!r} is not a causal language model")
     tokenizer.padding_side = "left"

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from generation.decoding import Decoding, DecodingPlan
 
 SEED_RANGE = 2**31
+HUMAN_SLUG = "human"  # ids of all-human examples name them so, whichever run made them
 GROVER_FIELDS = ("domain", "date", "authors", "title")
 PROMPT_FORMATS = ("plain", "grover")
 MONTHS = [
@@ -82,6 +83,7 @@ class Plan:
     category: str = ""  # the run's category (documents without their own)
     documents: list[Document] = field(default_factory=list)  # long enough: replacements' pool
     size: int = 0  # tasks in the whole plan (before a shard keeps its own)
+    system_slug: str = ""  # the run's system, as its ids name it
 
 
 def slug(text: str) -> str:
@@ -184,7 +186,8 @@ def make_plan(
             tasks.append(
                 Task(
                     index=len(tasks),
-                    id=f"{doc.id}-{system_slug}-{repeat}",
+                    # An all-human example is named as human, whichever system's run made it.
+                    id=f"{doc.id}-{HUMAN_SLUG if h == n else system_slug}-{repeat}",
                     category=doc_category,
                     doc=doc,
                     repeat=repeat,
@@ -200,14 +203,17 @@ def make_plan(
         category=category,
         documents=usable,
         size=len(tasks),
+        system_slug=system_slug,
     )
 
 
 def replacement(task: Task, plan: Plan, round_: int) -> Task | None:
     """The example that stands in for `task` (rejected) in replacement round `round_` (1, 2, …):
     the same category, h, N and decoding settings, a document of that category drawn from the
-    plan's (another one when there is one), and a new seed. Its id is the original's plus
-    `-r<round>`, so a resumed run and every shard make the same replacements. The draw follows
+    plan's (another one when there is one), and a new seed. Its id names the document it is built
+    from, the system, the round and the original's place in the plan
+    (`<doc>-<system>-r<round>-<task>`), so a resumed run and every shard make the same
+    replacements, and per-passage counts stay right; `replaces` names the original. The draw follows
     the rejected example's seed, not its id (which names the system): two systems run on one plan
     get the same replacements, and stay paired. None when no document of the category is long
     enough."""
@@ -217,11 +223,13 @@ def replacement(task: Task, plan: Plan, round_: int) -> Task | None:
     if not others:
         return None
     rng = random.Random(f"{task.seed}/replace/{round_}")
+    place = task.index % max(plan.size, 1)
+    doc = rng.choice(others)
     return Task(
-        index=plan.size * round_ + task.index % max(plan.size, 1),
-        id=f"{original}-r{round_}",
+        index=plan.size * round_ + place,
+        id=f"{doc.id}-{plan.system_slug or 'model'}-r{round_}-{place}",
         category=task.category,
-        doc=rng.choice(others),
+        doc=doc,
         repeat=task.repeat,
         h=task.h,
         n=task.n,

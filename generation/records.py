@@ -452,12 +452,14 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def merge(inputs: list[Path], out: Path, *, by_task: bool = False, extra: dict | None = None):
     """Concatenate finished outputs into `out` (ids must be unique); with `by_task`, shards of one
-    run are put back in plan order (`meta.task`). Returns the merged manifest."""
+    run are put back in plan order (`meta.task`). An all-human example that two runs both made
+    (the same id and the same sentences, e.g. from two systems' runs of one plan) is kept once.
+    Returns the merged manifest."""
     # Asked before `out` is written: rewriting a tracked output would read as a local edit.
     version = code_version()
     records: list[dict] = []
     manifests = []
-    seen: dict[str, Path] = {}
+    seen: dict[str, tuple[Path, dict]] = {}
     for path in inputs:
         path = Path(path)
         manifest_path = paths_for(path)["manifest"]
@@ -470,8 +472,11 @@ def merge(inputs: list[Path], out: Path, *, by_task: bool = False, extra: dict |
             manifests.append({"file": path.name, **manifest})
         for row in read_jsonl(path):
             if row["id"] in seen:
-                raise OutputError(f"{path}: id {row['id']!r} is also in {seen[row['id']]}")
-            seen[row["id"]] = path
+                where, first = seen[row["id"]]
+                if _same_human_text(first, row):
+                    continue
+                raise OutputError(f"{path}: id {row['id']!r} is also in {where}")
+            seen[row["id"]] = (path, row)
             records.append(row)
     if by_task:
         records.sort(key=lambda r: r.get("meta", {}).get("task", 0))
@@ -486,6 +491,16 @@ def merge(inputs: list[Path], out: Path, *, by_task: bool = False, extra: dict |
         return _merged_manifest(out, records, manifests, extra, version)
     finally:
         lock.release()
+
+
+def _same_human_text(a: dict, b: dict) -> bool:
+    """Both are the same all-human example: one passage's same sentences, no model's text."""
+    return (
+        a.get("system") == b.get("system") == "human"
+        and a.get("sentences") == b.get("sentences")
+        and a.get("boundary") == b.get("boundary")
+        and (a.get("source") or {}).get("doc_id") == (b.get("source") or {}).get("doc_id")
+    )
 
 
 def _merged_manifest(

@@ -166,6 +166,7 @@ class GunicornServer:
         app_module: str = "wsgi:app",
         access_log: bool = False,
         root: Path = PROJECT_ROOT,
+        control_socket: bool = False,
     ) -> None:
         self.database_url = database_url
         self.work_dir = Path(work_dir)
@@ -178,6 +179,9 @@ class GunicornServer:
         # The project tree to serve (its wsgi.py and gunicorn.conf.py), e.g. a worktree of an
         # earlier commit in bench/web_load.py.
         self.root = Path(root)
+        # gunicorn's admin socket (gunicorn.conf.py gives each server its own path); off unless
+        # a test asks for it: stopping it costs seconds at shutdown.
+        self.control_socket = control_socket
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = self.work_dir / "gunicorn.log"
@@ -212,9 +216,7 @@ class GunicornServer:
                 "gunicorn.conf.py",
                 "--bind",
                 f"127.0.0.1:{self.port}",
-                # gunicorn's admin socket has one fixed path per user, which servers started side
-                # by side would fight over; stopping it also costs seconds at shutdown.
-                "--no-control-socket",
+                *([] if self.control_socket else ["--no-control-socket"]),
                 *(
                     ["--access-logfile", "-", "--access-logformat", ACCESS_LOG_FORMAT]
                     if self.access_log

@@ -1,6 +1,6 @@
 """Accuracy per reason: one function (app/game/reason_accuracy.py) read by the profile and the
-data download; right = the flagged sentence was machine-written; counted rounds only; a share
-only from five calls."""
+data download; right = the flagged sentence came at or after the change; counted rounds only; a
+share only from five calls."""
 
 from __future__ import annotations
 
@@ -66,7 +66,10 @@ def test_profile_and_download_agree_and_leave_out_uncounted_rounds(app):
     page = _flat(client.get("/profile").get_data(as_text=True))
     assert "When you say “Grammar”, you are right 67% of the time (4 of 6 calls)." in page
     assert "When you say “Repetition”, you were right 1 of 2 times." in page
-    assert "Right means the flagged sentence was machine-written" in page
+    assert "Right means the flagged sentence came at or after the point where the text changed" in (
+        page
+    )
+    assert "or where a different human-written text was spliced in" in page
     assert "right 50%" not in page
 
     download = json.loads(client.get("/account/data.json").text)

@@ -391,3 +391,40 @@ def test_a_challenge_with_an_uncounted_text_stays_out_of_the_distribution(daily_
         tainted.uncounted = "truth_seen_device"
         db.session.commit()
         assert daily.results(DAY).players == 1
+
+
+def test_a_tie_and_a_day_to_come_are_said_plainly(daily_app):
+    ann, bob = daily_app.test_client(), daily_app.test_client()
+    play_daily(ann, csrf_token(ann))
+    play_daily(bob, csrf_token(bob))  # the same answers: the same score
+    results = " ".join(ann.get(f"/daily/{DAY}").get_data(as_text=True).split())
+    assert "The other player scored the same as you." in results
+    assert "more than 0" not in results
+    # Tomorrow's page is not "no challenge that day": the day has not come.
+    tomorrow = ann.get(f"/daily/{DAY + timedelta(days=1)}")
+    assert tomorrow.status_code == 404
+    page = tomorrow.get_data(as_text=True)
+    assert f"{DAY + timedelta(days=1)} has not come yet" in page
+    assert "There was no daily challenge that day" not in page
+
+
+def test_past_days_are_linked_only_once_there_are_some_and_rounds_name_their_day(daily_app):
+    from tests.test_accounts import signup
+
+    ann = daily_app.test_client()
+    assert signup(ann, "ann_daily").status_code == 302
+    # A fresh install: today's challenge is the first, so there is no archive to link to.
+    before = ann.get("/daily")
+    assert before.status_code == 200 and "Today" in before.get_data(as_text=True)
+    assert "Past challenges, for practice" not in before.get_data(as_text=True)
+    play_daily(ann, csrf_token(ann))
+    assert "Past challenges, for practice" not in ann.get(f"/daily/{DAY}").get_data(as_text=True)
+    daily_app.config["TODAY_OVERRIDE"] = DAY + timedelta(days=1)
+    page = ann.get("/daily").get_data(as_text=True)
+    assert "Past challenges, for practice" in page
+    # "My rounds" stays in the menu once signed up, and lists the date and the daily challenge.
+    assert '<a href="/profile/rounds">My rounds</a>' in page
+    rounds = " ".join(ann.get("/profile/rounds").get_data(as_text=True).split())
+    assert '<th scope="col">Date</th>' in rounds
+    assert len(re.findall(r'<time datetime="\d{4}-\d\d-\d\d">', rounds)) == 5  # answered on
+    assert rounds.count(f"daily challenge {DAY}") == 5

@@ -140,8 +140,9 @@ ABOUT = {
     ),
     "reason_accuracy": (
         "Per reason you gave with a 'machine' call, over your counted rounds: 'calls', and "
-        "'right', the calls whose flagged sentence was machine-written (at or after the point "
-        "where the machine took over); 'right_percent' only from "
+        "'right', the calls whose flagged sentence came at or after the point where the text "
+        "changed (where a machine took over, or where a different text was spliced in); "
+        "'right_percent' only from "
         f"{reason_accuracy.MIN_FOR_SHARE} calls on (null below). As on your profile."
     ),
     "sets": (

@@ -9,8 +9,8 @@ from markupsafe import Markup
 from sqlalchemy import case, func, or_, select
 
 from app.extensions import db
-from app.game import charts, progression, tally
-from app.game.scoring import points, verdict
+from app.game import charts, insights, progression, tally
+from app.game.scoring import points
 from app.models import Category, CategoryTotal, Example, GameSet, Player, PlayerTotal, Round
 
 HISTORY_LIMIT = 2000
@@ -56,6 +56,8 @@ class RecentRound:
     answered_at: object
     # Why it did not count (a key of integrity.REASONS, or "practice"), None when it counted.
     uncounted: str | None = None
+    # The day of the daily challenge (or past challenge played for practice) it belongs to.
+    daily_day: date | None = None
 
 
 def _figures(label: str, row) -> Figures:
@@ -100,9 +102,10 @@ def recent_rounds(
     reader who has not played today's challenge must not see how its texts went).
     """
     query = (
-        select(Round, Example, Category.name)
+        select(Round, Example, Category.name, GameSet.day)
         .join(Example, Example.id == Round.example_id)
         .join(Category, Category.id == Example.category_id)
+        .outerjoin(GameSet, GameSet.id == Round.set_id)
         .where(Round.player_id == player.id, Round.guess.is_not(None))
     )
     if hide_daily_from is not None:
@@ -119,11 +122,15 @@ def recent_rounds(
             round_.order_index,
             category,
             tally.earned(round_),
-            verdict(round_.guess, example.boundary, example.n_sentences).message,
+            # The reveal's own headline (app/game/insights.outcome), so the two never differ.
+            insights.outcome(
+                insights.kind_of(example), example.n_sentences, example.boundary, round_.guess
+            ).headline,
             round_.answered_at,
             None if tally.counts(round_) else (round_.uncounted or round_.kind),
+            day,
         )
-        for round_, example, category in rows
+        for round_, example, category, day in rows
     ]
 
 

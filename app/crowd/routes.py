@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import sys
 from urllib.parse import urlencode
 
 from flask import Blueprint, flash, g, redirect, render_template, request, session, url_for
@@ -21,11 +22,18 @@ from app.models import Participant, Round, Study
 bp = Blueprint("crowd", __name__, url_prefix="/study")
 
 
+_warned_about: set[str] = set()  # PUBLIC_URL values this process has warned about
+
+
 @bp.record_once
 def _warn_without_https(state) -> None:
-    """At start-up: study links go to workers, and their cookies need https."""
+    """At start-up: study links go to workers, and their cookies need https. Once a process
+    (a command may build the app more than once), and not for a command's --help."""
     url = state.app.config.get("PUBLIC_URL")
     if url and not url.lower().startswith("https://"):
+        if url in _warned_about or {"--help", "-h"} & set(sys.argv[1:]):
+            return
+        _warned_about.add(url)
         state.app.logger.warning(
             "PUBLIC_URL is %s, not an https address: study links and their cookies would travel "
             "unencrypted, and platforms expect https. Set PUBLIC_URL to the site's https address.",

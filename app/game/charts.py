@@ -15,6 +15,9 @@ from html import escape
 from markupsafe import Markup
 
 WIDTH = 340
+LEGEND_ROW = 16  # height of one legend line
+CHAR_W = 7.5  # a generous width of one character of the charts' 12-unit text
+LINE_H = 14  # a generous height of a line of it
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,11 @@ def line_chart(
     width: int = WIDTH,
     height: int = 200,
 ) -> Markup:
-    """Lines over the x positions 1..len(values), y from 0 to y_max."""
-    left, right, top, bottom = 44, 12, 12, 34
+    """Lines over the x positions 1..len(values), y from 0 to y_max; the legend sits above the
+    plot (the chart grows by a row per series)."""
+    legend = LEGEND_ROW * len(series)
+    height += legend
+    left, right, top, bottom = 44, 12, 12 + legend, 34
     plot_w, plot_h = width - left - right, height - top - bottom
     longest = max((len(s.values) for s in series), default=0)
 
@@ -77,14 +83,13 @@ def line_chart(
             f'<polyline class="chart-line chart-line-{escape(s.style)}" '
             f'points="{" ".join(points)}"/>'
         )
-    # The legend, drawn inside the plot's top-right corner.
+    # The legend, one series a line above the plot, where no line can run through it.
     for index, s in enumerate(series):
-        ly = top + 14 + 16 * index
-        lx = width - right - 170
+        ly = LEGEND_ROW * (index + 1)
         parts.append(
-            f'<line class="chart-line chart-line-{escape(s.style)}" x1="{lx}" x2="{lx + 18}" '
+            f'<line class="chart-line chart-line-{escape(s.style)}" x1="{left}" x2="{left + 18}" '
             f'y1="{ly - 4}" y2="{ly - 4}"/>'
-            f'<text class="chart-legend" x="{lx + 24}" y="{ly}">{escape(s.name)}</text>'
+            f'<text class="chart-legend" x="{left + 24}" y="{ly}">{escape(s.name)}</text>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))
@@ -115,6 +120,24 @@ def bar_chart(
         f'<line class="chart-axis" x1="{left}" x2="{width - right}" y1="{top + plot_h}" '
         f'y2="{top + plot_h}"/>',
     ]
+
+    def middle(index: int) -> float:
+        return left + slot * index + slot / 2
+
+    # Under the bars: the marked bar's label first, then the answer's, then every `step`-th,
+    # each only where it clears the labels already placed; above them the counts, tallest first.
+    placed_ticks = _Row()
+    ticks = [i for i in (marked, highlight) if i is not None and 0 <= i < len(counts)]
+    ticks += [i for i in range(0, len(counts), step) if i not in ticks]
+    shown_ticks = {i for i in ticks if placed_ticks.take(middle(i), len(labels[i]))}
+    placed_counts = _Row()
+    by_height = sorted(range(len(counts)), key=lambda i: (-counts[i], i))
+    shown_counts = {
+        i
+        for i in by_height
+        if counts[i]
+        and placed_counts.take(middle(i), len(str(counts[i])), plot_h * counts[i] / most)
+    }
     for index, (label, count) in enumerate(zip(labels, counts, strict=True)):
         bar_h = plot_h * count / most
         bx = left + slot * index + slot * 0.15
@@ -124,20 +147,44 @@ def bar_chart(
             f'<rect class="{kind}" x="{bx:.1f}" y="{top + plot_h - bar_h:.1f}" '
             f'width="{bw:.1f}" height="{bar_h:.1f}"/>'
         )
-        if index % step == 0 or index == marked:
+        if index in shown_ticks:
             parts.append(
                 f'<text class="chart-tick" x="{bx + bw / 2:.1f}" y="{top + plot_h + 15}" '
                 f'text-anchor="middle">{escape(label)}</text>'
             )
-        if count:
+        if index in shown_counts:
             parts.append(
                 f'<text class="chart-count" x="{bx + bw / 2:.1f}" '
                 f'y="{top + plot_h - bar_h - 4:.1f}" text-anchor="middle">{count}</text>'
             )
         if index == marked:
+            # "▲ you" under the bar; near an edge it reads away from the edge, staying inside.
+            cx = bx + bw / 2
+            text, anchor, tx = "▲ you", "middle", cx
+            if cx - 3 * CHAR_W < 0:
+                anchor, tx = "start", cx - CHAR_W / 2
+            elif cx + 3 * CHAR_W > width:
+                text, anchor, tx = "you ▲", "end", cx + CHAR_W / 2
             parts.append(
-                f'<text class="chart-you" x="{bx + bw / 2:.1f}" y="{top + plot_h + 33}" '
-                'text-anchor="middle">▲ you</text>'
+                f'<text class="chart-you" x="{tx:.1f}" y="{top + plot_h + 33}" '
+                f'text-anchor="{anchor}">{text}</text>'
             )
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+class _Row:
+    """Labels of one kind on a chart: `take` places a centred label of `chars` characters with
+    its baseline at (x, y) when its box clears those already placed (by half a character
+    across, a line's height up and down), and says whether it did."""
+
+    def __init__(self) -> None:
+        self.boxes: list[tuple[float, float, float]] = []
+
+    def take(self, x: float, chars: int, y: float = 0.0) -> bool:
+        half = chars * CHAR_W / 2 + CHAR_W / 4
+        for other_x, other_half, other_y in self.boxes:
+            if abs(x - other_x) < half + other_half and abs(y - other_y) < LINE_H:
+                return False
+        self.boxes.append((x, half, y))
+        return True

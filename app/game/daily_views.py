@@ -24,8 +24,13 @@ from app.game.routes import (
 
 @bp.app_context_processor
 def _daily_countdown() -> dict:
-    """`daily_countdown()` in templates: the time left until the next challenge."""
-    return {"daily_countdown": lambda: countdown.countdown(datetime.now(UTC))}
+    """`daily_countdown()` in templates: the time left until the next challenge;
+    `past_challenges()`: how many past days can be played for practice (the archive is linked
+    only when there is one)."""
+    return {
+        "daily_countdown": lambda: countdown.countdown(datetime.now(UTC)),
+        "past_challenges": practice.past_days,
+    }
 
 
 @bp.get("/daily/archive")

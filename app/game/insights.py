@@ -88,8 +88,8 @@ def describe(boundary: int, n_sentences: int, decoding: dict | None, label: str 
         return TextKind("All human: every sentence was written by a person.", None)
     if not decoding:
         return TextKind(
-            "The rest is from a different human-written text: a baseline that checks whether a "
-            "change of topic alone gives it away.",
+            "No machine wrote this one: from the change on, it is a different human-written "
+            "text, spliced in to see whether a change of topic alone gives it away.",
             "Other text",
         )
     writer = f"{label}, a language model," if label else "A language model"
@@ -102,6 +102,70 @@ def describe(boundary: int, n_sentences: int, decoding: dict | None, label: str 
         f"{writer} continued the text, {how}.",
         "Machine",
         describe_decoding(decoding),
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened in an answered round, in a player's words: the headline beside the points
+    and a sentence or two on where the text changed and what the player said."""
+
+    headline: str
+    detail: str
+
+
+def _sentences(count: int) -> str:
+    return f"{count} sentence{'' if count == 1 else 's'}"
+
+
+def outcome(kind: TextKind, n: int, boundary: int, guess: int) -> Outcome:
+    """The reveal's words for every kind of text: all human, a model's continuation, a splice
+    of two human texts (flagging the change is right there too), and a text that changed only
+    at its last sentence (where "all human" scores like a flag one sentence late)."""
+    if boundary >= n:
+        if guess >= n:
+            return Outcome(
+                "Right: the whole text was human-written!",
+                "A person wrote every sentence, and you said so.",
+            )
+        return Outcome(
+            "Too early: the whole text was human-written.",
+            f"You flagged sentence {guess + 1}, but a person wrote every sentence.",
+        )
+    splice = kind.after_tag == "Other text"
+    at = boundary + 1
+    took = (
+        f"A different human-written text begins at sentence {at} of {n}"
+        if splice
+        else f"The machine took over at sentence {at} of {n}"
+    )
+    if guess == boundary:
+        right = ": flagging it was right" if splice else ""
+        return Outcome("Exact!", f"{took}, and you flagged that very sentence{right}.")
+    if guess < boundary:
+        before = "still part of the first text" if splice else "still written by a person"
+        return Outcome(
+            f"Too early, by {_sentences(boundary - guess)}.",
+            f"{took}; you flagged sentence {guess + 1}, which was {before}.",
+        )
+    if guess < n:
+        right = " Flagging there was right, only late" if splice else " Right, only late"
+        return Outcome(
+            f"{_sentences(guess - boundary)} late.",
+            f"{took}; you flagged sentence {guess + 1}.{right}: one point less for each "
+            "sentence after the change.",
+        )
+    changed = n - boundary
+    last = "the last sentence" if changed == 1 else f"the last {changed} sentences"
+    headline = (
+        f"Not one text: {last} came from a different text."
+        if splice
+        else f"Not all human: a machine wrote {last}."
+    )
+    return Outcome(
+        headline,
+        f"{took}; you said the whole text was human-written. Flagging sentence {at} would have "
+        "been right; “all human” scores as a flag just after the last sentence.",
     )
 
 

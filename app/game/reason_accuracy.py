@@ -2,11 +2,12 @@
 data download read.
 
 A reason is given with a "machine" call (the flagged sentence is `guess`, counted from 0). The
-call is **right** when the flagged sentence was machine-written: at or after the boundary
-(`boundary <= guess < n_sentences`; an all-human text has no machine sentence, so every call on it
-is wrong). That is a looser test than points: a call three sentences late is right here and earns
-2 points. Only rounds that count (`tally.COUNTED`) are tallied, so a replay or an uncounted round
-changes nothing; a round with several reasons counts once under each of them.
+call is **right** when the flagged sentence came at or after the point where the text changed
+(`boundary <= guess < n_sentences`): where a machine took over or, in a splice, where a different
+human-written text begins; an all-human text never changes, so every call on it is wrong.
+That is a looser test than points: a call three sentences late is right here and earns 2 points.
+Only rounds that count (`tally.COUNTED`) are tallied, so a replay or an uncounted round changes
+nothing; a round with several reasons counts once under each of them.
 
 A share is given only from `MIN_FOR_SHARE` calls on; below that the page shows the count
 ("3 of 4"), never a percentage.
@@ -26,8 +27,8 @@ from app.models import Example, Round
 
 MIN_FOR_SHARE = 5
 RIGHT_MEANS = (
-    "Right means the flagged sentence was machine-written: at or after the point where the "
-    "machine took over."
+    "Right means the flagged sentence came at or after the point where the text changed: where "
+    "a machine took over, or where a different human-written text was spliced in."
 )
 
 

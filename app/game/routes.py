@@ -272,7 +272,7 @@ def _teaching_of(
     guess: int,
 ) -> dict:
     """`_teaching` from the round's figures: the spread and the explanations in one statement."""
-    context: dict = {"kind": kind}
+    context: dict = {"kind": kind, "outcome": insights.outcome(kind, n, boundary, guess)}
     if in_study:
         return context
     spread, explanations = insights.teaching(example_id, player_id, n, boundary, guess)
@@ -670,6 +670,10 @@ def _distribution_chart(results, mine: int | None):
 @bp.get("/daily/<day>")
 def daily_results(day: str):
     on = _day(day)
+    if on > daily.today():
+        raise daily.NoChallenge(
+            f"{on.isoformat()} has not come yet: its daily challenge, if any, opens that day."
+        )
     results = daily.results(on)
     mine = daily.own_set(current_user, on) if current_user.is_authenticated else None
     finished = mine is not None and mine.finished

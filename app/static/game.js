@@ -10,9 +10,23 @@
     return !!element && !element.closest("[hidden]") && element.getClientRects().length > 0;
   }
 
+  // The "Why sentence N?" panel when it is open (null when shut, or not on this page).
+  function openPanel() {
+    var panel = document.getElementById("why");
+    return panel && !panel.hidden && visible(panel) ? panel : null;
+  }
+
   // --- Keyboard shortcuts: an element with data-key="x" is activated by pressing x. ---------
+  // While the reason panel is open only its own keys count (its chips' digits; Enter submits,
+  // Esc closes it): H or M there would answer the round behind the player's back.
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    var panel = openPanel();
+    if (event.key === "Escape" && panel && panel.dataset.closable) {
+      event.preventDefault();
+      closePanel(panel);
+      return;
+    }
     var target = event.target;
     var tag = target && target.tagName;
     var typing = tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable) ||
@@ -29,6 +43,7 @@
     var controls = document.querySelectorAll('[data-key="' + key + '"]');
     var control = null;
     for (var i = 0; i < controls.length; i++) {
+      if (panel && !panel.contains(controls[i])) continue;
       if (visible(controls[i])) { control = controls[i]; break; }
     }
     if (!control) return;
@@ -166,17 +181,41 @@
     if (box.top < 0 || box.bottom > window.innerHeight) flagged.scrollIntoView({ block: "start" });
   }
 
+  // The buttons the panel stands in for ("Still human", "A machine wrote this one") are hidden
+  // while it is open, so that a tap or a key cannot answer the round past it, and only one
+  // "How sure are you?" shows; a sureness already picked there goes with the panel's answer.
+  function openPanelFrom(opener, panel) {
+    delete opener.dataset.busy;
+    var choices = opener.closest(".decide");
+    var picked = choices && choices.querySelector("input[name=confidence]:checked");
+    if (picked) {
+      var same = panel.querySelector('input[name=confidence][value="' + picked.value + '"]');
+      if (same) same.checked = true;
+    }
+    if (choices) choices.hidden = true;
+    panel.dataset.closable = "1";
+    panel.hidden = false;
+    showBesideFlagged(panel);
+    var chip = panel.querySelector("input[type=checkbox]");
+    if (chip) chip.focus({ preventScroll: true });
+  }
+
+  function closePanel(panel) {
+    panel.hidden = true;
+    var back = document.querySelector('[data-opens="' + panel.id + '"]');
+    if (!back) return;
+    var choices = back.closest(".decide");
+    if (choices) choices.hidden = false;
+    back.focus();
+  }
+
   document.addEventListener("click", function (event) {
     var opener = event.target.closest && event.target.closest("[data-opens]");
     if (opener) {
       var panel = document.getElementById(opener.dataset.opens);
       if (!panel) return;
       event.preventDefault();
-      delete opener.dataset.busy;
-      panel.hidden = false;
-      showBesideFlagged(panel);
-      var chip = panel.querySelector("input[type=checkbox]");
-      if (chip) chip.focus({ preventScroll: true });
+      openPanelFrom(opener, panel);
       return;
     }
     var closer = event.target.closest && event.target.closest("[data-closes]");
@@ -184,9 +223,7 @@
       var shut = document.getElementById(closer.dataset.closes);
       if (!shut || shut.hidden === undefined) return;
       event.preventDefault();
-      shut.hidden = true;
-      var back = document.querySelector('[data-opens="' + closer.dataset.closes + '"]');
-      if (back) back.focus();
+      closePanel(shut);
     }
   });
 

@@ -136,6 +136,7 @@ class OpenAIEngine:
         self.endpoint = CHAT if prompt_format == "chat" else COMPLETIONS
         self.stop = tuple(stop) + ((GROVER_END,) if prompt_format == "grover" else ())
         self.served: list[dict] = []
+        self._warnings: list[str] = []
         self.stats = Stats()
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -149,10 +150,12 @@ class OpenAIEngine:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
-    def _call(self, url: str, body: dict | None) -> dict | None:
-        """One JSON call with retries. None when the server says the prompt is too long."""
+    def _call(self, url: str, body: dict | None, retries: int | None = None) -> dict | None:
+        """One JSON call with retries (`max_retries` unless `retries` is given). None when the
+        server says the prompt is too long."""
         data = None if body is None else json.dumps(body).encode("utf-8")
-        for attempt in range(self.max_retries + 1):
+        retries = self.max_retries if retries is None else retries
+        for attempt in range(retries + 1):
             wait, why, last = None, None, ""
             method = "GET" if data is None else "POST"
             try:
@@ -183,10 +186,12 @@ class OpenAIEngine:
                 last = f"{type(error).__name__}: {reason}"
             except json.JSONDecodeError:
                 why = "bad_json"
-            if attempt == self.max_retries:
+            if attempt == retries:
                 detail = last if why == "connection" else f"HTTP {why}"
+                if retries == 0:
+                    raise EngineError(f"{safe_url(url)}: {detail}")
                 raise EngineError(
-                    f"{safe_url(url)}: still failing after {self.max_retries + 1} tries "
+                    f"{safe_url(url)}: still failing after {retries + 1} tries "
                     f"({detail}); run again with --resume when the server is back"
                 )
             with self._lock:
@@ -198,20 +203,65 @@ class OpenAIEngine:
         raise AssertionError("unreachable")
 
     def check(self) -> None:
-        """Ask every server which models it serves; the model must be one of them."""
-        self.served = []
+        """Make sure every server can complete with the model.
+
+        The model list at /v1/models is a hint, not a contract: servers differ in what they list
+        (`transformers serve` lists nothing, or answers 500 when its cache folder is missing).
+        When a server's list cannot be read or does not name the model, one warning says so and
+        one short completion decides instead; only a server that cannot complete stops the run."""
+        self.served, self._warnings = [], []
+        unlisted: list[str] = []
         for base in self.base_urls:
-            listing = self._call(f"{base}/models", None) or {}
-            ids = [m.get("id") for m in listing.get("data", []) if isinstance(m, dict)]
-            if self.name not in ids:
-                raise EngineError(
-                    f"{safe_url(base)} does not serve model {self.name!r} "
-                    f"(it serves: {', '.join(map(str, ids)) or 'nothing'}); pass --model with "
-                    "the id the server lists at /v1/models"
-                )
-            entry = next(m for m in listing["data"] if m.get("id") == self.name)
-            keep = ("id", "root", "owned_by", "max_model_len", "created")
-            self.served.append({k: entry[k] for k in keep if k in entry})
+            entry, why = self._listed(base)
+            if entry is not None:
+                self.served.append(entry)
+                continue
+            unlisted.append(f"{safe_url(base)} ({why})")
+            answer = self._probe(base)
+            self.served.append({"id": self.name, "listed": False, "model": answer.get("model")})
+        if unlisted:
+            self._warnings.append(
+                f"model {self.name!r} was not found in the model list of "
+                f"{'; '.join(unlisted)}; one short completion with it worked, so the run goes on"
+            )
+
+    def _listed(self, base: str) -> tuple[dict | None, str]:
+        """What the server's /models says of the model (asked once, no retries), or why not."""
+        try:
+            listing = self._call(f"{base}/models", None, retries=0) or {}
+        except EngineError as error:
+            return None, str(error).removeprefix(f"{safe_url(base)}/models").lstrip(": ")
+        data = listing.get("data") if isinstance(listing, dict) else None
+        models = [m for m in data or [] if isinstance(m, dict)]
+        entry = next((m for m in models if m.get("id") == self.name), None)
+        if entry is None:
+            ids = ", ".join(str(m.get("id")) for m in models) or "nothing"
+            return None, f"it lists: {ids}"
+        keep = ("id", "root", "owned_by", "max_model_len", "created")
+        return {k: entry[k] for k in keep if k in entry}, ""
+
+    def _probe(self, base: str) -> dict:
+        """One short completion with the model; an EngineError when the server cannot."""
+        body: dict = {"model": self.name, "max_tokens": 1, "temperature": 0.0, "n": 1}
+        if self.endpoint == CHAT:
+            path = "chat/completions"
+            body["messages"] = [{"role": "user", "content": "Hello"}]
+        else:
+            path = "completions"
+            body["prompt"] = "Hello"
+        try:
+            answer = self._call(f"{base}/{path}", body)
+        except EngineError as error:
+            raise EngineError(
+                f"{error}; {safe_url(base)} could not complete with model {self.name!r}: pass "
+                "--model with the id the server serves"
+            ) from None
+        if not isinstance(answer, dict) or not answer.get("choices"):
+            raise EngineError(
+                f"{safe_url(base)}/{path} answered a short completion with model {self.name!r} "
+                f"without choices: {json.dumps(answer)[:300]}"
+            )
+        return answer
 
     # -- the interface ------------------------------------------------------------------------
     def generate(self, requests: list[Request]) -> list[Continuation]:
@@ -306,7 +356,7 @@ class OpenAIEngine:
         }
 
     def warnings(self, prompt_format: str) -> list[str]:
-        return []
+        return list(self._warnings)
 
     def check_chat(self) -> None:  # the server applies its own chat template
         return None

@@ -149,7 +149,13 @@ def make_engine(args, device: str):
         from generation import models
         from generation.engines.hf import HFEngine
 
-        lm = models.load(args.model, device=device, dtype=args.dtype, revision=args.revision)
+        lm = models.load(
+            args.model,
+            device=device,
+            dtype=args.dtype,
+            revision=args.revision,
+            progress=not args.no_progress,
+        )
         engine = HFEngine(lm, batch_size=args.batch_size)
     if args.prompt_format == "chat":
         engine.check_chat()

@@ -221,10 +221,17 @@ def test_the_guides_example_runs_on_the_demo_data_without_a_warning(app, runner,
     assert "Entry link: https://roft.example.org/study/news-pilot?PROLIFIC_PID=" in created.output
 
 
-def test_an_http_public_url_gets_a_warning_at_start_up(make_app, caplog):
+def test_an_http_public_url_gets_a_warning_at_start_up(make_app, caplog, monkeypatch):
+    from app.crowd import routes
+
+    monkeypatch.setattr(routes, "_warned_about", set())
     with caplog.at_level("WARNING"):
         make_app(PUBLIC_URL="http://roft.example.org")
     assert "PUBLIC_URL is http://roft.example.org, not an https address" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):  # once a process, however often the app is built
+        make_app(PUBLIC_URL="http://roft.example.org")
+    assert "not an https address" not in caplog.text
     caplog.clear()
     with caplog.at_level("WARNING"):
         make_app(PUBLIC_URL="https://roft.example.org")
@@ -247,3 +254,35 @@ def test_verify_writes_outside_version_control_by_default(app, runner, ctx, tmp_
     assert result.exit_code == 0, result.output
     out = tmp_path / "instance" / "studies" / "pilot" / "decisions"
     assert f"Files in {out}/" in result.output and (out / "decisions.csv").exists()
+
+
+def test_the_http_public_url_warning_prints_once_a_command_and_not_for_help(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from app import PROJECT_ROOT
+
+    env = {
+        **os.environ,
+        "PUBLIC_URL": "http://roft.example.org",
+        "FLASK_APP": "wsgi.py",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+        "CACHE_DIR": str(tmp_path / "cache"),
+    }
+
+    def warnings(*args: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-m", "flask", *args],
+            cwd=PROJECT_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return (done.stdout + done.stderr).count("not an https address")
+
+    assert warnings("--help") == 0
+    assert warnings("db", "--help") == 0
+    assert warnings("routes") == 1

@@ -6,7 +6,10 @@
 
 It binds a free port on 127.0.0.1 and prints `PORT <n>` on its first line. Test controls:
 POST /control {"fail": [429, 500, ...], "retry_after": "0", "delay": 0.05} makes the next requests
-fail with those statuses (one each, in order) and delays every generation request; GET /stats
+fail with those statuses (one each, in order) and delays every generation request; its "models"
+says what /v1/models does until the next /control: "list" (the default) lists the served model,
+"empty" lists nothing (as `transformers serve` does), "500" answers 500 (as `transformers serve`
+does when its cache folder is missing) and "missing" answers 404; GET /stats
 says how many requests came, how many were in flight at once at most, which failures were sent
 and whether every request carried the expected API key.
 """
@@ -48,6 +51,7 @@ class State:
         self.fail: list[int] = []
         self.retry_after: str | None = None
         self.delay = 0.0
+        self.models = "list"
         self.requests = 0
         self.in_flight = 0
         self.most_in_flight = 0
@@ -132,6 +136,15 @@ def make_handler(state: State):
             if self.path == "/v1/models":
                 if not self._authorised():
                     return
+                if state.models == "500":
+                    self._send(500, {"error": {"message": "cache folder not found"}})
+                    return
+                if state.models == "missing":
+                    self._send(404, {"detail": "Not Found"})
+                    return
+                if state.models == "empty":
+                    self._send(200, {"object": "list", "data": []})
+                    return
                 model = {"id": state.served_name, "object": "model", "owned_by": "tests"}
                 model["root"] = str(state.lm.name)
                 model["max_model_len"] = 1024
@@ -147,6 +160,7 @@ def make_handler(state: State):
                     state.fail = list(body.get("fail", []))
                     state.retry_after = body.get("retry_after")
                     state.delay = float(body.get("delay", 0.0))
+                    state.models = body.get("models", "list")
                     if body.get("reset"):
                         state.requests = state.most_in_flight = state.bad_keys = 0
                         state.failures_sent, state.bodies = [], []

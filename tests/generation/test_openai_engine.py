@@ -63,6 +63,14 @@ def uninterrupted(server, tmp_path_factory) -> Path:
     return out
 
 
+def read_plain(path) -> list[dict]:
+    """The records less `provenance.generation.served_root` (the folder /v1/models names)."""
+    rows = read(path)
+    for row in rows:
+        row["provenance"].get("generation", {}).pop("served_root", None)
+    return rows
+
+
 def args(corpus, out, *extra) -> list[str]:
     return [
         "generate",
@@ -131,9 +139,13 @@ def test_hf_and_openai_make_the_same_examples_that_import(
             validate(row, number)
     merged = tmp_path / "both.jsonl"
     assert main(["merge", "--out", str(merged), str(local), str(remote)]) == 0
+    # The all-human passages both runs made are the same texts, named as human: kept once.
+    shared = [r for r in theirs if r["boundary"] == N]
+    assert shared and all(r["id"] == f"{r['source']['doc_id']}-human-{r['id'][-1]}" for r in shared)
+    assert len(read(merged)) == len(ours) + len(theirs) - len(shared)
     result = runner.invoke(args=["import", str(merged)])
     assert result.exit_code == 0, result.output
-    assert f"Imported {len(ours) + len(theirs)} example(s)" in result.output
+    assert f"Imported {len(read(merged))} example(s)" in result.output
 
     # Provenance: the request exactly as the server received it, and what the server reported.
     received = {body["seed"]: body for body in server["stats"]()["bodies"]}
@@ -231,6 +243,55 @@ def test_an_unknown_model_or_missing_url_is_a_usage_error(corpus_file, tmp_path,
     assert main(bad_model) == 2
     no_url = args(corpus_file, out, "--engine", "openai", "--model", SERVED)
     assert main(no_url) == 2
+
+
+@pytest.mark.parametrize("models", ["empty", "500", "missing"])
+def test_a_server_whose_model_list_fails_or_lists_nothing_still_runs(
+    corpus_file, tmp_path, server, models, uninterrupted
+):
+    """`transformers serve` lists no model at /v1/models (and answers 500 there when its cache
+    folder is missing): one warning, one short completion to check, and the run goes on, run
+    as a player would, with `python -m generation generate`."""
+    server["control"](reset=True, models=models)
+    out = tmp_path / "api.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "generation", *args(corpus_file, out, *api(server))],
+        cwd=ROOT,
+        env={**os.environ, KEY_ENV: KEY},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "not found in the model list" in line]
+    assert len(warnings) == 1, done.stderr
+    assert server["base"] in warnings[0] and "one short completion" in warnings[0]
+    # The same records, less the model folder the list would have named.
+    assert read_plain(out) == read_plain(uninterrupted)
+    manifest = json.loads((tmp_path / "api.jsonl.manifest.json").read_text())
+    assert warnings[0].removeprefix("warning: ") in manifest["warnings"]
+    assert manifest["model"]["served"] == [{"id": SERVED, "listed": False, "model": SERVED}]
+    # One check request (max_tokens 1), then the run's own.
+    bodies = server["stats"]()["bodies"]
+    assert bodies[0]["max_tokens"] == 1 and "seed" not in bodies[0]
+    assert len(bodies) == 1 + manifest["requests"]["requests"]
+    assert KEY not in done.stderr + done.stdout
+
+
+def test_a_server_that_lists_nothing_and_cannot_complete_stops_the_run(
+    corpus_file, tmp_path, server, key, capsys
+):
+    server["control"](reset=True, models="empty")
+    out = tmp_path / "api.jsonl"
+    wrong = args(corpus_file, out, *api(server))
+    wrong[wrong.index(SERVED)] = "no-such-model"
+    assert main(wrong) == 2
+    err = capsys.readouterr().err
+    assert "HTTP 404" in err and "could not complete with model 'no-such-model'" in err
+    assert "--model" in err
+    assert not out.exists()
+    assert server["stats"]()["requests"] == 1  # the one check, not retried
+    server["control"](reset=True)
 
 
 def test_a_killed_run_resumes_to_the_uninterrupted_records(

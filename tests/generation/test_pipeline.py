@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 
 import pytest
 import torch
@@ -155,12 +157,29 @@ def test_generate_writes_valid_examples_of_exactly_n_sentences(corpus_file, tmp_
     assert read(again) == rows
 
 
-def test_all_human_share(corpus_file, tmp_path, model_args):
+def test_all_human_share(corpus_file, tmp_path, model_args, capfd):
     out = tmp_path / "human.jsonl"
     assert main(generate_args(corpus_file, out, *model_args, "--human-share", "1")) == 0
+    # --no-progress: no bar at all, transformers' weight-loading bar included.
+    err = capfd.readouterr().err
+    assert "%|" not in err and "Loading" not in err, err
     rows = read(out)
     assert len(rows) == 18
     assert all(r["boundary"] == N and r["system"] == "human" for r in rows)
+    # Named as human, not after the model of the run that made them.
+    assert all(re.fullmatch(rf"{r['source']['doc_id']}-human-\d", r["id"]) for r in rows)
+    manifest = json.loads((tmp_path / "human.jsonl.manifest.json").read_text())
+    assert (
+        manifest["settings"]["corpus_sha256"]
+        == hashlib.sha256(corpus_file.read_bytes()).hexdigest()
+    )
+    # The `human` command's passages and the run's are the same texts: a merge keeps them once.
+    alone = tmp_path / "alone.jsonl"
+    assert main(["human", "--corpus", str(corpus_file), "--out", str(alone), "-n", str(N)]) == 0
+    merged = tmp_path / "merged.jsonl"
+    assert main(["merge", "--out", str(merged), str(out), str(alone)]) == 0
+    ids = [r["id"] for r in read(merged)]
+    assert len(ids) == len(set(ids)) == 18
 
 
 def test_resume_after_a_kill_gives_the_uninterrupted_set(
@@ -273,7 +292,10 @@ def test_baseline_human_and_merge_import_into_the_site(corpus_file, tmp_path, ru
     assert main(["baseline", *common, "--out", str(splice), "--per-doc", "2"]) == 0
     assert main(["merge", "--out", str(merged), str(human), str(splice)]) == 0
     rows = read(merged)
-    assert len(rows) == len(read(human)) + len(read(splice)) == 6 + 12
+    # An all-human passage both runs made (the same id and text) is one text.
+    both = {r["id"] for r in read(human)} & {r["id"] for r in read(splice)}
+    assert all(r["system"] == "human" for r in read(splice) if r["id"] in both)
+    assert len(rows) == len(read(human)) + len(read(splice)) - len(both) == 6 + 12 - len(both)
     for row in rows:
         if row["system"] == "splice-baseline":
             assert row["source"]["splice_doc_id"] != row["source"]["doc_id"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 
 import pytest
@@ -180,7 +181,13 @@ def test_rejections_are_resampled_so_the_kept_boundaries_match_the_requested(tmp
     assert Counter(str(r["boundary"]) for r in rows) == Counter(requested)
     assert not any("zebras" in s for r in rows for s in r["sentences"][r["boundary"] :])
     stand_ins = [r for r in rows if "replaces" in r["meta"]]
-    assert stand_ins and all(r["id"].startswith(r["meta"]["replaces"] + "-r") for r in stand_ins)
+    assert stand_ins
+    originals = {r["meta"]["replaces"] for r in stand_ins}
+    for row in stand_ins:  # named after the passage it was built from, not the rejected one
+        doc = row["source"]["doc_id"]
+        assert re.fullmatch(rf"{re.escape(doc)}-splice-baseline-r\d+-\d+", row["id"]), row["id"]
+        assert not row["id"].startswith(row["meta"]["replaces"])
+    assert len({r["id"] for r in rows}) == len(rows) and originals
     printed = capsys.readouterr().err
     assert "boundary h  requested" in printed and "matches the requested one" in printed
     # A resumed run makes the same replacements: nothing new, the same file.
