@@ -77,12 +77,21 @@ def register_study_cli(app: Flask) -> None:
         """Validate a study FILE against the file format and the platform's rules, creating
         nothing. Exits with an error if the study could not run as written."""
         config = _load_checked(file)
+        try:
+            pool = admin.trial(config)
+        except ServiceError as refused:
+            raise click.ClickException(f"{file}: {refused.message}") from None
         human, inside = schedule.check_mix(
             config.rounds, config.attention_check_rate, config.all_human_checks
         )
         click.echo(
             f"{file}: valid for {config.platform}; each worker plays {config.rounds} rounds with "
             f"{human + inside} attention check(s) ({inside} inside a text, {human} all-human)."
+        )
+        workers = config.places or admin.SIMULATED_WITHOUT_PLACES
+        click.echo(
+            f"Pool: {len(pool['normal'])} texts; the schedules of {workers} workers were built "
+            "from it and none runs out."
         )
 
     @study_group.command("create")

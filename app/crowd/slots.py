@@ -12,8 +12,9 @@ the study's target K first, counting the rounds other workers still hold in thei
 A spare check for a void one is put in the stored schedule too, on a passage the worker's
 schedule does not hold, chosen the same way for the same worker and round.
 
-Where the pool has nothing left for a slot, the slot keeps no text and one is picked when the
-worker reaches it (serving.next_round), as before schedules were stored.
+The schedule is complete before the first round: admission stores it only when every required
+round has a text (fill.fill finds one whenever the pool allows), and `flask study check / create /
+edit` run the same function (simulate) over every place, refusing a pool that could run out.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
 
-from app.crowd import schedule
+from app.crowd import fill, schedule
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, in_time
 from app.extensions import db
@@ -48,7 +50,7 @@ SLOT_POOLS = {
     schedule.SPARE_ADDED: ("spare_checks", "checks"),
 }
 
-Token = tuple[str, int]  # ("passage", id) or ("example", id)
+Token = fill.Token
 
 
 def required_rounds(config: StudyConfig, participant: Participant) -> int:
@@ -139,12 +141,6 @@ def _loads(study: Study, config: StudyConfig) -> Counter:
     return loads
 
 
-def _first_free(
-    candidates: list[int], tokens: dict[int, frozenset[Token]], used: set[Token]
-) -> int | None:
-    return next((i for i in candidates if not tokens[i] & used), None)
-
-
 def _seed(study: Study, participant: Participant) -> int:
     return schedule.worker_seed(study.slug, participant.worker_id)
 
@@ -157,12 +153,33 @@ def has_schedule(participant: Participant) -> bool:
     )
 
 
-def build(study: Study, participant: Participant) -> list[StudySlot]:
-    """Compute and store this worker's schedule (the caller commits). Slots already played
-    keep the text played in them (a worker who entered before schedules were stored)."""
+def _candidates(study: Study, plan: list[str], loads: Counter, target: int, rng) -> dict:
+    """Per slot kind, the example ids it may take; normal texts least read first, under the
+    study's target first."""
+    ties = {i: rng.random() for i in sorted(study.pool["normal"])}
+    found = {
+        schedule.NORMAL: sorted(
+            study.pool["normal"], key=lambda i: (loads[i] >= target, loads[i], ties[i])
+        )
+    }
+    for kind in set(plan) - {schedule.NORMAL}:
+        found[kind] = pool_for(study, kind)
+    return found
+
+
+def pool_tokens(study: Study) -> dict[int, frozenset[Token]]:
+    """What each text of the study's pool shows (practice and every kind of check included)."""
+    every = set(study.pool["normal"]) | set(study.pool.get("tutorial", []))
+    for kind in (schedule.CHECK, schedule.INSIDE, schedule.SPARE):
+        every.update(pool_for(study, kind))
+    return _tokens(every)
+
+
+def plan_for(study: Study, participant: Participant) -> fill.Filled:
+    """The texts of this worker's whole schedule, from the pool as it is now (nothing stored).
+    Rounds already played keep the text played in them (a worker who entered before schedules
+    were stored). Incomplete only when no schedule of the pool's texts could be."""
     config = config_of(study)
-    plan = participant.schedule
-    required = required_rounds(config, participant)
     played = list(
         db.session.scalars(
             select(Round).where(
@@ -173,61 +190,93 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
     answered = sorted(
         (r for r in played if r.guess is not None), key=lambda r: (r.answered_at, r.id)
     )
-    chosen: dict[int, int | None] = {
+    fixed = {
         position: r.example_id
         for position, r in enumerate(answered + [r for r in played if r.guess is None])
     }
-    tutorial = study.pool.get("tutorial", [])
-    every = set(study.pool["normal"]) | set(tutorial)
-    for kind in set(plan):
-        every.update(pool_for(study, kind))
-    tokens = _tokens(every)
+    tokens = pool_tokens(study)
+    tokens.update(_tokens(e for e in fixed.values() if e not in tokens))
     used = _already_shown(participant)
-    if participant.practice_done_at is None:
-        used.update(*(tokens[i] for i in tutorial))  # the practice texts are still to come
+    if participant.practice_done_at is None:  # the practice texts are still to come
+        used.update(*(tokens[i] for i in study.pool.get("tutorial", [])))
     rng = random.Random(_seed(study, participant))
-    # Checks first: few texts can fill them. Then the normal rounds, least-read texts first.
-    for position, kind in enumerate(plan):
-        if position in chosen or kind == schedule.NORMAL:
-            continue
-        candidates = sorted(pool_for(study, kind))
-        rng.shuffle(candidates)
-        found = _first_free(candidates, tokens, used)
-        if found is None and candidates:
-            # Every check left shows a passage in this schedule: a repeat beats a dead end, and
-            # a check's answer is its instruction, not the passage (still never the same text).
-            fresh = [c for c in candidates if ("example", c) not in used]
-            found = (fresh or candidates)[0]
-        chosen[position] = found
-        if found is not None:
-            used |= tokens[found]
-    loads = _loads(study, config)
-    ties = {i: rng.random() for i in sorted(study.pool["normal"])}
-    normal = sorted(
-        study.pool["normal"],
-        key=lambda i: (loads[i] >= config.target_per_example, loads[i], ties[i]),
+    candidates = _candidates(
+        study, participant.schedule, _loads(study, config), config.target_per_example, rng
     )
-    for position in range(len(plan)):
-        if position in chosen:
-            continue
-        found = _first_free(normal, tokens, used)
-        chosen[position] = found
-        if found is not None:
-            used |= tokens[found]
-            normal.remove(found)
+    return fill.fill(
+        participant.schedule,
+        required_rounds(config, participant),
+        candidates,
+        tokens,
+        used,
+        rng,
+        fixed,
+    )
+
+
+def store(participant: Participant, filled: fill.Filled, required: int) -> list[StudySlot]:
+    """Store a worker's schedule as computed by plan_for (the caller commits)."""
     made = [
         StudySlot(
             participant_id=participant.id,
             position=position,
             kind=kind,
-            example_id=chosen[position],
+            example_id=filled.texts[position],
             optional=position >= required,
         )
-        for position, kind in enumerate(plan)
+        for position, kind in enumerate(participant.schedule)
     ]
     db.session.add_all(made)
     db.session.flush()
     return made
+
+
+def build(study: Study, participant: Participant) -> list[StudySlot]:
+    """Compute and store this worker's schedule (the caller commits)."""
+    filled = plan_for(study, participant)
+    return store(participant, filled, required_rounds(config_of(study), participant))
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """What `simulate` found: how many of the simulated workers would lack texts, and the most
+    rounds one of them would lack (each a passage the pool is short of)."""
+
+    workers: int
+    short: int
+    missing: int
+
+
+def simulate(study: Study, workers: int) -> Shortfall:
+    """Build the schedules of `workers` new workers in turn, as admission would (plan_for's
+    function), each counting the ones before it; store nothing."""
+    config = config_of(study)
+    loads = _loads(study, config)
+    tokens = pool_tokens(study)
+    tutorial = study.pool.get("tutorial", [])
+    practice: set[Token] = set().union(*(tokens[i] for i in tutorial)) if tutorial else set()
+    short = missing = 0
+    for n in range(workers):
+        seed = schedule.worker_seed(study.slug, f"simulated worker {n}")
+        plan = schedule.attention_schedule(
+            config.rounds,
+            config.attention_check_rate,
+            seed,
+            all_human=config.all_human_checks,
+            extra=config.total_rounds - config.rounds,
+        )
+        rng = random.Random(seed)
+        candidates = _candidates(study, plan, loads, config.target_per_example, rng)
+        filled = fill.fill(plan, config.rounds, candidates, tokens, set(practice), rng)
+        if not filled.complete:
+            short += 1
+            missing = max(missing, len(filled.missing))
+        loads.update(
+            e
+            for p, e in filled.texts.items()
+            if e is not None and p < config.rounds and plan[p] == schedule.NORMAL
+        )
+    return Shortfall(workers, short, missing)
 
 
 def slot_at(participant: Participant, position: int) -> StudySlot | None:
@@ -272,7 +321,7 @@ def add_spare(study: Study, participant: Participant, config: StudyConfig) -> bo
     )
     candidates = sorted(ids)
     random.Random(f"{_seed(study, participant)}-spare-{done}").shuffle(candidates)
-    found = _first_free(candidates, tokens, used)
+    found = fill.first_free(candidates, tokens, used)
     if found is None:
         return False
     if inserted:

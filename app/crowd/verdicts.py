@@ -8,7 +8,7 @@ from urllib.parse import quote
 from sqlalchemy import select, update
 
 from app.crowd import schedule, slots
-from app.crowd.admission import finish, out_of_time
+from app.crowd.admission import CAUSES, finish, out_of_time
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.slots import required_rounds
@@ -134,7 +134,15 @@ def completion_code(participant: Participant) -> str | None:
     if participant.status not in FINISHED:
         return None
     config = config_of(participant.study)
-    return config.completion_codes.get(participant.outcome) or participant.completion_code
+    return config.completion_codes.get(code_outcome(participant)) or participant.completion_code
+
+
+def code_outcome(participant: Participant) -> str | None:
+    """The outcome whose code this worker is given: the status's, for a cause the status alone
+    does not tell (admission.NO_TEXTS gets the screened-out code, RAN_OUT the completed one)."""
+    if participant.outcome in CAUSES:
+        return CAUSES[participant.outcome]
+    return participant.outcome
 
 
 def completion_url(participant: Participant) -> str | None:

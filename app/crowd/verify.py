@@ -32,7 +32,7 @@ from pathlib import Path
 from sqlalchemy import delete, func, select
 
 from app.crowd import codes, schedule
-from app.crowd.admission import expire_overdue, mark_left
+from app.crowd.admission import NO_TEXTS, RAN_OUT, expire_overdue, mark_left
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.reports import (
@@ -230,6 +230,8 @@ def decide_one(
             f"failed {w.checks_failed} of {w.checks_passed + w.checks_failed} checks (rounds "
             f"{', '.join(map(str, w.failed_check_rounds))})"
         )
+    elif w.trouble and w.outcome == NO_TEXTS:
+        review.append(f"{w.trouble}: pay as for a screen-out")
     elif outcome == "screened_out":
         why = "the comprehension questions" if w.comprehension_failures >= 2 else "screening"
         review.append(f"screened out by {why}: pay as for a screen-out, or ask them to return")
@@ -240,7 +242,12 @@ def decide_one(
     elif site == ParticipantStatus.returned:
         review.append("marked returned by an earlier run, yet submitted")
     elif not finished:
-        review.append(f"unfinished: {w.rounds_done} of {w.required_rounds} rounds")
+        review.append(
+            f"unfinished: {w.rounds_done} of {w.required_rounds} rounds"
+            + (f"; {w.trouble}" if w.trouble else "")
+        )
+    if w.outcome == RAN_OUT:
+        notes.append(w.trouble or "the pool ran out")
     code = sub.code
     if code is not None and code.upper() == NOCODE:
         if finished:
