@@ -12,6 +12,7 @@ from app.extensions import db
 from app.models import (
     Participant,
     ParticipantStatus,
+    Round,
     Study,
 )
 
@@ -76,3 +77,23 @@ def in_time(config: StudyConfig, now: datetime):
     started = Participant.status == ParticipantStatus.started
     cutoff = time_cutoff(config, now)
     return started if cutoff is None else and_(started, Participant.started_at >= cutoff)
+
+
+def round_numbers(participant_ids=None):
+    """A subquery (columns id, number) giving each answered study round its study round
+    number: 1, 2, … in the worker's play order (answered time, then id), practice apart. The one
+    numbering of rounds that workers and researchers read (check verdicts, flags, review,
+    verify, exports); `participant_ids` (a select or a list) limits it to those workers."""
+    query = select(
+        Round.id.label("id"),
+        func.row_number()
+        .over(partition_by=Round.participant_id, order_by=(Round.answered_at, Round.id))
+        .label("number"),
+    ).where(
+        Round.participant_id.is_not(None),
+        Round.guess.is_not(None),
+        Round.kind != "practice",
+    )
+    if participant_ids is not None:
+        query = query.where(Round.participant_id.in_(participant_ids))
+    return query.subquery("round_numbers")

@@ -40,6 +40,7 @@ from flask import current_app
 from sqlalchemy import func, select
 
 from app.accounts import survey
+from app.crowd.lookup import round_numbers
 from app.extensions import db
 from app.game.reasons import REASONS
 from app.models import (
@@ -158,7 +159,13 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "decoding_strategy": ("string", "", "decoding strategy; empty when not decoded"),
     "seed": ("integer", "", "generation seed; empty when unknown"),
     "splitter": ("string", "", "sentence splitter used by generation"),
-    "order_index": ("integer", "rounds", "the player's n-th round, from 1"),
+    "order_index": ("integer", "rounds", "the player's n-th round, from 1 (practice included)"),
+    "study_round": (
+        "integer",
+        "rounds",
+        "a crowd worker's round number in their study, 1..N as the worker and the review page "
+        "count them (practice apart); empty for public play",
+    ),
     "chosen_category": (
         "string",
         "",
@@ -435,11 +442,13 @@ def _workers_query(options: ExportOptions):
 
 
 def _queries(options: ExportOptions):
+    _study_numbers = round_numbers()
     rounds = (
         select(
             Round.id.label("round_id"),
             Round.player_id,
             Round.order_index,
+            _study_numbers.c.number.label("study_round"),
             Round.chosen_category,
             Round.guess,
             Round.points,
@@ -472,6 +481,7 @@ def _queries(options: ExportOptions):
         .outerjoin(Participant, Participant.id == Round.participant_id)
         .outerjoin(Study, Study.id == Participant.study_id)
         .outerjoin(StudyDecision, StudyDecision.id == _latest_decision())
+        .outerjoin(_study_numbers, _study_numbers.c.id == Round.id)
         # Practice rounds of a study's tutorial are not annotations.
         .where(Round.guess.is_not(None), Round.kind != "practice")
         .order_by(Round.id)
@@ -691,6 +701,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "seed": r["seed"].astype("Int64"),
             "splitter": r["splitter"],
             "order_index": r["order_index"].astype("int64"),
+            "study_round": r["study_round"].astype("Int64"),
             "chosen_category": r["chosen_category"],
             "started_at": started,
             "reveal_seconds": r["round_id"].map(lists).fillna("[]"),
