@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from app.crowd import schedule
@@ -123,6 +123,14 @@ class StudyConfig:
     bonus: BonusRule | None = None
     # What the platform shows workers before they take the study (Prolific's description).
     description: str = ""
+    # What a screened-out worker is paid (a part of the reward), through the bonus ledger once;
+    # None: verify sends screen-outs to review. See _outcome_settings.
+    screened_out_pay: float | None = None
+    # Stop a worker with the failed_checks code as soon as they have failed fail_after_checks
+    # checks (false: they play every round first).
+    stop_after_failed_checks: bool = True
+    # How workers reach the researcher (a name and an e-mail address, say), on every study page.
+    contact: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -159,6 +167,7 @@ KNOWN = {
     "screening", "all_human_checks", "speeder_fraction", "comprehension", "time_limit_minutes",
     "places", "show_feedback", "platform_name", "bonus", "description",
 }  # fmt: skip
+KNOWN.update({"screened_out_pay", "stop_after_failed_checks", "contact"})
 LIKERT_KEYS = {"name", "question", "definition", "labels", "target", "examples",
                "question_all_human"}  # fmt: skip
 SCREENING_KEYS = {"question", "options", "accept"}
@@ -298,6 +307,21 @@ def _optional(data, key, source, kind, low, high=None):
     return None if data.get(key) is None else _number(data, key, source, None, kind, low, high)
 
 
+def _outcome_settings(data: dict, source: str, config: StudyConfig) -> dict:
+    """How outcomes are settled (the screen-out payment, stopping on failed checks) and whom
+    workers contact."""
+    pay = _optional(data, "screened_out_pay", source, float, 0)
+    if pay is not None and pay >= config.reward:
+        raise StudyConfigError(
+            source, "screened_out_pay", f"must be less than the reward ({config.reward:g})"
+        )
+    return {
+        "screened_out_pay": pay,
+        "stop_after_failed_checks": _flag(data, "stop_after_failed_checks", source, True),
+        "contact": _text(data, "contact", source),
+    }
+
+
 def parse_study(data: dict, source: str = "study") -> StudyConfig:
     """Validate a decoded study file."""
     if not isinstance(data, dict):
@@ -392,6 +416,7 @@ def parse_study(data: dict, source: str = "study") -> StudyConfig:
         bonus=_bonus(data, source),
         description=_text(data, "description", source),
     )
+    config = replace(config, **_outcome_settings(data, source, config))
     if config.platform == "prolific" and "completed" not in config.completion_codes:
         raise StudyConfigError(
             source,

@@ -54,6 +54,13 @@ def record_answer(participant_id: int, kind: str, passed: bool) -> None:
     if verdict == schedule.VOID:
         _schedule_spare(participant, config)
     required = required_rounds(config, participant)
+    if (
+        participant.status == ParticipantStatus.started
+        and config.stop_after_failed_checks
+        and participant.checks_failed >= config.fail_after_checks
+    ):
+        # Failed the checks the study requires: stopped at once, not after every round.
+        finish(participant, config, ParticipantStatus.failed_checks)
     if participant.status == ParticipantStatus.started and participant.rounds_done >= required:
         outcome = (
             ParticipantStatus.failed_checks

@@ -27,6 +27,8 @@ BASE = {
     "instructions": "Say when a machine took over.",
     "categories": ["news"],
     "completion_codes": {"completed": "C1DONE01", "failed_checks": "C2FAIL02"},
+    # These tests' workers play every round; test_outcomes.py tests the stop at once (default).
+    "stop_after_failed_checks": False,
 }
 
 

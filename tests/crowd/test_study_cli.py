@@ -28,6 +28,7 @@ expected_minutes = 6
 categories = ["news"]
 consent = "You will read short texts."
 instructions = "Say when a machine took over."
+stop_after_failed_checks = false
 
 [completion_codes]
 completed = "C1DONE01"
