@@ -79,6 +79,22 @@ class BonusRule:
     def amount(self, points: int, exact: int) -> float:
         return round(min(self.per_point * points + self.per_exact * exact, self.cap), 2)
 
+    def describe(self, currency: str) -> str:
+        """The rule in words, as workers read it and the dataset card states it."""
+        parts = []
+        if self.per_exact:
+            parts.append(
+                f"{self.per_exact:.2f} {currency} for each text where you flag exactly the "
+                "sentence where the machine took over"
+            )
+        if self.per_point:
+            parts.append(f"{self.per_point:.2f} {currency} for each point you score")
+        return (
+            f"A bonus of {', and '.join(parts)}, up to {self.cap:.2f} {currency} in all. "
+            "Attention checks and practice texts do not count; the bonus is paid once your "
+            "submission is approved."
+        )
+
 
 @dataclass(frozen=True)
 class StudyConfig:

@@ -58,7 +58,7 @@ from app.models import (
     System,
 )
 from app.models.base import utcnow
-from app.research import card
+from app.research import card, study_facts
 from roftcore.spreadsheet import neutralise_frame
 
 FORMATS = ("csv", "parquet", "sqlite")
@@ -497,6 +497,11 @@ def _queries(options: ExportOptions):
     return rounds
 
 
+def _study_texts(slug: str) -> list[int]:
+    pool = db.session.scalar(select(Study.pool).where(Study.slug == slug)) or {}
+    return sorted({i for ids in pool.values() for i in ids})
+
+
 def collect(options: ExportOptions, progress: Callable[[str], None] | None = None) -> dict:
     """Read everything the export needs in one snapshot; returns the three DataFrames."""
     if options.study and not db.session.scalar(select(Study.id).where(Study.slug == options.study)):
@@ -544,6 +549,9 @@ def collect(options: ExportOptions, progress: Callable[[str], None] | None = Non
             )
             if options.categories:
                 examples_q = examples_q.where(Category.slug.in_(options.categories))
+            if options.study:
+                # Only the study's texts: its pool, practice texts and attention checks.
+                examples_q = examples_q.where(Example.id.in_(_study_texts(options.study)))
             examples = _read(conn, examples_q)
             step("examples")
             players = _read(
@@ -994,7 +1002,8 @@ def write(tables: dict[str, pd.DataFrame], options: ExportOptions, manifest: dic
         card.card(doc, manifest, sizes, license, _readme(manifest)), encoding="utf-8"
     )
     digests = {name: card.sha256_of(folder / name) for name in files}
-    url = current_app.config.get("EXPORT_DATASET_URL") or "https://github.com/roft/roft"
+    # The project's own address from configuration; none rather than a made-up one.
+    url = current_app.config.get("EXPORT_DATASET_URL") or current_app.config.get("PUBLIC_URL")
     metadata = card.croissant(doc, manifest, digests, license, url)
     (folder / card.CROISSANT_NAME).write_text(
         json.dumps(metadata, indent=2, ensure_ascii=False), encoding="utf-8"
@@ -1038,6 +1047,10 @@ def export(options: ExportOptions, progress: Callable[[str], None] | None = None
         "task_instruction": TASK_INSTRUCTION,
         "csv_cells": CSV_CELLS,
     }
+    if options.study:
+        # The study's own facts (pay, limits, checks, exclusions, its words as shown).
+        manifest["study"] = study_facts.study_facts(options.study)
+        manifest["task_instruction"] = study_facts.instruction_text(manifest["study"])
     folder.mkdir(parents=True, exist_ok=True)
     files = write(tables, options, manifest)
     if progress:
