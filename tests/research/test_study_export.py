@@ -26,7 +26,8 @@ STUDY = (
         'contact = "Dr Ada Reader, roft-study@example.org"',
     ).replace(
         'instructions = "Say when a machine took over."',
-        'instructions = """\nRead each text and say when a machine took over.\n\nTake your time."""',
+        'instructions = """\nRead each text and say when a machine took over.\n\n'
+        'Take your time."""',
     )
     + "\n[bonus]\nper_exact = 0.05\ncap = 0.40\n"
 )
