@@ -307,7 +307,8 @@ def no_code_cause(w: WorkerStats) -> str:
     if w.trouble:
         return w.trouble
     if w.status == ParticipantStatus.timed_out.value:
-        return f"the site gives none: they ran out of time after {w.rounds_done} rounds"
+        rounds = "round" if w.rounds_done == 1 else "rounds"
+        return f"the site gives none: they ran out of time after {w.rounds_done} {rounds}"
     if w.status == ParticipantStatus.returned.value:
         return "the site gives none: they returned the task"
     return (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from datetime import timedelta
 
 from sqlalchemy import select, update
 
@@ -163,3 +164,70 @@ def test_fill_finds_a_complete_schedule_where_splices_first_would_not():
     assert filled.complete and sorted(filled.texts.values()) == [11, 12, 13, 14]
     short = fill.fill(["normal"] * 5, 5, {"normal": [99, 11, 12]}, tokens, set(), random.Random(1))
     assert not short.complete and len(short.missing) == 3
+
+
+def test_every_kind_of_worker_ends_with_the_right_code_and_decision(runner, ctx, tmp_path):
+    """The tight pool (every worker reads all eight passages): careful, lazy, returning, timed
+    out, screened out, failed checks and a returner who never joined, each decided in the tool."""
+    passages(8)
+    toml = (
+        TOML.replace("stop_after_failed_checks = false", "stop_after_failed_checks = true").replace(
+            "rounds = 8", "rounds = 8\ntime_limit_minutes = 30\nscreened_out_pay = 0.30"
+        )
+        + '\n[screening]\nquestion = "Do you read English daily?"\noptions = ["Yes", "No"]\n'
+        'accept = ["Yes"]\n'
+    )
+    assert create(runner, tmp_path, toml, command="check").exit_code == 0
+    assert create(runner, tmp_path, toml).exit_code == 0
+    study = lookup.get_study("pilot")
+
+    def enter(worker: str, answer: str = "Yes"):
+        return join(study, worker, f"s-{worker}", screening=answer)
+
+    careful = enter("careful")
+    while serving.next_round(study, careful) is not None:
+        play_slot(study, careful, flag_at=None)
+    lazy = enter("lazy")
+    while serving.next_round(study, lazy) is not None:
+        play_slot(study, lazy, pass_check=False)
+    returning = enter("returning")
+    for _ in range(3):
+        play_slot(study, returning, flag_at=None)
+    assert enter("returning").id == returning.id  # the link opened again: the same schedule
+    while serving.next_round(study, returning) is not None:
+        play_slot(study, returning, flag_at=None)
+    late = enter("late")
+    play_slot(study, late, flag_at=None)
+    late.started_at -= timedelta(minutes=31)
+    db.session.commit()
+    admission.check_time(late)
+    out = enter("out", "No")
+
+    codes = {w.worker_id: verdicts.completion_code(w) for w in (careful, lazy, returning, out)}
+    assert codes == {
+        "careful": "C1DONE01", "lazy": "C2FAIL02", "returning": "C1DONE01", "out": "C3OUT003"
+    }  # fmt: skip
+    assert lazy.status == ParticipantStatus.failed_checks and lazy.rounds_done < 8
+    assert late.status == ParticipantStatus.timed_out and verdicts.completion_code(late) is None
+    rows = [
+        verify.Submission("careful", "C1DONE01", "AWAITING REVIEW"),
+        verify.Submission("lazy", "C2FAIL02", "AWAITING REVIEW"),
+        verify.Submission("returning", "C1DONE01", "AWAITING REVIEW"),
+        verify.Submission("late", "NOCODE", "AWAITING REVIEW"),
+        verify.Submission("out", "C3OUT003", "AWAITING REVIEW"),
+        verify.Submission("ghost", None, "RETURNED"),
+    ]
+    decided = {d.worker_id: d for d in verify.decide(study, rows)}
+    assert {w: d.decision for w, d in decided.items()} == {
+        "careful": verify.APPROVE,
+        "lazy": verify.REJECT,
+        "returning": verify.APPROVE,
+        "late": verify.REVIEW,
+        "out": verify.RETURNED,
+        "ghost": verify.RETURNED,
+    }
+    assert any("ran out of time after 1 round" in r for r in decided["late"].reasons)
+    assert decided["out"].bonus_minor == 30
+    for worker in (careful, lazy, returning):
+        texts = [s.example_id for s in slots.stored(worker)]
+        assert None not in texts and max(passages_of(texts).values()) == 1
