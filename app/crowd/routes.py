@@ -39,7 +39,8 @@ def _study_layout() -> dict:
     included, uses the study layout (crowd/_top.html, crowd/_footer.html): their study's name,
     the researcher's contact and no menu of the public game."""
     found: dict = {"study_config": lookup.config_of}
-    if current_user.is_authenticated and getattr(current_user, "kind", None) == "crowd":
+    # Outside a request (a template rendered by a command) there is no user at all.
+    if getattr(current_user, "is_authenticated", False) and current_user.kind == "crowd":
         participant = db.session.scalar(
             select(Participant).where(Participant.player_id == current_user.id)
         )
