@@ -28,6 +28,32 @@ def _unknown(what: str) -> str:
     return f"{UNKNOWN} ({what})"
 
 
+def _study_sheet(study: dict, evaluators: dict, design: dict) -> tuple[dict, dict]:
+    """A study export's facts (its manifest's "study", from the study itself) in place of what
+    the site in general can say: who was paid what, how they were recruited, the time limit."""
+    money = f"{study['reward']:.2f} {study['currency']}"
+    paid = f"yes: {money} for about {study['expected_minutes']:g} minutes"
+    if study.get("hourly_reward"):
+        paid += f" ({study['hourly_reward']:.2f} {study['currency']} an hour)"
+    if study.get("bonus"):
+        paid += f"; bonus: {study['bonus']}"
+    if study.get("screened_out_pay") is not None:
+        paid += f"; screened-out workers: {study['screened_out_pay']:.2f} {study['currency']}"
+    recruitment = f"{study['platform']} workers through the study's link"
+    if study.get("screening"):
+        recruitment += f"; screening question: {study['screening']}"
+    training = f"the study's instructions and {study['practice_texts']} practice text(s)"
+    if study.get("comprehension"):
+        training += f"; {len(study['comprehension'])} comprehension question(s), two tries"
+    limit = study.get("time_limit_minutes")
+    return (
+        {**evaluators, "type": f"crowd workers ({study['platform']})", "paid": paid,
+         "recruitment": recruitment, "training": training},
+        {**design, "time_limits": f"{limit:g} minutes from consent to the last answer"
+         if limit else "none (the study set no time limit)"},
+    )  # fmt: skip
+
+
 def datasheet(
     all_rows: pd.DataFrame,
     filtered: pd.DataFrame,
@@ -90,6 +116,8 @@ def datasheet(
             "item_selection": "each round shows a text the player has not read, preferring the "
             "texts with the fewest answers so far, within the category the player chose",
         }
+        if study := info.get("study"):
+            evaluators, design = _study_sheet(study, evaluators, design)
         ethics = {
             "consent": "only rounds of players who consented to research use are exported"
             if not info.get("include_unconsented")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import secrets
+from dataclasses import replace
+
 from sqlalchemy import delete, func, select, update
 
-from app.crowd import conditions, preregistration
+from app.crowd import conditions, preregistration, slots
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, participant_count
 from app.crowd.pool import build_pool, drop_checks
@@ -27,6 +30,59 @@ from app.models import (
 from app.models.rounds import NORMAL_ROUND
 from app.models.studies import StudyRun
 
+# Workers simulated by the capacity check of a study without a number of places.
+SIMULATED_WITHOUT_PLACES = 20
+
+
+def capacity_problem(study: Study, config: StudyConfig | None = None) -> str | None:
+    """Why the study's pool could leave a worker without a text, or None: every place's schedule
+    is built as admission would build it (slots.simulate), none stored."""
+    config = config or config_of(study)
+    workers = config.places or SIMULATED_WITHOUT_PLACES
+    found = slots.simulate(study, workers)
+    if not found.short:
+        return None
+    # In a study with conditions: the ones whose workers would lack texts.
+    where = f" in condition {', '.join(found.conditions)}" if found.conditions else ""
+    return (
+        f"the pool can run out{where}: {found.short} of {workers} workers would find no text "
+        f"for up to {found.missing} of their {config.rounds} rounds, so at least "
+        f"{found.missing} more "
+        "source passage(s) are needed. Each round, attention checks included, needs a passage "
+        "of its own (a spliced text uses two: its own and the donor's; practice texts' passages "
+        "are not used again); import more texts or lower the number of rounds"
+    )
+
+
+def _new_study(config: StudyConfig) -> Study:
+    """A study row for this file with its pool and checks built, flushed (the caller commits or
+    rolls back); refused when its pool could leave a worker without a text."""
+    study = Study(
+        slug=config.slug,
+        title=config.title,
+        platform=config.platform,
+        config=config.to_json(),
+        pool=_study_pool(config),
+    )
+    db.session.add(study)
+    db.session.flush()
+    if problem := capacity_problem(study, config):
+        raise BadRequest(problem)
+    return study
+
+
+def trial(config: StudyConfig) -> dict:
+    """`flask study check`: build the study as create would, capacity check included, and undo
+    it all; returns its pool (ids of a study that no longer exists). Raises BadRequest as
+    create would."""
+    taken = db.session.scalar(select(Study.id).where(Study.slug == config.slug))
+    try:
+        if taken:  # the file of a study that exists: try it under a name of its own
+            config = replace(config, slug=f"{config.slug[:40]}-check-{secrets.token_hex(4)}")
+        return dict(_new_study(config).pool)
+    finally:
+        db.session.rollback()
+
 
 def _study_pool(config: StudyConfig) -> dict:
     """The study's pool, with each condition's own texts and the allocation's seed."""
@@ -42,14 +98,7 @@ def create_study(config: StudyConfig) -> Study:
     if db.session.scalar(select(Study.id).where(Study.slug == config.slug)):
         raise Conflict(f"a study called {config.slug!r} already exists")
     try:
-        study = Study(
-            slug=config.slug,
-            title=config.title,
-            platform=config.platform,
-            config=config.to_json(),
-            pool=_study_pool(config),
-        )
-        db.session.add(study)
+        study = _new_study(config)
         db.session.commit()
     except Exception:
         db.session.rollback()
@@ -103,6 +152,9 @@ def edit_study(study: Study, new: StudyConfig) -> list[str]:
             study.platform = new.platform
         study.title = new.title
         study.config = after
+        db.session.flush()
+        if problem := capacity_problem(study, new):
+            raise BadRequest(problem)
         db.session.commit()
     except Exception:
         db.session.rollback()

@@ -103,10 +103,11 @@ def enter(
     try:
         if participant.status == ParticipantStatus.started:
             db.session.flush()
+            # The condition first: the schedule is built from its pool and settings. A worker
+            # the pool cannot serve is screened out, which frees their condition's place.
             if config.conditions:
                 conditions.allocate(study, participant, config, utcnow())
-            # The whole schedule, texts included, now: a reload or a return serves the same.
-            slots.build(study, participant)
+            admit_with_schedule(study, participant, config)
         db.session.commit()
     except IntegrityError:
         # The same worker's other tab got in first: resume that participant instead.
@@ -116,6 +117,28 @@ def enter(
             raise Forbidden("You have already started this study in another browser.") from None
         return winner
     return participant
+
+
+# Outcome of a worker for whom the pool held no complete schedule: not admitted to the rounds,
+# finished as screened out (the screened-out code and pay; the finish page says why).
+NO_TEXTS = "no_texts"
+# Outcome of a worker whose stored schedule (from before schedules were complete at entry) ran
+# out mid-study: finished as completed, as the shortfall was the study's, not theirs.
+RAN_OUT = "ran_out"
+# The status whose completion code each cause is given.
+CAUSES = {NO_TEXTS: "screened_out", RAN_OUT: "completed"}
+
+
+def admit_with_schedule(study: Study, participant: Participant, config: StudyConfig) -> bool:
+    """Store the worker's whole schedule, texts included, so a reload or a return serves the
+    same; only when it is complete. Otherwise the worker is finished at once as screened out
+    (outcome NO_TEXTS): never admitted to rounds the pool cannot fill. The caller commits."""
+    filled = slots.plan_for(study, participant)
+    if not filled.complete:
+        finish(participant, config, ParticipantStatus.screened_out, NO_TEXTS)
+        return False
+    slots.store(participant, filled, slots.required_rounds(config, participant))
+    return True
 
 
 # -- time limits and returns ----------------------------------------------------------------
@@ -221,10 +244,17 @@ def answer_comprehension(
     return "screened_out" if participant.status == ParticipantStatus.screened_out else "retry"
 
 
-def finish(participant: Participant, config: StudyConfig, outcome: ParticipantStatus) -> None:
-    """Set the outcome and its completion code once (the status guard makes it single-shot)."""
+def finish(
+    participant: Participant,
+    config: StudyConfig,
+    outcome: ParticipantStatus,
+    cause: str | None = None,
+) -> None:
+    """Set the outcome and its completion code once (the status guard makes it single-shot).
+    `cause` names an outcome the status alone does not tell (NO_TEXTS, RAN_OUT); the worker is
+    given the status's code."""
     shared = config.completion_codes.get(outcome.value)
     participant.status = outcome
-    participant.outcome = outcome.value
+    participant.outcome = cause or outcome.value
     participant.finished_at = utcnow()
     participant.completion_code = None if shared else codes.new_code()

@@ -78,6 +78,10 @@ def register_study_cli(app: Flask) -> None:
         """Validate a study FILE against the file format and the platform's rules, creating
         nothing. Exits with an error if the study could not run as written."""
         config = load_checked(file)
+        try:
+            pool = admin.trial(config)
+        except ServiceError as refused:
+            raise click.ClickException(f"{file}: {refused.message}") from None
         human, inside = schedule.check_mix(
             config.rounds, config.attention_check_rate, config.all_human_checks
         )
@@ -93,6 +97,15 @@ def register_study_cli(app: Flask) -> None:
                 f"Analysis plan: {plan['outcome']} by {plan['contrast']}, {plan['model']} model, "
                 f"alpha {plan['alpha']:g}; frozen when the study is published."
             )
+        workers = config.places or admin.SIMULATED_WITHOUT_PLACES
+        own = "".join(
+            f", {len(texts['normal'])} for condition {name}"
+            for name, texts in (pool.get("conditions") or {}).items()
+        )
+        click.echo(
+            f"Pool: {len(pool['normal'])} texts{own}; the schedules of {workers} workers were "
+            "built from it and none runs out."
+        )
 
     @study_group.command("create")
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, false, func, or_, select, true
 
 from app.crowd.config import StudyConfig, StudyConfigError, parse_settings
+from app.errors import BadRequest
 from app.extensions import db
 from app.models import ConditionSlot, Participant, ParticipantStatus, Study
 from app.models.base import utcnow
@@ -117,16 +118,24 @@ def condition_pools(config: StudyConfig, build) -> dict:
     pools = {}
     for item in config.conditions:
         if any(key in item for key in POOL_SETTINGS):
-            made = build(settings_for(config, item["name"]), checks=False)
+            try:
+                made = build(settings_for(config, item["name"]), checks=False)
+            except BadRequest as short:  # say which condition's own texts fall short
+                raise BadRequest(f"condition {item['name']}: {short.message}") from None
             pools[item["name"]] = {"normal": made["normal"], "tutorial": made["tutorial"]}
     return pools
 
 
-def pool_ids(study: Study, participant: Participant | None, key: str) -> list[int]:
-    """The worker's condition's texts of one kind ("normal" or "tutorial")."""
-    condition = participant.condition if participant is not None else None
+def pool_of(study: Study, condition: str | None, key: str) -> list[int]:
+    """A condition's texts of one kind ("normal" or "tutorial"): its own pool where it has
+    one, else the study's."""
     own = (study.pool.get("conditions") or {}).get(condition) if condition else None
     return (own or study.pool).get(key, [])
+
+
+def pool_ids(study: Study, participant: Participant | None, key: str) -> list[int]:
+    """The worker's condition's texts of one kind ("normal" or "tutorial")."""
+    return pool_of(study, participant.condition if participant is not None else None, key)
 
 
 # -- time -----------------------------------------------------------------------------------
@@ -173,6 +182,20 @@ def block_order(seed: str, block: int, conditions: list[str]) -> list[str]:
     return order
 
 
+def _allocation_seed(study: Study) -> str:
+    return study.pool.get("allocation_seed") or study.slug
+
+
+def condition_at(study: Study, config: StudyConfig, seq: int) -> str | None:
+    """The condition of place `seq` (0, 1, …) of the study's allocation sequence, as `allocate`
+    lays it out; None for a study without conditions. `flask study check` simulates workers
+    taking the places in this order."""
+    every = names(config)
+    if not every:
+        return None
+    return block_order(_allocation_seed(study), seq // len(every), every)[seq % len(every)]
+
+
 def _free(study: Study, config: StudyConfig, now: datetime):
     """SQL: the study's places whose worker no longer holds them (or that nobody took)."""
     gone = select(Participant.id).where(
@@ -202,11 +225,10 @@ def allocate(study: Study, participant: Participant, config: StudyConfig, now: d
             select(func.count(ConditionSlot.id)).where(ConditionSlot.study_id == study.id)
         )
         every = names(config)
-        seed = study.pool.get("allocation_seed") or study.slug
         block = count // len(every)
         made = [
             ConditionSlot(study_id=study.id, seq=block * len(every) + i, condition=name)
-            for i, name in enumerate(block_order(seed, block, every))
+            for i, name in enumerate(block_order(_allocation_seed(study), block, every))
         ]
         db.session.add_all(made)
         slot = made[0]

@@ -6,7 +6,7 @@ Pure: no Flask, no database. docs/running-a-study.md documents every field.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from app.crowd import schedule
 
@@ -77,6 +77,22 @@ class BonusRule:
     def amount(self, points: int, exact: int) -> float:
         return round(min(self.per_point * points + self.per_exact * exact, self.cap), 2)
 
+    def describe(self, currency: str) -> str:
+        """The rule in words, as workers read it and the dataset card states it."""
+        parts = []
+        if self.per_exact:
+            parts.append(
+                f"{self.per_exact:.2f} {currency} for each text where you flag exactly the "
+                "sentence where the machine took over"
+            )
+        if self.per_point:
+            parts.append(f"{self.per_point:.2f} {currency} for each point you score")
+        return (
+            f"A bonus of {', and '.join(parts)}, up to {self.cap:.2f} {currency} in all. "
+            "Attention checks and practice texts do not count; the bonus is paid once your "
+            "submission is approved."
+        )
+
 
 @dataclass(frozen=True)
 class StudyConfig:
@@ -129,6 +145,14 @@ class StudyConfig:
     conditions: list[dict] = field(default_factory=list)
     # [preregistration], validated and with its defaults filled in (app/crowd/preregistration.py).
     preregistration: dict | None = None
+    # What a screened-out worker is paid (a part of the reward), through the bonus ledger once;
+    # None: verify sends screen-outs to review. See _outcome_settings.
+    screened_out_pay: float | None = None
+    # Stop a worker with the failed_checks code as soon as they have failed fail_after_checks
+    # checks (false: they play every round first).
+    stop_after_failed_checks: bool = True
+    # How workers reach the researcher (a name and an e-mail address, say), on every study page.
+    contact: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -164,7 +188,8 @@ KNOWN = {
     "examples", "tutorial", "completion_codes", "completion_url", "likert", "likert_when",
     "screening", "all_human_checks", "speeder_fraction", "comprehension", "time_limit_minutes",
     "places", "show_feedback", "platform_name", "bonus", "description", "detector_hint",
-    "disclose_model", "conditions", "preregistration",
+    "disclose_model", "conditions", "preregistration", "screened_out_pay",
+    "stop_after_failed_checks", "contact",
 }  # fmt: skip
 LIKERT_KEYS = {"name", "question", "definition", "labels", "target", "examples",
                "question_all_human"}  # fmt: skip
@@ -305,6 +330,21 @@ def _optional(data, key, source, kind, low, high=None):
     return None if data.get(key) is None else _number(data, key, source, None, kind, low, high)
 
 
+def _outcome_settings(data: dict, source: str, config: StudyConfig) -> dict:
+    """How outcomes are settled (the screen-out payment, stopping on failed checks) and whom
+    workers contact."""
+    pay = _optional(data, "screened_out_pay", source, float, 0)
+    if pay is not None and pay >= config.reward:
+        raise StudyConfigError(
+            source, "screened_out_pay", f"must be less than the reward ({config.reward:g})"
+        )
+    return {
+        "screened_out_pay": pay,
+        "stop_after_failed_checks": _flag(data, "stop_after_failed_checks", source, True),
+        "contact": _text(data, "contact", source),
+    }
+
+
 def parse_settings(data: dict, source: str = "study") -> StudyConfig:
     """Validate a decoded study file's own settings. Its [[conditions]] and [preregistration]
     are checked on top of these by app.crowd.study_file.parse_study, the one entry point."""
@@ -402,6 +442,7 @@ def parse_settings(data: dict, source: str = "study") -> StudyConfig:
         detector_hint=_flag(data, "detector_hint", source, False),
         disclose_model=_flag(data, "disclose_model", source, False),
     )
+    config = replace(config, **_outcome_settings(data, source, config))
     if config.platform == "prolific" and "completed" not in config.completion_codes:
         raise StudyConfigError(
             source,

@@ -46,6 +46,7 @@ from itertools import combinations
 from flask import current_app
 from sqlalchemy import func, select
 
+from app.crowd.lookup import round_numbers
 from app.extensions import db
 from app.models import Example, Participant, Reveal, Round, Study, TruthView
 from app.models.rounds import PRACTICE_ROUND
@@ -487,28 +488,40 @@ def combine(workers: Sequence[tuple[int, str]], *flag_sets: dict[int, Flag]) -> 
 # -- the service -------------------------------------------------------------------------------
 
 
+# The rows' round_id is the study's round number (lookup.round_numbers), the one the worker and
+# the review page use; practice rounds are left out.
+
+
+def _in_study(study: Study) -> select:
+    return select(Participant.id).where(Participant.study_id == study.id)
+
+
 def _explanations(study: Study) -> list[ExplanationRow]:
+    numbers = round_numbers(_in_study(study))
     rows = db.session.execute(
-        select(Round.participant_id, Participant.worker_id, Round.id, Round.explanation)
+        select(Round.participant_id, Participant.worker_id, numbers.c.number, Round.explanation)
         .join(Participant, Participant.id == Round.participant_id)
+        .join(numbers, numbers.c.id == Round.id)
         .where(Participant.study_id == study.id, Round.guess.is_not(None), Round.explanation != "")
     )
     return [ExplanationRow(*row) for row in rows]
 
 
 def _timings(study: Study) -> list[TimingRow]:
+    numbers = round_numbers(_in_study(study))
     rounds = db.session.execute(
         select(
             Round.participant_id,
             Participant.worker_id,
             Round.id,
-            Round.order_index,
+            numbers.c.number,
             Round.answered_at,
             Round.revealed,
             Example.sentences,
         )
         .join(Participant, Participant.id == Round.participant_id)
         .join(Example, Example.id == Round.example_id)
+        .join(numbers, numbers.c.id == Round.id)
         .where(
             Participant.study_id == study.id,
             Round.answered_at.is_not(None),
@@ -524,26 +537,28 @@ def _timings(study: Study) -> list[TimingRow]:
     ):
         reveals[round_id][index] = revealed_at
     rows = []
-    for pid, worker, round_id, order, answered, revealed, sentences in rounds:
+    for pid, worker, round_id, number, answered, revealed, sentences in rounds:
         times = reveals[round_id]
         shown = tuple((times[i], len(sentences[i].split())) for i in range(revealed) if i in times)
         if shown:
-            rows.append(TimingRow(pid, worker, round_id, order, shown, answered))
+            rows.append(TimingRow(pid, worker, number, number, shown, answered))
     return rows
 
 
 def _typing(study: Study) -> list[TypingRow]:
+    numbers = round_numbers(_in_study(study))
     rows = db.session.execute(
         select(
             Round.participant_id,
             Participant.worker_id,
-            Round.id,
+            numbers.c.number,
             func.length(Round.explanation),
             Round.explanation_pasted,
             Round.typing_ms,
             Round.typed_chars,
         )
         .join(Participant, Participant.id == Round.participant_id)
+        .join(numbers, numbers.c.id == Round.id)
         .where(Participant.study_id == study.id, Round.guess.is_not(None), Round.explanation != "")
     )
     return [TypingRow(*row) for row in rows]
@@ -559,8 +574,14 @@ def _devices(study: Study) -> list[DeviceRow]:
         .where(Participant.study_id == study.id, views.device.is_not(None))
         .distinct()
     )
+    sharing = (
+        select(Participant.id)
+        .join(TruthView, TruthView.player_id == Participant.player_id)
+        .where(views.device.in_(here))
+    )
+    numbers = round_numbers(sharing)
     rows = db.session.execute(
-        select(Participant.id, Participant.worker_id, Study.slug, Round.id, views.device)
+        select(Participant.id, Participant.worker_id, Study.slug, numbers.c.number, views.device)
         .select_from(TruthView)
         .join(Participant, Participant.player_id == views.player_id)
         .join(Study, Study.id == Participant.study_id)
@@ -568,6 +589,7 @@ def _devices(study: Study) -> list[DeviceRow]:
             Round,
             (Round.player_id == views.player_id) & (Round.example_id == views.example_id),
         )
+        .outerjoin(numbers, numbers.c.id == Round.id)
         .where(views.device.in_(here))
     )
     return [DeviceRow(*row) for row in rows]

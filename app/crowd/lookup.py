@@ -13,8 +13,10 @@ from app.extensions import db
 from app.models import (
     Participant,
     ParticipantStatus,
+    Round,
     Study,
 )
+from app.models.rounds import PRACTICE_ROUND
 
 FINISHED = {
     ParticipantStatus.completed,
@@ -76,3 +78,23 @@ def in_time(config: StudyConfig, now: datetime):
     """Participants still playing: started, and within the time limit (their condition's)."""
     started = Participant.status == ParticipantStatus.started
     return and_(started, within_time(config, now)) if any_time_limit(config) else started
+
+
+def round_numbers(participant_ids=None):
+    """A subquery (columns id, number) giving each answered study round its study round
+    number: 1, 2, … in the worker's play order (answered time, then id), practice apart. The one
+    numbering of rounds that workers and researchers read (check verdicts, flags, review,
+    verify, exports); `participant_ids` (a select or a list) limits it to those workers."""
+    query = select(
+        Round.id.label("id"),
+        func.row_number()
+        .over(partition_by=Round.participant_id, order_by=(Round.answered_at, Round.id))
+        .label("number"),
+    ).where(
+        Round.participant_id.is_not(None),
+        Round.guess.is_not(None),
+        Round.kind != PRACTICE_ROUND,
+    )
+    if participant_ids is not None:
+        query = query.where(Round.participant_id.in_(participant_ids))
+    return query.subquery("round_numbers")

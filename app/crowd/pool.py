@@ -20,6 +20,8 @@ from app.models import (
 from app.models.rounds import CHECK_ROUND, NORMAL_ROUND
 
 CHECK_SYSTEM = "attention-check"
+# The lists of example ids in a study's pool (and, normal and tutorial, in a condition's own).
+POOL_KEYS = ("normal", "checks", "inside_checks", "spare_checks", "tutorial")
 CHECK_INSTRUCTION = (
     "This is an attention check, so please answer that every sentence of this text is "
     "human-written: choose “still human” at each step and “all human” at the end."
@@ -224,6 +226,15 @@ def build_pool(config: StudyConfig, checks: bool = True) -> dict:
         "spare_checks": spare,
         "tutorial": tutorial,
     }
+
+
+def every_text(pool: dict) -> set[int]:
+    """Every example id a study's pool holds: its texts, practice texts and checks, and each
+    condition's own texts (the pool's other entries, such as the allocation seed, are not)."""
+    found = {i for key in POOL_KEYS for i in pool.get(key, [])}
+    for own in (pool.get("conditions") or {}).values():
+        found.update(*(own.get(key, []) for key in POOL_KEYS))
+    return found
 
 
 def drop_checks(study: Study) -> None:

@@ -15,7 +15,15 @@ from app.crowd import admission, agreement, conditions, quality, schedule, servi
 from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.verdicts import completion_code
 from app.extensions import db
-from app.models import Example, Participant, ParticipantStatus, Round, Study, StudyDecision
+from app.models import (
+    Example,
+    Participant,
+    ParticipantStatus,
+    Round,
+    Study,
+    StudyDecision,
+    StudySlot,
+)
 from app.models.rounds import CHECK_ROUND, NORMAL_ROUND, PRACTICE_ROUND
 from roftcore.spreadsheet import neutralise_row
 
@@ -52,10 +60,12 @@ class WorkerStats:
     # Round numbers (in the worker's play order) of the checks failed and void.
     failed_check_rounds: list[int] = field(default_factory=list)
     void_check_rounds: list[int] = field(default_factory=list)
+    outcome: str | None = None  # the finished outcome, or its cause (admission.NO_TEXTS, ...)
+    trouble: str | None = None  # why the pool failed this worker, if it did (see trouble_of)
 
     @property
     def flags(self) -> list[str]:
-        found = []
+        found = [self.trouble] if self.trouble else []
         if self.too_fast:
             found.append("too fast")
         if self.straight_lining:
@@ -159,6 +169,7 @@ def worker_stats(study: Study) -> list[WorkerStats]:
         if row.kind != PRACTICE_ROUND:
             by_worker[row.participant_id].append(row)
     decided = latest_decisions(study)
+    empty = _empty_slots(study)
     medians = {}
     for participant in participants:
         durations = [
@@ -216,9 +227,49 @@ def worker_stats(study: Study) -> list[WorkerStats]:
                 required_rounds=required,
                 failed_check_rounds=checks[schedule.FAIL],
                 void_check_rounds=checks[schedule.VOID],
+                outcome=participant.outcome,
+                trouble=trouble_of(participant, empty.get(participant.id, [])),
             )
         )
     return stats
+
+
+def _empty_slots(study: Study) -> dict[int, list[int]]:
+    """participant id -> positions of required rounds still ahead whose stored slot has no text
+    (only in schedules stored before schedules were complete at entry)."""
+    found: dict[int, list[int]] = defaultdict(list)
+    for participant_id, position in db.session.execute(
+        select(StudySlot.participant_id, StudySlot.position)
+        .join(Participant, Participant.id == StudySlot.participant_id)
+        .where(
+            Participant.study_id == study.id,
+            Participant.status == ParticipantStatus.started,
+            StudySlot.example_id.is_(None),
+            StudySlot.optional.is_(False),
+            StudySlot.position >= Participant.rounds_done,
+        )
+        .order_by(StudySlot.position)
+    ):
+        found[participant_id].append(position)
+    return found
+
+
+def trouble_of(participant: Participant, empty: list[int]) -> str | None:
+    """Why the pool failed this worker, in the study's round numbers, or None."""
+    if participant.outcome == admission.NO_TEXTS:
+        return (
+            "not admitted: the pool had no complete schedule for them (finished at entry as "
+            "screened out, with the screened-out code)"
+        )
+    if participant.outcome == admission.RAN_OUT:
+        return (
+            f"the pool ran out at round {participant.rounds_done + 1}: finished early with the "
+            "completed code (the study's shortfall, not theirs)"
+        )
+    if empty:
+        numbers = ", ".join(str(p + 1) for p in empty)
+        return f"no text for round{'s' if len(empty) > 1 else ''} {numbers} of their schedule"
+    return None
 
 
 def study_agreement(study: Study) -> agreement.Agreement:

@@ -41,6 +41,22 @@ def _warn_without_https(state) -> None:
         )
 
 
+@bp.app_context_processor
+def _study_layout() -> dict:
+    """Every page a signed-in crowd worker sees, the game's round pages and error pages
+    included, uses the study layout (crowd/_top.html, crowd/_footer.html): their study's name,
+    the researcher's contact and no menu of the public game."""
+    found: dict = {"study_config": lookup.config_of}
+    # Outside a request (a template rendered by a command) there is no user at all.
+    if getattr(current_user, "is_authenticated", False) and current_user.kind == "crowd":
+        participant = db.session.scalar(
+            select(Participant).where(Participant.player_id == current_user.id)
+        )
+        if participant is not None:
+            found["worker_study"] = participant.study
+    return found
+
+
 BOUND = "participant_id"
 # MTurk shows the task in a frame. Whether this browser keeps our cookie there is tested with one
 # redirect: the landing page sets a session value and sends the browser back with PROBE=1.

@@ -8,7 +8,7 @@ from sqlalchemy import exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from app.crowd import conditions, hints, schedule, slots
-from app.crowd.admission import check_time, comprehension_pending
+from app.crowd.admission import RAN_OUT, check_time, comprehension_pending, finish
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import FINISHED, config_of, holding_place
 from app.crowd.ratings import criteria
@@ -184,7 +184,13 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
         if example is not None and stored is not None:
             stored.example_id = example.id  # committed with the round
     if example is None:
-        raise Conflict("We have run out of texts for this study. Please contact the researcher.")
+        # Only a schedule stored before schedules were complete at entry: the shortfall is the
+        # study's, so the worker finishes now with the completed code (an optional round just
+        # ends the extra play). Never a dead end.
+        if slot < required and participant.status == ParticipantStatus.started:
+            finish(participant, config, ParticipantStatus.completed, RAN_OUT)
+            db.session.commit()
+        return None
     made = rounds.create_round(player, example, study.slug, round_kind, participant.id)
     return made or open_round(participant)
 

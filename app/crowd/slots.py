@@ -9,12 +9,14 @@ No source passage appears twice among one worker's slots, attention checks inclu
 shows the passage it was built from), nor any passage they read in practice. Checks are placed
 first, as their texts are few; then the normal rounds, balanced across the pool's systems and
 boundary positions (balance.py), take the least-read texts of each kind, under the study's
-target K first, counting the rounds other workers still hold in their schedules.
+target K first, counting the rounds other workers still hold in their schedules. A worker in a
+condition with texts of its own reads from that condition's pool (conditions.pool_ids).
 A spare check for a void one is put in the stored schedule too, on a passage the worker's
 schedule does not hold, chosen the same way for the same worker and round.
 
-Where the pool has nothing left for a slot, the slot keeps no text and one is picked when the
-worker reaches it (serving.next_round), as before schedules were stored.
+The schedule is complete before the first round: admission stores it only when every required
+round has a text (fill.fill finds one whenever the pool allows), and `flask study check / create /
+edit` run the same function (simulate) over every place, refusing a pool that could run out.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
 
-from app.crowd import balance, conditions, schedule
+from app.crowd import balance, conditions, fill, schedule
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, in_time
+from app.crowd.pool import every_text
 from app.extensions import db
 from app.models import (
     ExamplePassage,
@@ -49,7 +53,7 @@ SLOT_POOLS = {
     schedule.SPARE_ADDED: ("spare_checks", "checks"),
 }
 
-Token = tuple[str, int]  # ("passage", id) or ("example", id)
+Token = fill.Token
 
 
 def required_rounds(config: StudyConfig, participant: Participant) -> int:
@@ -140,12 +144,6 @@ def _loads(study: Study, config: StudyConfig) -> Counter:
     return loads
 
 
-def _first_free(
-    candidates: list[int], tokens: dict[int, frozenset[Token]], used: set[Token]
-) -> int | None:
-    return next((i for i in candidates if not tokens[i] & used), None)
-
-
 def _seed(study: Study, participant: Participant) -> int:
     return schedule.worker_seed(study.slug, participant.worker_id)
 
@@ -158,12 +156,58 @@ def has_schedule(participant: Participant) -> bool:
     )
 
 
-def build(study: Study, participant: Participant) -> list[StudySlot]:
-    """Compute and store this worker's schedule (the caller commits). Slots already played
-    keep the text played in them (a worker who entered before schedules were stored)."""
-    config = config_of(study)
-    plan = participant.schedule
-    required = required_rounds(config, participant)
+def _candidates(plan: list[str], normal: list[int], study: Study, order) -> dict:
+    """Per slot kind, the example ids it may take; normal texts (the worker's condition's) in
+    `order`: least read first, under the study's target first."""
+    found = {schedule.NORMAL: sorted(normal, key=order)}
+    for kind in set(plan) - {schedule.NORMAL}:
+        found[kind] = pool_for(study, kind)
+    return found
+
+
+def pool_tokens(study: Study) -> dict[int, frozenset[Token]]:
+    """What each text of the study's pool shows (practice, every kind of check and every
+    condition's own texts included)."""
+    return _tokens(every_text(study.pool))
+
+
+def _fill(
+    study: Study,
+    config: StudyConfig,
+    plan: list[str],
+    required: int,
+    condition: str | None,
+    loads: Counter,
+    tokens: dict[int, frozenset[Token]],
+    used: set[Token],
+    rng: random.Random,
+    fixed: dict[int, int | None] | None = None,
+) -> fill.Filled:
+    """One worker's texts: the normal rounds picked in balance.Picker's order (the pool's mix of
+    systems and boundary positions), with fill's matching as the fallback when that order
+    leaves a required round empty. `config` is the worker's condition's settings."""
+    normal = conditions.pool_of(study, condition, "normal")
+    target = config.target_per_example
+    ties = {i: rng.random() for i in sorted(normal)}
+    picker = balance.Picker(
+        balance.texts(normal),
+        loads,
+        target,
+        ties,
+        picks=sum(
+            1 for p, kind in enumerate(plan) if kind == schedule.NORMAL and p not in (fixed or {})
+        ),
+        rng=rng,
+    )
+    candidates = _candidates(plan, normal, study, lambda i: (loads[i] >= target, loads[i], ties[i]))
+    return fill.fill(plan, required, candidates, tokens, used, rng, fixed, pick=picker.pick)
+
+
+def plan_for(study: Study, participant: Participant) -> fill.Filled:
+    """The texts of this worker's whole schedule, from the pool as it is now (nothing stored).
+    Rounds already played keep the text played in them (a worker who entered before schedules
+    were stored). Incomplete only when no schedule of the pool's texts could be."""
+    config = conditions.settings_for(config_of(study), participant.condition)
     played = list(
         db.session.scalars(
             select(Round).where(
@@ -174,66 +218,100 @@ def build(study: Study, participant: Participant) -> list[StudySlot]:
     answered = sorted(
         (r for r in played if r.guess is not None), key=lambda r: (r.answered_at, r.id)
     )
-    chosen: dict[int, int | None] = {
+    fixed = {
         position: r.example_id
         for position, r in enumerate(answered + [r for r in played if r.guess is None])
     }
-    tutorial = conditions.pool_ids(study, participant, "tutorial")
-    normal_ids = conditions.pool_ids(study, participant, "normal")
-    every = set(normal_ids) | set(tutorial)
-    for kind in set(plan):
-        every.update(pool_for(study, kind))
-    tokens = _tokens(every)
+    tokens = pool_tokens(study)
+    tokens.update(_tokens(e for e in fixed.values() if e not in tokens))
     used = _already_shown(participant)
-    if participant.practice_done_at is None:
-        used.update(*(tokens[i] for i in tutorial))  # the practice texts are still to come
-    rng = random.Random(_seed(study, participant))
-    # Checks first: few texts can fill them. Then the normal rounds, least-read texts first.
-    for position, kind in enumerate(plan):
-        if position in chosen or kind == schedule.NORMAL:
-            continue
-        candidates = sorted(pool_for(study, kind))
-        rng.shuffle(candidates)
-        found = _first_free(candidates, tokens, used)
-        if found is None and candidates:
-            # Every check left shows a passage in this schedule: a repeat beats a dead end, and
-            # a check's answer is its instruction, not the passage (still never the same text).
-            fresh = [c for c in candidates if ("example", c) not in used]
-            found = (fresh or candidates)[0]
-        chosen[position] = found
-        if found is not None:
-            used |= tokens[found]
-    loads = _loads(study, config)
-    ties = {i: rng.random() for i in sorted(normal_ids)}
-    # The worker's mix of systems and boundary positions is the pool's (app/crowd/balance.py).
-    picker = balance.Picker(
-        balance.texts(normal_ids),
-        loads,
-        config.target_per_example,
-        ties,
-        picks=sum(1 for p in range(len(plan)) if p not in chosen),
-        rng=rng,
+    if participant.practice_done_at is None:  # the practice texts are still to come
+        used.update(*(tokens[i] for i in conditions.pool_ids(study, participant, "tutorial")))
+    return _fill(
+        study,
+        config,
+        participant.schedule,
+        required_rounds(config, participant),
+        participant.condition,
+        _loads(study, config),
+        tokens,
+        used,
+        random.Random(_seed(study, participant)),
+        fixed,
     )
-    for position in range(len(plan)):
-        if position in chosen:
-            continue
-        found = picker.pick(lambda i, seen=used: not tokens[i] & seen)
-        chosen[position] = found
-        if found is not None:
-            used |= tokens[found]
+
+
+def store(participant: Participant, filled: fill.Filled, required: int) -> list[StudySlot]:
+    """Store a worker's schedule as computed by plan_for (the caller commits)."""
     made = [
         StudySlot(
             participant_id=participant.id,
             position=position,
             kind=kind,
-            example_id=chosen[position],
+            example_id=filled.texts[position],
             optional=position >= required,
         )
-        for position, kind in enumerate(plan)
+        for position, kind in enumerate(participant.schedule)
     ]
     db.session.add_all(made)
     db.session.flush()
     return made
+
+
+def build(study: Study, participant: Participant) -> list[StudySlot]:
+    """Compute and store this worker's schedule (the caller commits)."""
+    filled = plan_for(study, participant)
+    return store(participant, filled, required_rounds(config_of(study), participant))
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """What `simulate` found: how many of the simulated workers would lack texts, and the most
+    rounds one of them would lack (each a passage the pool is short of)."""
+
+    workers: int
+    short: int
+    missing: int
+    # The conditions (in a study with them) whose workers would lack texts.
+    conditions: tuple[str, ...] = ()
+
+
+def simulate(study: Study, workers: int) -> Shortfall:
+    """Build the schedules of `workers` new workers in turn, as admission would (plan_for's
+    function), each counting the ones before it; store nothing. In a study with conditions,
+    the workers take the places of the allocation sequence in order, each with its condition's
+    pool and settings, so a condition whose own pool runs out is found too."""
+    study_config = config_of(study)
+    loads = _loads(study, study_config)
+    tokens = pool_tokens(study)
+    short = missing = 0
+    lacking: list[str] = []
+    for n in range(workers):
+        condition = conditions.condition_at(study, study_config, n)
+        config = conditions.settings_for(study_config, condition)
+        tutorial = conditions.pool_of(study, condition, "tutorial")
+        practice: set[Token] = set().union(*(tokens[i] for i in tutorial)) if tutorial else set()
+        seed = schedule.worker_seed(study.slug, f"simulated worker {n}")
+        plan = schedule.attention_schedule(
+            config.rounds,
+            config.attention_check_rate,
+            seed,
+            all_human=config.all_human_checks,
+            extra=config.total_rounds - config.rounds,
+        )
+        rng = random.Random(seed)
+        filled = _fill(study, config, plan, config.rounds, condition, loads, tokens, practice, rng)
+        if not filled.complete:
+            short += 1
+            missing = max(missing, len(filled.missing))
+            if condition is not None and condition not in lacking:
+                lacking.append(condition)
+        loads.update(
+            e
+            for p, e in filled.texts.items()
+            if e is not None and p < config.rounds and plan[p] == schedule.NORMAL
+        )
+    return Shortfall(workers, short, missing, tuple(lacking))
 
 
 def slot_at(participant: Participant, position: int) -> StudySlot | None:
@@ -278,7 +356,7 @@ def add_spare(study: Study, participant: Participant, config: StudyConfig) -> bo
     )
     candidates = sorted(ids)
     random.Random(f"{_seed(study, participant)}-spare-{done}").shuffle(candidates)
-    found = _first_free(candidates, tokens, used)
+    found = fill.first_free(candidates, tokens, used)
     if found is None:
         return False
     if inserted:

@@ -8,7 +8,7 @@ from urllib.parse import quote
 from sqlalchemy import select, update
 
 from app.crowd import schedule, slots
-from app.crowd.admission import finish, out_of_time
+from app.crowd.admission import CAUSES, finish, out_of_time
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.slots import required_rounds
@@ -54,6 +54,13 @@ def record_answer(participant_id: int, kind: str, passed: bool) -> None:
     if verdict == schedule.VOID:
         _schedule_spare(participant, config)
     required = required_rounds(config, participant)
+    if (
+        participant.status == ParticipantStatus.started
+        and config.stop_after_failed_checks
+        and participant.checks_failed >= config.fail_after_checks
+    ):
+        # Failed the checks the study requires: stopped at once, not after every round.
+        finish(participant, config, ParticipantStatus.failed_checks)
     if participant.status == ParticipantStatus.started and participant.rounds_done >= required:
         outcome = (
             ParticipantStatus.failed_checks
@@ -134,7 +141,15 @@ def completion_code(participant: Participant) -> str | None:
     if participant.status not in FINISHED:
         return None
     config = config_of(participant.study)
-    return config.completion_codes.get(participant.outcome) or participant.completion_code
+    return config.completion_codes.get(code_outcome(participant)) or participant.completion_code
+
+
+def code_outcome(participant: Participant) -> str | None:
+    """The outcome whose code this worker is given: the status's, for a cause the status alone
+    does not tell (admission.NO_TEXTS gets the screened-out code, RAN_OUT the completed one)."""
+    if participant.outcome in CAUSES:
+        return CAUSES[participant.outcome]
+    return participant.outcome
 
 
 def completion_url(participant: Participant) -> str | None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from sqlalchemy import delete, func, select
 
 from app.crowd import codes, schedule
-from app.crowd.admission import expire_overdue, mark_left
+from app.crowd.admission import RAN_OUT, expire_overdue, mark_left
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import FINISHED, LEFT, config_of
 from app.crowd.reports import (
@@ -212,6 +212,9 @@ def decide_one(
     """One submission's decision; `speed` is the study's too-fast threshold (seconds a round)."""
     status = sub.status
     if w is None:
+        if status in LEFT_STATUSES:
+            note = f"{status.lower()} on the platform and never joined on the site: nothing to do"
+            return Decision(sub.worker_id, RETURNED, [note], status)
         return Decision(sub.worker_id, REVIEW, ["never joined this study on the site"], status)
     base = {"participant_id": w.participant_id, "player_id": w.player_id}
     site = ParticipantStatus(w.status)
@@ -231,8 +234,18 @@ def decide_one(
             f"{', '.join(map(str, w.failed_check_rounds))})"
         )
     elif outcome == "screened_out":
-        why = "the comprehension questions" if w.comprehension_failures >= 2 else "screening"
-        review.append(f"screened out by {why}: pay as for a screen-out, or ask them to return")
+        why = w.trouble or (
+            "screened out by "
+            + ("the comprehension questions" if w.comprehension_failures >= 2 else "screening")
+        )
+        if config.screened_out_pay is None:
+            review.append(f"{why}: pay as for a screen-out, or ask them to return")
+        else:
+            note = (
+                f"{why}: ask them to return the submission; the screen-out payment of "
+                f"{config.screened_out_pay:.2f} {config.currency} is paid as a bonus"
+            )
+            return Decision(sub.worker_id, RETURNED, [note], status, **base)
     elif site == ParticipantStatus.timed_out:
         review.append(
             f"ran out of time on the site after {w.rounds_done} of {w.required_rounds} rounds"
@@ -240,13 +253,18 @@ def decide_one(
     elif site == ParticipantStatus.returned:
         review.append("marked returned by an earlier run, yet submitted")
     elif not finished:
-        review.append(f"unfinished: {w.rounds_done} of {w.required_rounds} rounds")
+        review.append(
+            f"unfinished: {w.rounds_done} of {w.required_rounds} rounds"
+            + (f"; {w.trouble}" if w.trouble else "")
+        )
+    if w.outcome == RAN_OUT:
+        notes.append(w.trouble or "the pool ran out")
     code = sub.code
     if code is not None and code.upper() == NOCODE:
         if finished:
             notes.append("no code entered (NOCODE), but the site saw them finish")
         else:
-            review.append("no code entered (NOCODE)")
+            review.append(f"no code entered (NOCODE): {no_code_cause(w)}")
     elif code is not None:
         expected = _expected_codes(config, w)
         matched = next((o for o, c in expected.items() if codes.codes_match(code, c)), None)
@@ -284,7 +302,35 @@ def decide_one(
     return Decision(sub.worker_id, decision, review + notes, status, **base)
 
 
-def given_bonuses(study: Study) -> dict[int, int]:
+def no_code_cause(w: WorkerStats) -> str:
+    """Why the site gave an unfinished worker no code."""
+    if w.trouble:
+        return w.trouble
+    if w.status == ParticipantStatus.timed_out.value:
+        rounds = "round" if w.rounds_done == 1 else "rounds"
+        return f"the site gives none: they ran out of time after {w.rounds_done} {rounds}"
+    if w.status == ParticipantStatus.returned.value:
+        return "the site gives none: they returned the task"
+    return (
+        f"the site gives none before the last round: they stopped after {w.rounds_done} of "
+        f"{w.required_rounds} rounds"
+    )
+
+
+SCREEN_OUT_REASON = "screen-out payment"
+
+
+def _screen_out_pay(config: StudyConfig, sub: Submission, w: WorkerStats, given: int) -> int:
+    """The screen-out payment still owed to a screened-out worker (minor units): paid once,
+    through the ledger, unless the platform settled them itself (Prolific's SCREENED OUT)."""
+    if config.screened_out_pay is None or w.status != ParticipantStatus.screened_out.value:
+        return 0
+    if sub.status in CLOSED_STATUSES:
+        return 0
+    return max(round(config.screened_out_pay * 100) - given, 0)
+
+
+def given_bonuses(study: Study, reason: str = "score") -> dict[int, int]:
     """participant id -> score bonus already given (minor units): every score row of the ledger
     but the failed ones, so an issued, requested, sent or paid row counts, and a reversal
     cancels its row. Bonuses given in review have reasons of their own and are not counted."""
@@ -293,7 +339,7 @@ def given_bonuses(study: Study) -> dict[int, int]:
         .where(
             StudyBonus.study_id == study.id,
             StudyBonus.state != FAILED,
-            StudyBonus.reason.startswith("score"),
+            StudyBonus.reason.startswith(reason),
         )
         .group_by(StudyBonus.participant_id)
     )
@@ -349,6 +395,7 @@ def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
         config, [w.median_round_seconds for w in stats.values() if w.median_round_seconds]
     )
     given = given_bonuses(study)
+    screen_outs = given_bonuses(study, SCREEN_OUT_REASON)
     hands = hand_decisions(study)
     decisions = []
     for sub in submissions:
@@ -357,6 +404,9 @@ def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
         made.row = sub.row
         if w is not None:
             _by_hand(made, hands.get(w.participant_id))
+        if w is not None and made.decision != REJECT:
+            made.bonus_minor = _screen_out_pay(config, sub, w, screen_outs.get(w.participant_id, 0))
+            made.bonus_reason = SCREEN_OUT_REASON if made.bonus_minor else ""
         if config.bonus and w is not None and made.decision == APPROVE:
             owed = owed_minor(config, w)
             made.bonus_minor = max(owed - given.get(w.participant_id, 0), 0)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from app.research import study_card
+
 CROISSANT_VERSION = "http://mlcommons.org/croissant/1.1"
 CARD_NAME = "README.md"
 CROISSANT_NAME = "croissant.json"
@@ -273,6 +275,8 @@ def card(
         "",
     ]
     lines += field_tables(doc, "###")
+    if study := manifest.get("study"):
+        lines += study_card.section(study, manifest.get("preregistration"))
     lines += [
         "## Licence",
         "",
@@ -301,7 +305,7 @@ def card(
         "",
         "## Limitations",
         "",
-        *[f"- {item}" for item in LIMITATIONS],
+        *[f"- {item}" for item in study_card.limitations(manifest, LIMITATIONS)],
         "",
         "## Pseudonymisation",
         "",
@@ -373,9 +377,10 @@ def croissant(
     manifest: dict,
     digests: dict[str, str],
     license: str,
-    url: str,
+    url: str | None,
 ) -> dict:
-    """Croissant 1.1 JSON-LD for one export: `digests` is file -> SHA-256 of every data file."""
+    """Croissant 1.1 JSON-LD for one export: `digests` is file -> SHA-256 of every data file;
+    `url` the project's address (left out when none is configured, never made up)."""
     fmt = manifest["format"]
     files = table_files(doc["tables"], fmt)
     distribution = [
@@ -476,4 +481,8 @@ def croissant(
     }
     if record_sets:
         out["recordSet"] = record_sets
+    if url is None:
+        del out["url"]
+    if study := manifest.get("study"):
+        out.update(study_card.croissant_part(study, url))
     return out

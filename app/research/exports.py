@@ -41,6 +41,8 @@ from sqlalchemy import func, select
 
 from app.accounts import survey
 from app.crowd import preregistration
+from app.crowd.lookup import round_numbers
+from app.crowd.pool import every_text
 from app.extensions import db
 from app.game.reasons import REASONS
 from app.models import (
@@ -58,7 +60,7 @@ from app.models import (
     System,
 )
 from app.models.base import utcnow
-from app.research import card
+from app.research import card, study_facts
 from roftcore.spreadsheet import neutralise_frame
 
 FORMATS = ("csv", "parquet", "sqlite")
@@ -168,7 +170,13 @@ RICH_ROUND_COLUMNS: dict[str, tuple[str, str, str]] = {
     "decoding_strategy": ("string", "", "decoding strategy; empty when not decoded"),
     "seed": ("integer", "", "generation seed; empty when unknown"),
     "splitter": ("string", "", "sentence splitter used by generation"),
-    "order_index": ("integer", "rounds", "the player's n-th round, from 1"),
+    "order_index": ("integer", "rounds", "the player's n-th round, from 1 (practice included)"),
+    "study_round": (
+        "integer",
+        "rounds",
+        "a crowd worker's round number in their study, 1..N as the worker and the review page "
+        "count them (practice apart); empty for public play",
+    ),
     "chosen_category": (
         "string",
         "",
@@ -455,11 +463,13 @@ def _workers_query(options: ExportOptions):
 
 
 def _queries(options: ExportOptions):
+    _study_numbers = round_numbers()
     rounds = (
         select(
             Round.id.label("round_id"),
             Round.player_id,
             Round.order_index,
+            _study_numbers.c.number.label("study_round"),
             Round.chosen_category,
             Round.guess,
             Round.points,
@@ -494,6 +504,7 @@ def _queries(options: ExportOptions):
         .outerjoin(Participant, Participant.id == Round.participant_id)
         .outerjoin(Study, Study.id == Participant.study_id)
         .outerjoin(StudyDecision, StudyDecision.id == _latest_decision())
+        .outerjoin(_study_numbers, _study_numbers.c.id == Round.id)
         # Practice rounds of a study's tutorial are not annotations.
         .where(Round.guess.is_not(None), Round.kind != "practice")
         .order_by(Round.id)
@@ -507,6 +518,10 @@ def _queries(options: ExportOptions):
     if options.since is not None:
         rounds = rounds.where(Round.answered_at >= options.since)
     return rounds
+
+
+def _study_texts(slug: str) -> list[int]:
+    return sorted(every_text(db.session.scalar(select(Study.pool).where(Study.slug == slug)) or {}))
 
 
 def collect(options: ExportOptions, progress: Callable[[str], None] | None = None) -> dict:
@@ -556,6 +571,9 @@ def collect(options: ExportOptions, progress: Callable[[str], None] | None = Non
             )
             if options.categories:
                 examples_q = examples_q.where(Category.slug.in_(options.categories))
+            if options.study:
+                # Only the study's texts: its pool, practice texts and attention checks.
+                examples_q = examples_q.where(Example.id.in_(_study_texts(options.study)))
             examples = _read(conn, examples_q)
             step("examples")
             players = _read(
@@ -713,6 +731,7 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
             "seed": r["seed"].astype("Int64"),
             "splitter": r["splitter"],
             "order_index": r["order_index"].astype("int64"),
+            "study_round": r["study_round"].astype("Int64"),
             "chosen_category": r["chosen_category"],
             "started_at": started,
             "reveal_seconds": r["round_id"].map(lists).fillna("[]"),
@@ -1016,7 +1035,8 @@ def write(tables: dict[str, pd.DataFrame], options: ExportOptions, manifest: dic
         card.card(doc, manifest, sizes, license, _readme(manifest)), encoding="utf-8"
     )
     digests = {name: card.sha256_of(folder / name) for name in files}
-    url = current_app.config.get("EXPORT_DATASET_URL") or "https://github.com/roft/roft"
+    # The project's own address from configuration; none rather than a made-up one.
+    url = current_app.config.get("EXPORT_DATASET_URL") or current_app.config.get("PUBLIC_URL")
     metadata = card.croissant(doc, manifest, digests, license, url)
     (folder / card.CROISSANT_NAME).write_text(
         json.dumps(metadata, indent=2, ensure_ascii=False), encoding="utf-8"
@@ -1079,6 +1099,10 @@ def export(options: ExportOptions, progress: Callable[[str], None] | None = None
             "versions": len(plan["versions"]),
             "sha256": latest["sha256"],
         }
+    if options.study:
+        # The study's own facts (pay, limits, checks, exclusions, its words as shown).
+        manifest["study"] = study_facts.study_facts(options.study)
+        manifest["task_instruction"] = study_facts.instruction_text(manifest["study"])
     folder.mkdir(parents=True, exist_ok=True)
     if plan is not None:
         (folder / PLAN_NAME).write_text(json.dumps(plan, indent=2), encoding="utf-8")

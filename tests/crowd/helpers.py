@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
 from app.crowd import admin, admission, lookup, ratings, serving
 from app.crowd.platforms import Entry
 from app.crowd.study_file import parse_study
@@ -25,6 +27,8 @@ BASE = {
     "instructions": "Say when a machine took over.",
     "categories": ["news"],
     "completion_codes": {"completed": "C1DONE01", "failed_checks": "C2FAIL02"},
+    # These tests' workers play every round; test_outcomes.py tests the stop at once (default).
+    "stop_after_failed_checks": False,
 }
 
 
@@ -91,3 +95,10 @@ def play_lazy(study, participant: Participant, strategy: str):
     while (round_ := serving.next_round(study, participant)) is not None:
         answer(round_, round_.example.n_sentences if strategy == "human" else 1)
         db.session.refresh(participant)
+
+
+def study_numbers() -> dict[int, int]:
+    """Round id -> the study's round number of every answered study round (1..N, practice
+    apart): the numbering flags, review and verify use."""
+    numbers = lookup.round_numbers()
+    return dict(db.session.execute(select(numbers.c.id, numbers.c.number)).all())

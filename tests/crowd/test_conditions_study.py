@@ -9,12 +9,13 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.crowd import admission, conditions, lookup, preregistration, reports, serving
 from app.extensions import db
-from app.models import Example, Participant, Round, StudyPlan
+from app.models import Example, Participant, Round, Study, StudyPlan
 from app.research import exports
+from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
 from tests.crowd.test_crowd_http import join_http
@@ -260,6 +261,7 @@ def test_publish_freezes_and_the_plan_is_never_edited_in_place(app, ctx, runner,
 
 
 def test_bad_plan_and_conditions_are_clear_errors_on_the_command_line(app, ctx, runner, tmp_path):
+    make_pool()  # check builds the study's pool to try every place's schedule
     path = tmp_path / "study.toml"
     path.write_text(STUDY_TOML.format(outcome="exact_hit"))
     result = runner.invoke(args=["study", "check", str(path)])
@@ -277,6 +279,32 @@ def test_bad_plan_and_conditions_are_clear_errors_on_the_command_line(app, ctx, 
     assert f"{path}: conditions[0].rounds: is not a setting a condition can change" in (
         result.output
     )
+
+
+def test_check_refuses_a_condition_whose_own_pool_runs_out(app, ctx, runner, tmp_path):
+    """The common pool is big enough; the second condition's own (stories only) is not, and
+    `study check` names it before any worker can be trapped in it."""
+    make_pool()
+    for _ in range(3):  # fewer stories than one worker's four rounds take
+        factories.example(boundary=3, category_slug="stories")
+    path = tmp_path / "study.toml"
+    text = STUDY_TOML.format(outcome="exact_hit").replace(
+        "tutorial = []", 'categories = ["stories"]'
+    )
+    path.write_text(text.replace("[completion_codes]", "places = 10\n\n[completion_codes]"))
+    result = runner.invoke(args=["study", "check", str(path)])
+    assert result.exit_code != 0
+    assert (
+        "condition no-feedback: the pool has 3 examples, fewer than the 4 normal rounds each "
+        "worker plays"
+    ) in result.output
+    assert db.session.scalar(select(func.count()).select_from(Study)) == 0
+    # With enough stories the same file passes and says each condition's pool.
+    for _ in range(40):
+        factories.example(boundary=3, category_slug="stories")
+    result = runner.invoke(args=["study", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "for condition no-feedback" in result.output
 
 
 def test_dashboard_shows_counts_per_condition(app, client, runner):

@@ -18,7 +18,7 @@ from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import Participant, Round, StudyDecision
 from tests.conftest import csrf_token
-from tests.crowd.helpers import make_pool, make_study
+from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
 
 # -- the scripted study ------------------------------------------------------------------------
@@ -170,6 +170,7 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
             db.session.get(Participant, k).worker_id == w.worker_id for k, w in by_id.items()
         )
         texts = dict(db.session.execute(select(Round.id, Round.explanation)).all())
+        numbers = study_numbers()
         assert db.session.scalar(select(func.count()).select_from(StudyDecision)) == 0
     assert set(flagged) == {"dup-one", "dup-two", "ring-one", "ring-two", "clicker", "waiter"}
 
@@ -182,7 +183,8 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
         flag = only(me)
         assert flag.signal == fraud.SHARED_DEVICE
         assert flag.other_workers == (other,)
-        assert set(flag.rounds) == set(played[me]) and len(flag.rounds) == 6
+        # The study's round numbers, 1 to 6, never the site's round ids.
+        assert set(flag.rounds) == {numbers[r] for r in played[me]} == set(range(1, 7))
     # The pasted explanations: all three of each ring member's, matched to the other's.
     for me, other, own, theirs in (
         ("ring-one", "ring-two", RING, RING_PASTED),
@@ -192,19 +194,19 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
         assert flag.signal == fraud.COPIED_EXPLANATION
         assert flag.other_workers == (other,)
         # Every round in which the worker wrote one of them, and nothing else.
-        assert set(flag.rounds) == {r for r in played[me] if texts[r] in own}
-        assert {texts[r] for r in flag.rounds} == set(own)
+        assert set(flag.rounds) == {numbers[r] for r in played[me] if texts[r] in own}
+        assert {texts[r] for r in played[me] if numbers[r] in flag.rounds} == set(own)
         for mine, copied in zip(own, theirs, strict=True):
             assert any(repr(mine) in t and repr(copied) in t for t in flag.texts)
     # The speed-clicker: every round faster than reading, each with its numbers.
     flag = only("clicker")
     assert flag.signal == fraud.FASTER_THAN_READING
-    assert set(flag.rounds) == set(played["clicker"])
+    assert set(flag.rounds) == {numbers[r] for r in played["clicker"]}
     assert flag.summary.startswith("6 of 6 rounds")
     assert all("s (reading takes at least" in t for t in flag.texts)
     flag = only("waiter")
     assert flag.signal == fraud.FASTER_THAN_READING
-    assert set(flag.rounds) == set(played["waiter"])
+    assert set(flag.rounds) == {numbers[r] for r in played["waiter"]}
     assert all("(sentence 2 on)" in t for t in flag.texts)
 
 
@@ -280,7 +282,8 @@ def test_one_browser_under_another_id_in_another_study_is_flagged(app, clock):
         first = fraud.study_flags(lookup.get_study("pilot"))
     assert set(second) == {"alice", "carol"}
     assert second["carol"].flags[0].other_workers == ("alice", "alice (study pilot)")
-    assert second["carol"].flags[0].rounds == (carols,)
+    with app.app_context():
+        assert second["carol"].flags[0].rounds == (study_numbers()[carols],) == (1,)
     assert second["alice"].flags[0].other_workers == ("carol",)
     assert [w.worker_id for w in first] == ["alice"]
     assert first[0].flags[0].other_workers == ("carol (study second)",)

@@ -15,7 +15,7 @@ from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import Player
 from tests.conftest import csrf_token
-from tests.crowd.helpers import make_pool, make_study
+from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
 from tests.crowd.test_fraud import Clock
 
@@ -123,13 +123,14 @@ def typed_study(app, clock):
 def test_pasting_and_robot_typing_are_flagged_with_their_rounds(app, typed_study, runner):
     with app.app_context():
         flagged = {w.worker_id: w for w in fraud.study_flags(studies.get_study("pilot"))}
+        numbers = study_numbers()
     assert set(flagged) == {"paster", "robot"}
     (paste,) = flagged["paster"].flags
     assert paste.signal == fraud.PASTED_EXPLANATION
-    assert set(paste.rounds) == set(typed_study["paster"])
+    assert set(paste.rounds) == {numbers[r] for r in typed_study["paster"]}
     (robot,) = flagged["robot"].flags
     assert robot.signal == fraud.IMPLAUSIBLE_TYPING
-    assert set(robot.rounds) == set(typed_study["robot"])
+    assert set(robot.rounds) == {numbers[r] for r in typed_study["robot"]}
     assert all(f"{len(TEXT)} characters typed in 1.2 s" in t for t in robot.texts)
 
     result = runner.invoke(args=["study", "flags", "pilot"])

@@ -86,7 +86,7 @@ class Researcher(RuleBasedStateMachine):
             [
                 {"id": f"sub{i}", "participant_id": w, "status": "AWAITING REVIEW",
                  "study_code": None}
-                for i, w in enumerate(("w-a", "w-b", "w-lazy"))
+                for i, w in enumerate(("w-a", "w-b", "w-lazy", "w-out"))
             ],
         )  # fmt: skip
         URL["fake"] = self.fake
@@ -102,8 +102,11 @@ class Researcher(RuleBasedStateMachine):
         return verify.from_prolific_api(self.fake.submissions.values())
 
     def owed(self) -> dict[str, int]:
+        """The score bonus by the rule, and the screen-out payment of the screened-out."""
         config = lookup.config_of(self.study)
-        return {w.worker_id: verify.owed_minor(config, w) for w in worker_stats(self.study)}
+        owed = {w.worker_id: verify.owed_minor(config, w) for w in worker_stats(self.study)}
+        owed["w-out"] += SCREEN_OUT_PAY
+        return owed
 
     def owed_in_all(self) -> dict[str, int]:
         """The score bonus by the rule, plus the bonuses given in review and not cancelled."""
@@ -258,6 +261,9 @@ class Researcher(RuleBasedStateMachine):
             assert decided[worker] == verify.APPROVE, (worker, decided)
             assert paid.get(worker, 0) == owed[worker], (worker, paid, owed)
         assert paid.get("w-lazy", 0) == 0  # rejected: no bonus
+        # Screened out: asked to return, and paid the screen-out payment once.
+        assert decided["w-out"] == verify.RETURNED
+        assert paid.get("w-out", 0) == owed["w-out"] == SCREEN_OUT_PAY
 
     def upload_a_bonus_csv_now(self, run):
         for worker, amount in self.files.pop(run):
@@ -267,7 +273,13 @@ class Researcher(RuleBasedStateMachine):
 URL: dict = {}
 # No speed rule: the workers here play at machine speed, and how fast that is depends on the
 # machine's load; a "too fast" worker would go to review and change what is owed between runs.
-STEADY = "speeder_fraction = 0\n" + BONUS
+SCREEN_OUT_PAY = 30  # screened_out_pay = 0.30, in minor units
+STEADY = (
+    "speeder_fraction = 0\nscreened_out_pay = 0.30\n"
+    + BONUS
+    + '\n[screening]\nquestion = "Do you read English daily?"\noptions = ["Yes", "No"]\n'
+    + 'accept = ["Yes"]\n'
+)
 
 
 def test_every_bonus_is_paid_exactly_once_whatever_the_commands(
@@ -280,13 +292,14 @@ def test_every_bonus_is_paid_exactly_once_whatever_the_commands(
     make_pool(normal=20, human=6)
     assert create(runner, tmp_path, STEADY).exit_code == 0
     study = lookup.get_study("pilot")
-    a = join(study, "w-a", "sa")
+    a = join(study, "w-a", "sa", screening="Yes")
     for _ in range(6):
         play_slot(study, a, flag_at=None)  # 4 exact hits: 0.20 at most
-    b = join(study, "w-b", "sb")
+    b = join(study, "w-b", "sb", screening="Yes")
     for i in range(6):
         play_slot(study, b, flag_at=None if i % 2 else 2)
-    play_lazy(study, join(study, "w-lazy", "sl"), "human")
+    play_lazy(study, join(study, "w-lazy", "sl", screening="Yes"), "human")
+    assert join(study, "w-out", "so", screening="No").status == "screened_out"
 
     class Bound(Researcher):
         def __init__(self):
@@ -314,7 +327,7 @@ def test_the_api_path_records_what_prolific_answered_and_never_pays_a_row_twice(
     make_pool(normal=20, human=6)
     assert create(runner, tmp_path, STEADY).exit_code == 0
     study = lookup.get_study("pilot")
-    worker = join(study, "w-a", "sa")
+    worker = join(study, "w-a", "sa", screening="Yes")
     for _ in range(6):
         play_slot(study, worker, flag_at=None)
     fake = prolific["fake"] = FlakyProlific(

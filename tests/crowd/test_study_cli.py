@@ -28,6 +28,7 @@ expected_minutes = 6
 categories = ["news"]
 consent = "You will read short texts."
 instructions = "Say when a machine took over."
+stop_after_failed_checks = false
 
 [completion_codes]
 completed = "C1DONE01"
@@ -86,10 +87,20 @@ def test_create_reports_file_errors_rule_breaks_and_warnings(runner, ctx, tmp_pa
 
 
 def test_check_validates_without_creating(runner, ctx, tmp_path):
+    make_pool()
+    examples = db.session.scalar(select(func.count()).select_from(Example))
     result = create(runner, tmp_path, command="check")
     assert result.exit_code == 0, result.output
     assert "valid for prolific" in result.output and "2 attention check(s)" in result.output
+    assert "the schedules of 20 workers were built from it and none runs out" in result.output
     assert db.session.scalar(select(func.count()).select_from(Study)) == 0
+    # Nor the attention-check texts it built to try the pool.
+    assert db.session.scalar(select(func.count()).select_from(Example)) == examples
+    # The file of a study that exists is tried as well, under a name of its own.
+    assert create(runner, tmp_path).exit_code == 0
+    again = create(runner, tmp_path, command="check")
+    assert again.exit_code == 0, again.output
+    assert db.session.scalar(select(func.count()).select_from(Study)) == 1
 
 
 def finish_workers(study):

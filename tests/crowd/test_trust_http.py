@@ -57,6 +57,7 @@ def test_comprehension_questions_come_before_any_round_and_allow_two_tries(app, 
     join_http(client)
     page = client.get("/study/pilot/continue").get_data(as_text=True)
     assert "Before you start" in page and 'name="comprehension_1"' in page
+    assert "You have 2 tries." in page and "last try" not in page
     token = csrf_token(client, "/study/pilot/continue")
     skipped = client.post("/study/pilot/next", data={"csrf_token": token})
     assert skipped.status_code == 409  # no round before the questions are answered
@@ -66,7 +67,9 @@ def test_comprehension_questions_come_before_any_round_and_allow_two_tries(app, 
     first = client.post("/study/pilot/comprehension", data=sent)
     assert first.status_code == 400
     assert "one more try" in first.get_data(as_text=True)
-    assert "last try" in first.get_data(as_text=True)
+    # One count of tries: the page says this is the last one, and no longer "2 tries".
+    assert "This is your last try." in first.get_data(as_text=True)
+    assert "2 tries" not in first.get_data(as_text=True)
     # The same form sent twice (a double click) is one try, not two: it is not graded.
     double = client.post("/study/pilot/comprehension", data=sent)
     assert double.status_code == 400 and participant(app).comprehension_failures == 1

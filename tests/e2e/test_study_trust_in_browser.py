@@ -76,7 +76,8 @@ def test_failing_the_comprehension_questions_twice_screens_out_before_any_round(
         page.get_by_label("Ignore it").check()
         page.get_by_role("button", name="Start the first round").click()
         if attempt == 0:
-            expect(page.get_by_role("alert")).to_contain_text("This is your last try")
+            expect(page.get_by_role("alert")).to_contain_text("one more try")
+            expect(page.locator("#comprehension")).to_contain_text("This is your last try.")
     expect(page.locator(".done")).to_contain_text("not right in two tries")
     expect(page.locator("#completion-code")).to_have_text("C3SCRN03")
     with app.app_context():

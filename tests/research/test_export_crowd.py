@@ -40,6 +40,11 @@ def test_study_rounds_export_with_checks_ratings_and_pseudonyms(ctx, tmp_path):
     rounds = pd.read_csv(tmp_path / "dump" / "rounds.csv")
     assert len(rounds) == 10
     assert set(rounds["study"]) == {"pilot"}
+    # One numbering: each worker's rounds are 1..5 in the study, practice apart (order_index,
+    # the player's n-th round on the site, counts the practice round).
+    by_worker = rounds.groupby("annotator")
+    assert [sorted(s) for _a, s in by_worker["study_round"]] == [[1, 2, 3, 4, 5]] * 2
+    assert [sorted(s) for _a, s in by_worker["order_index"]] == [[2, 3, 4, 5, 6]] * 2
     assert set(rounds["group"]) == {"crowd"} and set(rounds["participant_kind"]) == {"crowd"}
     checks = rounds[rounds["attention_check"]]
     assert len(checks) == 4
