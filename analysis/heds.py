@@ -46,9 +46,16 @@ def _study_sheet(study: dict, evaluators: dict, design: dict) -> tuple[dict, dic
     if study.get("comprehension"):
         training += f"; {len(study['comprehension'])} comprehension question(s), two tries"
     limit = study.get("time_limit_minutes")
+    given = study.get("demographics")
+    demographics = (
+        f"in the workers table ({', '.join(given['columns'])}) for {given['workers_matched']} of "
+        f"{given['workers']} workers, from the platform's export"
+        if given
+        else _unknown("not collected by the site; the platform's export was not joined")
+    )
     return (
         {**evaluators, "type": f"crowd workers ({study['platform']})", "paid": paid,
-         "recruitment": recruitment, "training": training},
+         "recruitment": recruitment, "training": training, "demographics": demographics},
         {**design, "time_limits": f"{limit:g} minutes from consent to the last answer"
          if limit else "none (the study set no time limit)"},
     )  # fmt: skip

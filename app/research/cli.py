@@ -52,6 +52,12 @@ def register_research_cli(app: Flask) -> None:
         "--study",
         help="Only the rounds of this crowd study (its slug).",
     )
+    @click.option(
+        "--demographics",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="With --study: the platform's demographic export (e.g. Prolific's CSV) to join to "
+        "the workers by worker id. Age is kept in bands; ids never leave the export.",
+    )
     @click.option("--overwrite", is_flag=True, help="Replace an earlier export in OUT.")
     def export_command(
         out: Path,
@@ -61,6 +67,7 @@ def register_research_cli(app: Flask) -> None:
         category: tuple[str, ...],
         since,
         study: str | None,
+        demographics: Path | None,
         overwrite: bool,
     ) -> None:
         """Export answered rounds, examples and players for research into the folder OUT.
@@ -79,6 +86,7 @@ def register_research_cli(app: Flask) -> None:
             since=since.replace(tzinfo=UTC) if since else None,
             study=study,
             overwrite=overwrite,
+            demographics=demographics,
         )
         try:
             with tqdm(total=len(STEPS), desc="Exporting", unit="step") as bar:

@@ -60,7 +60,7 @@ from app.models import (
     System,
 )
 from app.models.base import utcnow
-from app.research import card, study_facts
+from app.research import card, demographics, study_facts
 from roftcore.spreadsheet import neutralise_frame
 
 FORMATS = ("csv", "parquet", "sqlite")
@@ -358,6 +358,7 @@ WORKER_COLUMNS: dict[str, tuple[str, str, str]] = {
         "when the worker returned the task or ran out of time; empty if not",
     ),
     "condition": ("string", "", CONDITION_NOTE),
+    **demographics.COLUMNS,
 }
 PRIVATE_COLUMNS = {"username": ("string", "", "PRIVATE: the player's username")}
 PRIVATE_STUDY_COLUMNS = {
@@ -381,6 +382,8 @@ class ExportOptions:
     since: datetime | None = None
     study: str | None = None
     overwrite: bool = False
+    # The platform's demographic export (CSV) to join to the study's workers; --study only.
+    demographics: Path | None = None
 
 
 @dataclass
@@ -830,12 +833,16 @@ def build_tables(raw: dict, options: ExportOptions, key: bytes) -> dict[str, pd.
         "examples": ex,
         "players": pl,
         "votes": vt,
-        "workers": _workers_table(raw["workers"], options, key),
+        "workers": _workers_table(raw["workers"], options, key, raw.get("demographics")),
     }
 
 
-def _workers_table(workers: pd.DataFrame, options: ExportOptions, key: bytes) -> pd.DataFrame:
-    """One row per study participant, sorted by study and pseudonym (not by arrival)."""
+def _workers_table(
+    workers: pd.DataFrame, options: ExportOptions, key: bytes, answers: dict | None = None
+) -> pd.DataFrame:
+    """One row per study participant, sorted by study and pseudonym (not by arrival), with
+    `answers` (worker id: demographic columns, from the platform's export) where given."""
+    answers = answers or {}
     wk = pd.DataFrame(
         {
             "annotator": workers["player_id"].map(lambda pid: pseudonym(int(pid), key)),
@@ -851,6 +858,10 @@ def _workers_table(workers: pd.DataFrame, options: ExportOptions, key: bytes) ->
                 for name in ("started_at", "finished_at", "left_at")
             },
             "condition": workers["condition"],
+            **{
+                name: workers["worker_id"].map(lambda w, n=name: answers.get(w, {}).get(n, ""))
+                for name in demographics.COLUMNS
+            },
         },
         columns=list(WORKER_COLUMNS),
     )
@@ -1061,7 +1072,16 @@ def export(options: ExportOptions, progress: Callable[[str], None] | None = None
     folder = Path(options.out)
     if folder.exists() and any(folder.iterdir()) and not options.overwrite:
         raise ExportError(f"{folder} is not empty; choose a new folder or pass --overwrite")
+    answers = None
+    if options.demographics is not None:
+        if not options.study:
+            raise ExportError("--demographics needs --study: the file is one study's export")
+        try:
+            answers = demographics.read(Path(options.demographics))
+        except demographics.DemographicsError as error:
+            raise ExportError(str(error)) from None
     raw = collect(options, progress)
+    raw["demographics"] = answers
     if options.overwrite and folder.exists():
         for name in (*KNOWN_FILES, SQLITE_NAME):
             (folder / name).unlink(missing_ok=True)
@@ -1101,7 +1121,17 @@ def export(options: ExportOptions, progress: Callable[[str], None] | None = None
         }
     if options.study:
         # The study's own facts (pay, limits, checks, exclusions, its words as shown).
-        manifest["study"] = study_facts.study_facts(options.study)
+        joined = None
+        if answers is not None:
+            ids = raw["workers"]["worker_id"]
+            joined = {
+                "file": Path(options.demographics).name,
+                "columns": list(demographics.COLUMNS),
+                "workers_matched": int(ids.isin(answers).sum()),
+                "workers": len(ids),
+                "rows_of_other_workers": len(set(answers) - set(ids)),
+            }
+        manifest["study"] = study_facts.study_facts(options.study, joined)
         manifest["task_instruction"] = study_facts.instruction_text(manifest["study"])
     folder.mkdir(parents=True, exist_ok=True)
     if plan is not None:

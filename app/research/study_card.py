@@ -29,15 +29,28 @@ def croissant_part(study: dict, url: str | None) -> dict:
         "rai:dataCollectionType": ["Crowdsourced"],
         "rai:dataCollectionTimeframe": dates,
         "rai:dataAnnotationPlatform": f"{study['platform']}, through the RoFT site's study link",
-        "rai:annotatorDemographics": (
-            "Not collected by the site; the platform holds them and they are not part of this "
-            "dataset."
-        ),
+        "rai:annotatorDemographics": demographics_line(study),
         "rai:dataBiases": (
             f"{study['platform']} workers who chose this study: not a sample of any population."
         ),
         "rai:dataManipulationProtocol": "; ".join(study["exclusion_rules"]),
     }
+
+
+def demographics_line(study: dict) -> str:
+    """What the export holds of the workers' demographics, in one sentence."""
+    given = study.get("demographics")
+    if not given:
+        return (
+            "Not collected by the site; the platform holds them and they are not part of this "
+            "dataset."
+        )
+    return (
+        f"From the platform's own export ({given['file']}), joined by worker id for "
+        f"{given['workers_matched']} of {given['workers']} workers: "
+        + ", ".join(given["columns"])
+        + " (age in bands; empty where the platform withheld an answer)."
+    )
 
 
 def study_pay(study: dict) -> str:
@@ -113,6 +126,7 @@ def section(study: dict, plan: dict | None = None) -> list[str]:
         f"- Attention checks per worker: {checks['per_worker']} ({checks['inside_a_text']} inside "
         f"a text, {checks['all_human']} all-human); failed_checks after {checks['fail_after']}.",
         f"- Places: {study['places'] or 'no limit'}.",
+        f"- Workers' demographics: {demographics_line(study)}",
         f"- Outcomes: {settled}.",
         "",
         "Exclusion rules:",

@@ -33,7 +33,10 @@ FEEDBACK_STEP = {
 NOT_KNOWN = (
     "ethics review body and reference",
     "the platform's own eligibility filters (country, age, approval rate, ...)",
-    "workers' demographics (the platform's export is not part of this dataset)",
+)
+NO_DEMOGRAPHICS = (
+    "workers' demographics (the platform's export was not given: `flask export --study SLUG "
+    "--demographics FILE` joins it)"
 )
 
 
@@ -84,8 +87,9 @@ def exclusion_rules(config) -> list[str]:
     return rules
 
 
-def study_facts(slug: str) -> dict:
-    """The facts of study `slug` for its export (JSON-ready)."""
+def study_facts(slug: str, demographics: dict | None = None) -> dict:
+    """The facts of study `slug` for its export (JSON-ready); `demographics` says what of the
+    platform's demographic export was joined to the workers (None: not given)."""
     study = lookup.get_study(slug)
     config = lookup.config_of(study)
     human, inside = schedule.check_mix(
@@ -142,7 +146,8 @@ def study_facts(slug: str) -> dict:
         "last_activity": _iso(last),
         "contact": config.contact or None,
         "conditions": _conditions(study, config),
-        "not_known_to_the_site": list(NOT_KNOWN),
+        "not_known_to_the_site": [*NOT_KNOWN, *(() if demographics else (NO_DEMOGRAPHICS,))],
+        "demographics": demographics,
     }
 
 
