@@ -21,8 +21,8 @@ COLUMNS: dict[str, tuple[str, str, str]] = {
     "age_band": (
         "string",
         "years",
-        "age in bands (under 18, 18-24, 25-34, 35-44, 45-54, 55-64, 65+) from the platform's export; "
-        "empty when not given (demographics are optional: see `--demographics`)",
+        "age in bands (under 18, 18-24, 25-34, 35-44, 45-54, 55-64, 65+) from the platform's "
+        "export; empty when not given (demographics are optional: see `--demographics`)",
     ),
     "sex": ("string", "", "sex or gender as the worker told the platform; empty when not given"),
     "country": ("string", "", "country of residence per the platform; empty when not given"),
