@@ -395,19 +395,13 @@ def _render_reveal(view: reveals.RevealView):
     return render_template("game/_round.html", **context)
 
 
-def _preloaded_reveal(round_id: int) -> reveals.RevealView | None:
-    """The round the hook read for this reveal, when the lean path may serve it: the session's
-    player owns it and it is no study's (a study's round page has parts of its own, drawn by
-    the `round_page` hook on the full path)."""
+def _preloaded(kind: type):
+    """What the hook read for this request (`_load_player_with_round_or_set`), when it is a `kind`
+    (None: nothing, or something else)."""
     preloaded = g.get("preloaded")
     if not isinstance(preloaded, tuple) or len(preloaded) != 2:
         return None
-    view = preloaded[1]
-    if not isinstance(view, reveals.RevealView) or view.id != round_id:
-        return None
-    if view.player_id != current_user.id or view.participant_id is not None:
-        return None
-    return view
+    return preloaded[1] if isinstance(preloaded[1], kind) else None
 
 
 def _render_answered(view: answers.AnswerView):
@@ -516,19 +510,16 @@ def reveal(round_id: int):
         return _render_round(
             rounds.get_round(current_user, round_id), 400, "The request was incomplete."
         )
-    if (view := _preloaded_reveal(round_id)) is not None:
-        try:
-            shown = reveals.reveal_preloaded(current_user, view, seen)
-        except Conflict as conflict:
-            return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
-        if _wants_fragment():
-            return _render_reveal(shown)
-        return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
     try:
-        round_ = reveals.reveal_next(current_user, round_id, seen)
+        shown = reveals.reveal_next(current_user, round_id, seen, _preloaded(reveals.RevealView))
     except Conflict as conflict:
         return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
-    return _after_action(round_, "latest")
+    if not _wants_fragment():
+        return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
+    if shown.participant_id is not None:
+        # A study's round page has parts of its own (the `round_page` hook).
+        return _render_round(rounds.get_round(current_user, round_id))
+    return _render_reveal(shown)
 
 
 @bp.post("/play/round/<int:round_id>/answer")
