@@ -8,6 +8,7 @@ the updated round back as an HTML fragment instead (one request per sentence, no
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import date
 
 from flask import (
@@ -210,36 +211,35 @@ def start():
     return _go_to_round(round_)
 
 
-# The round and set pages and actions: each loads its round or set, and the player with it.
-_ROUND_ENDPOINTS = frozenset({"game.show"})
-_SET_ENDPOINTS = frozenset({"game.next_in_set", "game.set_summary"})
+def preloads(load: Callable[[int], object], argument: str):
+    """Mark a view whose round or set is read together with the session's player, in one
+    statement, before anything reads `current_user`: `load(view_args[argument])`.
+
+    Flask-Login's user loader then finds the session's player loaded, when they own the round or
+    set, instead of running a SELECT of its own, and checks the session's version against the row
+    as always (app/accounts/service.py: load_player); anyone else's round or set is refused by the
+    view as before. What was read is kept in `g` for the request (`_preloaded`): the session's
+    identity map holds objects weakly.
+    """
+
+    def mark(view):
+        view.preload = (load, argument)
+        return view
+
+    return mark
 
 
 @bp.before_app_request
-def _load_player_with_round_or_set() -> None:
-    """Load the round or set a hot route needs together with its player, in one statement.
-
-    Flask-Login's user loader then finds the session's player loaded, when they own it, instead
-    of running a SELECT of its own, and checks the session's version against the row as always
-    (app/accounts/service.py: load_player); anyone else's round or set is refused by the route as
-    before. It runs before any other hook reads `current_user` (the game's blueprint is registered
-    before the crowd's, whose hook checks a worker's time on a reveal). What it loaded is kept in
-    `g` for the request: the session's identity map holds objects weakly. A reveal and an answer
-    load one row of the round's columns with the player as the only ORM object
-    (`reveals.preload_reveal`, `answers.preload_answer`).
-    """
-    if "_user_id" not in session or "_login_user" in g or not request.view_args:
+def _preload_for_view() -> None:
+    """Run the view's `preloads`, if it has one. This is an app-wide hook, registered with the
+    game's blueprint before the crowd's, so that it runs before any other hook reads
+    `current_user` (the crowd's checks a worker's time on a reveal)."""
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    preload = getattr(view, "preload", None)
+    if preload is None or "_user_id" not in session or "_login_user" in g:
         return
-    if request.endpoint == "game.reveal":
-        # A reveal reads a few columns of the round: one row, and the player as an object.
-        g.preloaded = reveals.preload_reveal(request.view_args["round_id"])
-    elif request.endpoint == "game.answer":
-        # So does an answer, with a few columns more (`answers.preload_answer`).
-        g.preloaded = answers.preload_answer(request.view_args["round_id"])
-    elif request.endpoint in _ROUND_ENDPOINTS:
-        g.preloaded = rounds.preload_round(request.view_args["round_id"])
-    elif request.endpoint in _SET_ENDPOINTS:
-        g.preloaded = sets.preload_set(request.view_args["set_id"])
+    load, argument = preload
+    g.preloaded = load(request.view_args[argument])
 
 
 def _require_player():
@@ -342,14 +342,8 @@ def _go_to_round(round_):
     return redirect(url_for("game.show", round_id=round_.id))
 
 
-def _after_action(round_, anchor: str):
-    """A plain post gets a redirect to the round; the page's script gets the round itself."""
-    if _wants_fragment():
-        return _render_round(round_)
-    return redirect(url_for("game.show", round_id=round_.id, _anchor=anchor))
-
-
 @bp.get("/play/round/<int:round_id>")
+@preloads(rounds.preload_round, "round_id")
 def show(round_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
@@ -396,12 +390,12 @@ def _render_reveal(view: reveals.RevealView):
 
 
 def _preloaded(kind: type):
-    """What the hook read for this request (`_load_player_with_round_or_set`), when it is a `kind`
-    (None: nothing, or something else)."""
+    """What `preloads` read for this request, when it is a `kind` (None: nothing, or something
+    else)."""
     preloaded = g.get("preloaded")
-    if not isinstance(preloaded, tuple) or len(preloaded) != 2:
-        return None
-    return preloaded[1] if isinstance(preloaded[1], kind) else None
+    if isinstance(preloaded, tuple) and len(preloaded) == 2 and isinstance(preloaded[1], kind):
+        return preloaded[1]
+    return None
 
 
 def _render_answered(view: answers.AnswerView):
@@ -436,23 +430,6 @@ def _render_answered(view: answers.AnswerView):
     return render_template("game/_round.html", **context)
 
 
-def _preloaded_answer(round_id: int) -> answers.AnswerView | None:
-    """The round the hook read for this answer, when the lean path may serve it: the session's
-    player owns it, it is open, and it is a public round of normal play (a study's round page
-    has parts of its own; its answer is counted by the study's hook on the full path)."""
-    preloaded = g.get("preloaded")
-    if not isinstance(preloaded, tuple) or len(preloaded) != 2:
-        return None
-    view = preloaded[1]
-    if not isinstance(view, answers.AnswerView) or view.id != round_id:
-        return None
-    if view.player_id != current_user.id or view.participant_id is not None:
-        return None
-    if view.kind != rounds.NORMAL or view.answered:
-        return None
-    return view
-
-
 def _posted_answer(round_) -> tuple[answers.Answer, list]:
     """The posted answer, parsed (raises BadRequest with a message for the player), and what a
     study asks to run once it is stored (`hooks.answer_form`)."""
@@ -477,30 +454,8 @@ def _run_steps(after: list) -> None:
             step()
 
 
-def _answer_preloaded(view: answers.AnswerView):
-    """`answer` for a round `_preloaded_answer` let through: the same parsing, hooks and
-    refusals (drawn by the full path), the answer stored from the row and drawn from it."""
-    choice = request.form.get("choice", "")
-    try:
-        parsed, after = _posted_answer(view)
-        done = answers.submit_preloaded(current_user, view, parsed)
-        _run_steps(after)
-    except answers.AlreadyAnswered as already:
-        return _render_round(already.round, 409, already.message)
-    except (BadRequest, Conflict) as refused:
-        db.session.rollback()
-        return _render_round(
-            rounds.get_round(current_user, view.id),
-            refused.status,
-            refused.message,
-            flag=choice == "machine",
-        )
-    if _wants_fragment():
-        return _render_answered(done)
-    return redirect(url_for("game.show", round_id=view.id, _anchor="result"))
-
-
 @bp.post("/play/round/<int:round_id>/next")
+@preloads(reveals.preload_reveal, "round_id")
 def reveal(round_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
@@ -523,23 +478,34 @@ def reveal(round_id: int):
 
 
 @bp.post("/play/round/<int:round_id>/answer")
+@preloads(answers.preload_answer, "round_id")
 def answer(round_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
-    if (view := _preloaded_answer(round_id)) is not None:
-        return _answer_preloaded(view)
-    round_ = rounds.get_round(current_user, round_id)
+    view = answers.own_round(current_user, round_id, _preloaded(answers.AnswerView))
+    # A study's round is the `Round` its hooks read.
+    study_round = rounds.get_round(current_user, round_id) if view.participant_id else None
     choice = request.form.get("choice", "")
     try:
-        parsed, after = _posted_answer(round_)
-        round_ = answers.submit_answer(current_user, round_id, parsed)
+        parsed, after = _posted_answer(study_round or view)
+        done = answers.submit_answer(current_user, round_id, parsed, view)
         _run_steps(after)
     except answers.AlreadyAnswered as already:
-        return _render_round(already.round, 409, already.message)
+        return _render_round(rounds.get_round(current_user, round_id), 409, already.message)
     except (BadRequest, Conflict) as refused:
         db.session.rollback()
-        return _render_round(round_, refused.status, refused.message, flag=choice == "machine")
-    return _after_action(round_, "result")
+        return _render_round(
+            rounds.get_round(current_user, round_id),
+            refused.status,
+            refused.message,
+            flag=choice == "machine",
+        )
+    if not _wants_fragment():
+        return redirect(url_for("game.show", round_id=round_id, _anchor="result"))
+    if done.participant_id is not None:
+        # A study's round page has parts of its own (the `round_page` hook).
+        return _render_round(rounds.get_round(current_user, round_id))
+    return _render_answered(done)
 
 
 @bp.get("/play/continue")
@@ -553,6 +519,7 @@ def resume():
 
 
 @bp.post("/sets/<int:set_id>/next")
+@preloads(sets.preload_set, "set_id")
 def next_in_set(set_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
@@ -583,6 +550,7 @@ def _summary_url(game_set) -> str:
 
 
 @bp.get("/sets/<int:set_id>")
+@preloads(sets.preload_set, "set_id")
 def set_summary(set_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
