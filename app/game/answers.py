@@ -101,6 +101,46 @@ _ANSWER_VIEW = _REVEAL_VIEW.add_columns(
 )
 
 
+def view_of(round_: Round) -> AnswerView:
+    """The state of a round loaded as ORM objects (`rounds.get_round`: with its text, category
+    and set), as `preload_answer` reads it from one row."""
+    example = round_.example
+    game_set = round_.game_set if round_.set_id is not None else None
+    return AnswerView(
+        id=round_.id,
+        player_id=round_.player_id,
+        kind=round_.kind,
+        participant_id=round_.participant_id,
+        revealed=round_.revealed,
+        guess=round_.guess,
+        sentences=example.sentences,
+        n_sentences=example.n_sentences,
+        category_name=example.category.name,
+        set_id=game_set.id if game_set is not None else None,
+        set_kind=game_set.kind if game_set is not None else None,
+        set_number=round_.set_number if game_set is not None else None,
+        set_size=game_set.size if game_set is not None else None,
+        set_points=game_set.points if game_set is not None else None,
+        set_answered=game_set.answered if game_set is not None else None,
+        set_finished=game_set is not None and game_set.finished_at is not None,
+        set_day=game_set.day if game_set is not None else None,
+        set_level=game_set.level if game_set is not None else None,
+        order_index=round_.order_index,
+        points=round_.points,
+        reasons=round_.reasons,
+        explanation=round_.explanation,
+        uncounted=round_.uncounted,
+        started_at=round_.started_at,
+        chosen_category=round_.chosen_category,
+        example_id=example.id,
+        boundary=example.boundary,
+        decoding=example.decoding,
+        system_label=example.system_label,
+        category_id=example.category_id,
+        category_slug=example.category.slug,
+    )
+
+
 def preload_answer(round_id: int) -> tuple[Player, AnswerView] | None:
     """`preload_reveal` for an answer: the round as one row of columns and its player as an ORM
     object (the session's version is still checked, another player's round still refused)."""

@@ -78,6 +78,8 @@ class RevealView:
     set_finished: bool
     set_day: date | None
     set_level: str | None
+    # The round's place among the player's rounds.
+    order_index: int
 
     @property
     def answered(self) -> bool:
@@ -107,6 +109,7 @@ _REVEAL_VIEW = (
         _sets.finished_at.label("set_finished_at"),
         _sets.day.label("set_day"),
         _sets.level.label("set_level"),
+        _rounds.order_index,
         Player,
     )
     .select_from(Round.__table__)
@@ -140,6 +143,7 @@ def _reveal_fields(row) -> dict:
         "set_finished": row.set_finished_at is not None,
         "set_day": row.set_day,
         "set_level": row.set_level,
+        "order_index": row.order_index,
     }
 
 

@@ -205,7 +205,7 @@ def start():
     level = levels.parse(request.form.get("level"))
     try:
         _player_for_play(category, level)
-        round_ = sets.play(current_user, category, level, at_once=True)
+        round_ = sets.play(current_user, category, level)
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
     return _go_to_round(round_)
@@ -248,34 +248,15 @@ def _require_player():
     return None
 
 
-def _teaching(round_) -> dict:
-    """What the reveal of an answered public round shows besides the truth."""
-    example = round_.example
-    return _teaching_of(
-        insights.kind_of(example),
-        round_.participant_id is not None,
-        example.id,
-        round_.player_id,
-        example.n_sentences,
-        example.boundary,
-        round_.guess,
-    )
-
-
-def _teaching_of(
-    kind: insights.TextKind,
-    in_study: bool,
-    example_id: int,
-    player_id: int,
-    n: int,
-    boundary: int,
-    guess: int,
-) -> dict:
-    """`_teaching` from the round's figures: the spread and the explanations in one statement."""
+def _teaching(state: answers.AnswerView) -> dict:
+    """What the reveal of an answered round shows besides the truth: the kind of text, and for
+    a public round the spread and the explanations (one statement)."""
+    n, boundary, guess = state.n_sentences, state.boundary, state.guess
+    kind = insights.describe(boundary, n, state.decoding, state.system_label)
     context: dict = {"kind": kind}
-    if in_study:
+    if state.participant_id is not None:
         return context
-    spread, explanations = insights.teaching(example_id, player_id, n, boundary, guess)
+    spread, explanations = insights.teaching(state.example_id, state.player_id, n, boundary, guess)
     # Below SPREAD_MIN_OTHERS (1 by default) no spread is shown; at 1, none means no one else.
     context["first_reader"] = spread is None and current_app.config["SPREAD_MIN_OTHERS"] <= 1
     if spread is not None:
@@ -299,30 +280,47 @@ def _teaching_of(
 
 
 def _render_round(round_, status: int = 200, error: str | None = None, flag: bool = False):
-    example = round_.example
+    """A round loaded as ORM objects (`rounds.get_round`), drawn from its state."""
+    study_round = round_ if round_.participant_id is not None else None
+    return _render_state(answers.view_of(round_), status, error, flag, study_round)
+
+
+def _render_state(
+    state: reveals.RevealView,
+    status: int = 200,
+    error: str | None = None,
+    flag: bool = False,
+    study_round: Round | None = None,
+):
+    """The round's page (the fragment, for the page's script) drawn from its state: after an
+    answer an `answers.AnswerView`, which has the truth. `study_round`: a study's round, whose
+    page has parts of its own (the `round_page` hook)."""
+    n = state.n_sentences
     context = {
-        "round": round_,
-        "category": example.category,
-        "sentences": rounds.visible_sentences(round_),
-        "n": example.n_sentences,
-        "remaining": example.n_sentences - round_.revealed,
+        "round": state,
+        "category": {"name": state.category_name},
+        # Only what the player has been shown; the whole text once the round is answered.
+        "sentences": list(state.sentences if state.answered else state.sentences[: state.revealed]),
+        "n": n,
+        "remaining": n - state.revealed,
         "reasons": REASONS,
         "max_explanation": MAX_EXPLANATION_CHARS,
         "confidence_levels": answers.CONFIDENCE_LEVELS,
         "flag": flag,
         "error": error,
         "form": request.form if error else {},
-        "position": sets.position_of(round_),
+        "position": _position_of(state),
     }
-    if round_.answered:
+    if state.answered:
         context.update(
-            result=rounds.result_of(round_),
-            boundary=example.boundary,
-            **_teaching(round_),
+            result=verdict(state.guess, state.boundary, n),
+            boundary=state.boundary,
+            **_teaching(state),
         )
-    for extra in hooks.round_page.send(round_):
-        # A study may show an answered round on its own page (app/crowd/serving.round_context).
-        context.update(extra)
+    if study_round is not None:
+        for extra in hooks.round_page.send(study_round):
+            # A study may show an answered round on its own page (app/crowd/serving.round_context).
+            context.update(extra)
     template = context.pop("template", None) or (
         "game/_round.html" if _wants_fragment() else "game/round.html"
     )
@@ -335,7 +333,7 @@ def _go_to_round(round_):
     if _wants_fragment():
         if isinstance(round_, reveals.RevealView):
             # Started in one statement (`rounds.start_at_once`): drawn from its row.
-            page, status = _render_reveal(round_), 200
+            page, status = _render_state(round_)
         else:
             page, status = _render_round(round_)
         return page, status, {"X-Round-URL": url_for("game.show", round_id=round_.id)}
@@ -351,42 +349,21 @@ def show(round_id: int):
     return _render_round(round_, flag=request.args.get("flag") == "1" and not round_.answered)
 
 
-def _position_of_view(view: reveals.RevealView) -> sets.Position | None:
-    """`sets.position_of` for a round read as one row."""
-    if view.set_id is None:
+def _position_of(state: reveals.RevealView) -> sets.Position | None:
+    """Where the round stands in its set, for the header (None: in no set)."""
+    if state.set_id is None:
         return None
     return sets.Position(
-        view.set_id,
-        view.set_kind,
-        view.set_number,
-        view.set_size,
-        view.set_points,
-        view.set_answered,
-        view.set_finished,
-        view.set_day,
-        view.set_level,
+        state.set_id,
+        state.set_kind,
+        state.set_number,
+        state.set_size,
+        state.set_points,
+        state.set_answered,
+        state.set_finished,
+        state.set_day,
+        state.set_level,
     )
-
-
-def _render_reveal(view: reveals.RevealView):
-    """The round after a reveal, as `_render_round` draws an unanswered round outside a study,
-    from the row `reveals.preload_reveal` read (tests/test_round_speed.py compares the two)."""
-    position = _position_of_view(view)
-    context = {
-        "round": view,
-        "category": {"name": view.category_name},
-        "sentences": view.sentences[: view.revealed],
-        "n": view.n_sentences,
-        "remaining": view.n_sentences - view.revealed,
-        "reasons": REASONS,
-        "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": answers.CONFIDENCE_LEVELS,
-        "flag": False,
-        "error": None,
-        "form": {},
-        "position": position,
-    }
-    return render_template("game/_round.html", **context)
 
 
 def _preloaded(kind: type):
@@ -396,38 +373,6 @@ def _preloaded(kind: type):
     if isinstance(preloaded, tuple) and len(preloaded) == 2 and isinstance(preloaded[1], kind):
         return preloaded[1]
     return None
-
-
-def _render_answered(view: answers.AnswerView):
-    """The round just answered, as `_render_round` draws an answered public round outside a
-    study, from the row `answers.preload_answer` read (tests/test_lean_answer.py compares)."""
-    n = view.n_sentences
-    context = {
-        "round": view,
-        "category": {"name": view.category_name},
-        "sentences": list(view.sentences),
-        "n": n,
-        "remaining": n - view.revealed,
-        "reasons": REASONS,
-        "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": answers.CONFIDENCE_LEVELS,
-        "flag": False,
-        "error": None,
-        "form": {},
-        "position": _position_of_view(view),
-        "result": verdict(view.guess, view.boundary, n),
-        "boundary": view.boundary,
-        **_teaching_of(
-            insights.describe(view.boundary, n, view.decoding, view.system_label),
-            False,
-            view.example_id,
-            view.player_id,
-            n,
-            view.boundary,
-            view.guess,
-        ),
-    }
-    return render_template("game/_round.html", **context)
 
 
 def _posted_answer(round_) -> tuple[answers.Answer, list]:
@@ -474,7 +419,7 @@ def reveal(round_id: int):
     if shown.participant_id is not None:
         # A study's round page has parts of its own (the `round_page` hook).
         return _render_round(rounds.get_round(current_user, round_id))
-    return _render_reveal(shown)
+    return _render_state(shown)
 
 
 @bp.post("/play/round/<int:round_id>/answer")
@@ -505,7 +450,7 @@ def answer(round_id: int):
     if done.participant_id is not None:
         # A study's round page has parts of its own (the `round_page` hook).
         return _render_round(rounds.get_round(current_user, round_id))
-    return _render_answered(done)
+    return _render_state(done)
 
 
 @bp.get("/play/continue")
@@ -524,7 +469,7 @@ def next_in_set(set_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
     try:
-        round_ = sets.next_round(current_user, set_id, at_once=True)
+        round_ = sets.next_round(current_user, set_id)
     except sets.SetFinished as finished:
         if isinstance(finished, sets.DayOver):
             flash(finished.message)
