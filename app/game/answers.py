@@ -25,6 +25,7 @@ from app.game.rounds import (
     _examples,
     _rounds,
     _sets,
+    in_one_statement,
 )
 from app.game.scoring import Verdict, verdict
 from app.game.typing_signals import NOT_REPORTED, Typing
@@ -339,7 +340,7 @@ def _store_answer(player: Player, current: AnswerView, answer: Answer) -> _Store
     # on, but adds nothing to its score.
     in_set = result if scored and uncounted is None else None
     figures = None
-    if db.session.get_bind().dialect.name == "postgresql":
+    if in_one_statement():
         # The round, the text's count and the set's figures in one round trip.
         row = db.session.execute(
             _ANSWER_AND_COUNT,

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
-from app.game.rounds import MAX_ID, _categories, _examples, _rounds, _sets
+from app.game.rounds import MAX_ID, _categories, _examples, _rounds, _sets, in_one_statement
 from app.models import Category, Example, GameSet, Player, Reveal, Round
 from app.models.base import UTCDateTime, utcnow
 
@@ -197,7 +197,7 @@ def _move_on(round_id: int, seen: int) -> None:
     stale = Conflict("This page was out of date; here is the round as it stands.")
     now = utcnow()
     try:
-        if db.session.get_bind().dialect.name == "postgresql":
+        if in_one_statement():
             # The round moves on and the reveal is recorded, both or neither, in one statement.
             result = db.session.execute(
                 _REVEAL_AND_RECORD, {"round_id": round_id, "seen": seen, "revealed_at": now}

@@ -116,6 +116,13 @@ _NEXT_PLACES = select(
 _rounds, _examples, _sets = Round.__table__.c, Example.__table__.c, GameSet.__table__.c
 
 
+def in_one_statement() -> bool:
+    """Whether each write of a round's life runs as one statement (PostgreSQL, whose WITH may
+    modify data: the start in `start_at_once`, the reveal and the answer); SQLite runs their parts
+    one by one. The one place the game asks which database it runs on."""
+    return db.session.get_bind().dialect.name == "postgresql"
+
+
 class NoExamplesLeft(Conflict):
     """The player has already played every text they could be given."""
 
@@ -349,7 +356,7 @@ def _remember_passages_statement(dialect: str):
 def _remember_passages(player_id: int, example_id: int, now) -> None:
     """Record the example's passages as read by the player (no commit)."""
     db.session.execute(
-        _remember_passages_statement(db.session.get_bind().dialect.name),
+        _remember_passages_statement("postgresql" if in_one_statement() else "sqlite"),
         {"player_id": player_id, "example_id": example_id, "read_at": now},
     )
 
@@ -568,7 +575,7 @@ def start_at_once(
     # Imported here: app/game/reveals.py imports this module.
     from app.game.reveals import RevealView
 
-    if db.session.get_bind().dialect.name != "postgresql":
+    if not in_one_statement():
         return None
     by_category = chosen_category != RANDOM
     statement = _start_in_one_statement(

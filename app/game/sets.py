@@ -80,7 +80,7 @@ def play(
             return view
         # SQLite; or a race lost, no text left, no such category: the full path, which looks
         # for the open round again (a round another request opened is served) and refuses.
-        looked_up = db.session.get_bind().dialect.name != "postgresql"
+        looked_up = not rounds.in_one_statement()
 
     def open_set() -> GameSet:
         game_set = (
@@ -350,7 +350,7 @@ def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
             chosen,
             game_set=game_set,
             level=game_set.level,
-            looked_up=db.session.get_bind().dialect.name != "postgresql",
+            looked_up=not rounds.in_one_statement(),
         )
     current = rounds.open_round(player)
     if current is not None:
