@@ -37,7 +37,6 @@ from app.catalog.records import SLUG_RE
 from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
-from app.game.scoring import Verdict, verdict
 from app.models import (
     Category,
     Example,
@@ -115,6 +114,13 @@ _NEXT_PLACES = select(
 # go to the tables (no ORM bookkeeping); the service puts the new values onto the loaded objects
 # itself.
 _rounds, _examples, _sets = Round.__table__.c, Example.__table__.c, GameSet.__table__.c
+
+
+def in_one_statement() -> bool:
+    """Whether each write of a round's life runs as one statement (PostgreSQL, whose WITH may
+    modify data: the start in `start_at_once`, the reveal and the answer); SQLite runs their parts
+    one by one. The one place the game asks which database it runs on."""
+    return db.session.get_bind().dialect.name == "postgresql"
 
 
 class NoExamplesLeft(Conflict):
@@ -350,7 +356,7 @@ def _remember_passages_statement(dialect: str):
 def _remember_passages(player_id: int, example_id: int, now) -> None:
     """Record the example's passages as read by the player (no commit)."""
     db.session.execute(
-        _remember_passages_statement(db.session.get_bind().dialect.name),
+        _remember_passages_statement("postgresql" if in_one_statement() else "sqlite"),
         {"player_id": player_id, "example_id": example_id, "read_at": now},
     )
 
@@ -513,7 +519,7 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
             ).select_from(picked.join(places, true())),
             include_defaults=False,
         )
-        .returning(_rounds.id, _rounds.example_id, _rounds.set_id)
+        .returning(_rounds.id, _rounds.example_id, _rounds.set_id, _rounds.order_index)
         .cte("new")
     )
     first_reveal = (
@@ -541,6 +547,7 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
         select(
             new.c.id,
             new.c.set_id,
+            new.c.order_index,
             picked.c.sentences,
             picked.c.n_sentences,
             picked.c.category_name,
@@ -568,7 +575,7 @@ def start_at_once(
     # Imported here: app/game/reveals.py imports this module.
     from app.game.reveals import RevealView
 
-    if db.session.get_bind().dialect.name != "postgresql":
+    if not in_one_statement():
         return None
     by_category = chosen_category != RANDOM
     statement = _start_in_one_statement(
@@ -622,6 +629,7 @@ def start_at_once(
         set_finished=False,
         set_day=None if fresh else game_set.day,
         set_level=level,
+        order_index=row.order_index,
     )
     # Everything is stored (the statement committed on its own); the player stays loaded.
     commit_keeping(player)
@@ -662,16 +670,3 @@ def _commit_keeping_round(player: Player, current: Round) -> None:
     # The set was loaded with the round, or given with a new one.
     game_set = current.game_set if current.set_id is not None else None
     commit_keeping(player, current, example, example.category, example.system, game_set)
-
-
-def visible_sentences(round_: Round) -> list[str]:
-    """Only what the player has been shown; the whole text once the round is answered."""
-    sentences = round_.example.sentences
-    return list(sentences if round_.answered else sentences[: round_.revealed])
-
-
-def result_of(round_: Round) -> Verdict:
-    """The stored round's verdict (raises if the round is not answered)."""
-    if not round_.answered:
-        raise ValueError("round is not answered yet")
-    return verdict(round_.guess, round_.example.boundary, round_.example.n_sentences)

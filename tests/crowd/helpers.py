@@ -7,7 +7,7 @@ from app.crowd.platforms import Entry
 from app.crowd.study_file import parse_study
 from app.extensions import db
 from app.game import answers, reveals, rounds
-from app.models import Participant, Player
+from app.models import Participant, Player, Round
 from tests import factories
 
 BASE = {
@@ -56,7 +56,8 @@ def answer(round_, guess: int, player=None):
         parsed = answers.parse_answer("human", round_.revealed, [], "")
     else:
         parsed = answers.parse_answer("machine", round_.revealed, ["generic"], "")
-    return answers.submit_answer(player, round_.id, parsed)
+    answers.submit_answer(player, round_.id, parsed)
+    return db.session.get(Round, round_.id)
 
 
 def play_slot(
