@@ -20,7 +20,6 @@ from app.game import reasons as reason_catalogue
 from app.game.reveals import _REVEAL_VIEW, RevealView, _reveal_fields
 from app.game.rounds import (
     MAX_ID,
-    NORMAL,
     _categories,
     _examples,
     _rounds,
@@ -32,6 +31,7 @@ from app.game.typing_signals import NOT_REPORTED, Typing
 from app.leaderboard import integrity, standings
 from app.models import Example, GameSet, Player, Round
 from app.models.base import UTCDateTime, utcnow
+from app.models.rounds import NORMAL_ROUND
 
 # How sure a player may say they are of a guess, in percent (optional).
 CONFIDENCE_LEVELS = (50, 70, 90)
@@ -313,7 +313,7 @@ def _store_answer(player: Player, current: AnswerView, answer: Answer) -> _Store
     else:
         guess = current.revealed - 1
     result: Verdict = verdict(guess, current.boundary, n)
-    scored = current.kind == NORMAL
+    scored = current.kind == NORMAL_ROUND
     now = utcnow()
     # The answer page shows the truth: record it, and do not count an answer whose truth another
     # player was shown in this browser or from this address (app/leaderboard/integrity.py).

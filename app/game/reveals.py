@@ -55,8 +55,9 @@ class RevealView:
     """A round as a reveal reads and shows it, from one row: no ORM objects but the player.
 
     Loading the round with its text, category, system, set and player as ORM objects cost a
-    reveal more CPU than anything else it does (docs/BENCHMARKS.md); a reveal reads a few of
-    their columns. The round's page, the answer and anything unusual still load the objects.
+    reveal more CPU than anything else it does (docs/performance.md, "CPU per round in
+    process"); a reveal reads a few of their columns. The round's page (`rounds.get_round`) and
+    a study's round still load the objects.
     """
 
     id: int

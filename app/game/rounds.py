@@ -48,15 +48,13 @@ from app.models import (
     Round,
 )
 from app.models.base import UTCDateTime, utcnow
+from app.models.rounds import NORMAL_ROUND
 from app.models.sets import NORMAL_SET
 
 if TYPE_CHECKING:
     from app.game.reveals import RevealView
 
 RANDOM = "random"
-NORMAL = "normal"
-CHECK = "attention_check"
-PRACTICE = "practice"
 _START_ATTEMPTS = 5
 # Ids are 32-bit integers in PostgreSQL: a larger one exists nowhere and cannot be looked up.
 MAX_ID = 2**31 - 1
@@ -86,7 +84,8 @@ _WITH_EXAMPLE = tuple(
 )
 
 # The statements every request of a round runs, built once: building a statement and its cache
-# key costs as much as running it (docs/BENCHMARKS.md). Their parameters are bound by name.
+# key costs as much as running it (docs/performance.md, "What a round asks of the database").
+# Their parameters are bound by name.
 # Loads the round for its page: its text, category and system, its set and its place there.
 _ROUND_FOR_PAGE = (
     select(Round)
@@ -132,7 +131,7 @@ def categories_with_examples() -> list[Category]:
     return list(
         db.session.scalars(
             select(Category)
-            .where(exists().where(Example.category_id == Category.id, Example.kind == NORMAL))
+            .where(exists().where(Example.category_id == Category.id, Example.kind == NORMAL_ROUND))
             .order_by(Category.name)
         )
     )
@@ -177,7 +176,7 @@ def _unplayed_by_ids(
     avoid_repeats: bool,
     level: str | BindParameter | None = None,
 ) -> Select:
-    query = select(Example).where(Example.kind == NORMAL)
+    query = select(Example).where(Example.kind == NORMAL_ROUND)
     if level is not None:
         query = query.where(Example.level == level)
     if player_id is not None:
@@ -365,7 +364,7 @@ def create_round(
     player: Player,
     example: Example,
     chosen_category: str,
-    kind: str = NORMAL,
+    kind: str = NORMAL_ROUND,
     participant_id: int | None = None,
     game_set: GameSet | None = None,
     uncounted: str | None = None,
@@ -509,7 +508,7 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 picked.c.id,
                 func.coalesce(places.c.last, 0) + 1,
                 bindparam("chosen_category", type_=_rounds.chosen_category.type),
-                literal(NORMAL, _rounds.kind.type),
+                literal(NORMAL_ROUND, _rounds.kind.type),
                 places.c.set_id,
                 literal(1, Integer),
                 now,
@@ -613,7 +612,7 @@ def start_at_once(
     view = RevealView(
         id=row.id,
         player_id=player.id,
-        kind=NORMAL,
+        kind=NORMAL_ROUND,
         participant_id=None,
         revealed=1,
         guess=None,

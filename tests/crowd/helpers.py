@@ -6,8 +6,9 @@ from app.crowd import admin, admission, lookup, ratings, serving
 from app.crowd.platforms import Entry
 from app.crowd.study_file import parse_study
 from app.extensions import db
-from app.game import answers, reveals, rounds
+from app.game import answers, reveals
 from app.models import Participant, Player, Round
+from app.models.rounds import CHECK_ROUND
 from tests import factories
 
 BASE = {
@@ -72,7 +73,7 @@ def play_slot(
     after the reveal (`rating` None: give none)."""
     round_ = serving.next_round(study, participant)
     example = round_.example
-    if round_.kind == rounds.CHECK:
+    if round_.kind == CHECK_ROUND:
         right = example.boundary
         guess = right if pass_check else (example.n_sentences if right < example.n_sentences else 1)
     else:
