@@ -39,7 +39,8 @@ def finish(
         parsed = answers.parse_answer("human", round_.revealed, [], "")
     else:
         parsed = answers.parse_answer("machine", round_.revealed, list(reasons), explanation)
-    return answers.submit_answer(player, round_.id, parsed)
+    answers.submit_answer(player, round_.id, parsed)
+    return db.session.get(Round, round_.id)
 
 
 def others_answer(example: Example, flags: list[int | None], explanation: str = "") -> list[Round]:

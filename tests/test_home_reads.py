@@ -11,7 +11,7 @@ import pytest
 
 from app.extensions import db
 from app.game import daily, home, rounds, sets
-from app.models import Example, GameSet, Player, PlayerTotal
+from app.models import Example, GameSet, Player, PlayerTotal, Round
 from app.models.base import utcnow
 from app.models.sets import DAILY_SET
 from tests import factories
@@ -48,7 +48,7 @@ def test_home_state_is_what_the_separate_reads_find(ctx):
     fresh = factories.player("fresh")
     playing = factories.player("playing")
     # A set of stories with one text answered and the next one open.
-    first = sets.play(playing, "stories")
+    first = db.session.get(Round, sets.play(playing, "stories").id)
     finish(playing, first, 2)
     sets.next_round(playing, first.set_id)
     daily_set(playing, today, finished=True, points=7)

@@ -271,15 +271,14 @@ def test_the_game_imports_nothing_from_the_crowd_package():
 
 
 def test_round_and_set_kinds_are_named_in_the_models():
-    from app.game import rounds
+    from app.game import rounds, tally
     from app.models import rounds as round_models
     from app.models import sets as set_models
 
     kinds = {"NORMAL": "NORMAL_ROUND", "CHECK": "CHECK_ROUND", "PRACTICE": "PRACTICE_ROUND"}
-    # The game's own names for them, while it keeps any, are the models' values.
-    for game_name, model_name in kinds.items():
-        if hasattr(rounds, game_name):
-            assert getattr(rounds, game_name) == getattr(round_models, model_name)
+    # The game names them from app.models and keeps no names of its own for them.
+    for game_name in kinds:
+        assert not hasattr(rounds, game_name) and not hasattr(tally, game_name)
     assert len({getattr(round_models, name) for name in kinds.values()}) == 3
     assert set_models.NORMAL_SET and set_models.DAILY_SET and set_models.PRACTICE_SET
     found, _ = imports_of(project_sources())

@@ -16,7 +16,7 @@ from app.models import Example, GameSet, PassageRead, Player, Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import play_over_http
-from tests.test_lean_reveal import FETCH, _same_but_token
+from tests.test_reveal_page import FETCH, _same_but_token
 
 # What may differ between two players' rounds started the same way.
 OWN = {"id", "player_id", "example_id", "set_id", "started_at", "share_token"}

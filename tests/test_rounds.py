@@ -30,7 +30,6 @@ def test_start_reveals_only_the_first_sentence(ctx):
     player = factories.player()
     round_ = rounds.start_round(player, "news")
     assert round_.revealed == 1
-    assert rounds.visible_sentences(round_) == round_.example.sentences[:1]
     assert [r.sentence_index for r in round_.reveals] == [0]
     assert round_.order_index == 1
     assert round_.chosen_category == "news"
@@ -87,7 +86,7 @@ def test_machine_answer_scores_the_latest_sentence(
     assert done.guess == expected_guess
     assert done.points == expected_points
     assert done.reasons == ["repetition"]
-    assert done.answered_at is not None
+    assert db.session.get(Round, round_.id).answered_at is not None
 
 
 def test_all_human_only_at_the_last_sentence(ctx):
@@ -132,8 +131,7 @@ def test_answering_twice_keeps_the_first_answer(ctx):
     with pytest.raises(answers.AlreadyAnswered) as again:
         answers.submit_answer(player, round_.id, machine(3, reasons=("grammar",)))
     assert again.value.round.points == first.points
-    db.session.refresh(first)
-    assert first.reasons == ["repetition"]
+    assert db.session.get(Round, round_.id).reasons == ["repetition"]
     total = db.session.get(PlayerTotal, player.id)
     assert total.rounds == 1 and total.points == first.points
 

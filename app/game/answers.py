@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Boolean, Integer, bindparam, case, text, update
-from sqlalchemy.orm.attributes import set_committed_value
 
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import commit_keeping, db, retrying
@@ -21,19 +20,18 @@ from app.game import reasons as reason_catalogue
 from app.game.reveals import _REVEAL_VIEW, RevealView, _reveal_fields
 from app.game.rounds import (
     MAX_ID,
-    NORMAL,
     _categories,
-    _commit_keeping_round,
     _examples,
     _rounds,
     _sets,
-    get_round,
+    in_one_statement,
 )
 from app.game.scoring import Verdict, verdict
 from app.game.typing_signals import NOT_REPORTED, Typing
 from app.leaderboard import integrity, standings
 from app.models import Example, GameSet, Player, Round
 from app.models.base import UTCDateTime, utcnow
+from app.models.rounds import NORMAL_ROUND
 
 # How sure a player may say they are of a guess, in percent (optional).
 CONFIDENCE_LEVELS = (50, 70, 90)
@@ -102,6 +100,46 @@ _ANSWER_VIEW = _REVEAL_VIEW.add_columns(
     _examples.category_id,
     _categories.slug.label("category_slug"),
 )
+
+
+def view_of(round_: Round) -> AnswerView:
+    """The state of a round loaded as ORM objects (`rounds.get_round`: with its text, category
+    and set), as `preload_answer` reads it from one row."""
+    example = round_.example
+    game_set = round_.game_set if round_.set_id is not None else None
+    return AnswerView(
+        id=round_.id,
+        player_id=round_.player_id,
+        kind=round_.kind,
+        participant_id=round_.participant_id,
+        revealed=round_.revealed,
+        guess=round_.guess,
+        sentences=example.sentences,
+        n_sentences=example.n_sentences,
+        category_name=example.category.name,
+        set_id=game_set.id if game_set is not None else None,
+        set_kind=game_set.kind if game_set is not None else None,
+        set_number=round_.set_number if game_set is not None else None,
+        set_size=game_set.size if game_set is not None else None,
+        set_points=game_set.points if game_set is not None else None,
+        set_answered=game_set.answered if game_set is not None else None,
+        set_finished=game_set is not None and game_set.finished_at is not None,
+        set_day=game_set.day if game_set is not None else None,
+        set_level=game_set.level if game_set is not None else None,
+        order_index=round_.order_index,
+        points=round_.points,
+        reasons=round_.reasons,
+        explanation=round_.explanation,
+        uncounted=round_.uncounted,
+        started_at=round_.started_at,
+        chosen_category=round_.chosen_category,
+        example_id=example.id,
+        boundary=example.boundary,
+        decoding=example.decoding,
+        system_label=example.system_label,
+        category_id=example.category_id,
+        category_slug=example.category.slug,
+    )
 
 
 def preload_answer(round_id: int) -> tuple[Player, AnswerView] | None:
@@ -183,73 +221,51 @@ def parse_answer(
 class AlreadyAnswered(Conflict):
     """A repeated answer: the stored result stands and nothing changed."""
 
-    def __init__(self, round_: Round):
+    def __init__(self, view: AnswerView):
         super().__init__("You already answered this round; here is your result.")
-        self.round = round_
+        self.round = view
 
 
-def submit_answer(player: Player, round_id: int, answer: Answer) -> Round:
-    """Store the guess and its points once. Points come from the stored boundary only.
+def own_round(player: Player, round_id: int, view: AnswerView | None = None) -> AnswerView:
+    """The player's round as an answer reads it: `view` when it is that round (read by
+    `preload_answer` for this request), else read here; someone else's round is not found."""
+    if view is None or view.id != round_id:
+        loaded = preload_answer(round_id)
+        view = loaded[1] if loaded is not None else None
+    if view is None or view.player_id != player.id:
+        raise NotFound("That round does not exist.")
+    return view
+
+
+def submit_answer(
+    player: Player, round_id: int, answer: Answer, view: AnswerView | None = None
+) -> AnswerView:
+    """Store the guess and its points once; returns the round as it now stands. Points come
+    from the stored boundary only. `view`: the round as read for this request (`own_round`).
 
     A transaction PostgreSQL aborts as a deadlock's victim or a serialization failure is rolled
     back and run again (`retrying`) instead of failing the request. Everything the answer does
     before its commit is in the transaction or safe to repeat (forgetting cached boards, the
     cached site rate, the browser's device token kept in `g`).
     """
-    return retrying(
-        lambda: _submit_answer_once(player, round_id, answer), f"answer to round {round_id}"
-    )
+    view = own_round(player, round_id, view)
+    return retrying(lambda: _submit_once(player, view, answer), f"answer to round {round_id}")
 
 
-def _submit_answer_once(player: Player, round_id: int, answer: Answer) -> Round:
-    current = get_round(player, round_id)
-    if current.answered:
-        raise AlreadyAnswered(current)
-    example = current.example
-    stored = _store_answer(player, current, example.id, example, answer)
-    if stored is None:
-        # Someone (a double click, another tab) got there first: keep their answer.
-        db.session.rollback()
-        db.session.refresh(current)
-        if current.answered:
-            raise AlreadyAnswered(current)
-        raise Conflict("This page was out of date; here is the round as it stands.")
-    if stored.set_figures is not None and current.game_set is not None:
-        for name, value in zip(_SET_FIGURES, stored.set_figures, strict=True):
-            set_committed_value(current.game_set, name, value)
-    # A study counts the answer in the same transaction (app/crowd/hooks.py).
-    hooks.answer_stored.send(current, stored.guess == example.boundary)
-    category_slug = example.category.slug
-    for column, value in stored.values.items():
-        set_committed_value(current, column, value)
-    db.session.expire(example, ["annotation_count"])
-    _commit_keeping_round(player, current)
-    _after_counted(stored, category_slug)
-    return current
-
-
-def submit_preloaded(player: Player, view: AnswerView, answer: Answer) -> AnswerView:
-    """`submit_answer` for a round loaded by `preload_answer`: the same checks, statements,
-    hooks and retries, no ORM objects but the player. Returns the round as it now stands."""
-    return retrying(
-        lambda: _submit_preloaded_once(player, view, answer), f"answer to round {view.id}"
-    )
-
-
-def _submit_preloaded_once(player: Player, view: AnswerView, answer: Answer) -> AnswerView:
-    if view.player_id != player.id:
-        raise NotFound("That round does not exist.")
+def _submit_once(player: Player, view: AnswerView, answer: Answer) -> AnswerView:
     if view.answered:
-        raise AlreadyAnswered(get_round(player, view.id))
-    stored = _store_answer(player, view, view.example_id, view, answer)
+        raise AlreadyAnswered(view)
+    stored = _store_answer(player, view, answer)
     if stored is None:
         # Someone (a double click, another tab) got there first: keep their answer.
         db.session.rollback()
-        current = get_round(player, view.id)
+        current = own_round(player, view.id)
         if current.answered:
             raise AlreadyAnswered(current)
         raise Conflict("This page was out of date; here is the round as it stands.")
+    # A study counts the answer in the same transaction (app/crowd/hooks.py).
     hooks.answer_stored.send(view, stored.guess == view.boundary)
+    # Only the player stays loaded: a `Round` of this round loaded earlier reads afresh.
     commit_keeping(player)
     _after_counted(stored, view.category_slug)
     changed: dict = {name: stored.values[name] for name in _SHOWN_ANSWER}
@@ -280,13 +296,12 @@ class _Stored:
     now: datetime
 
 
-def _store_answer(player: Player, current, example_id: int, text, answer: Answer) -> _Stored | None:
+def _store_answer(player: Player, current: AnswerView, answer: Answer) -> _Stored | None:
     """Check the answer against the open round and store it, with the text's count, the set's
     figures, the truth shown and the boards (no commit); None when another request answered or
-    moved the round first (nothing is rolled back here). `current`: the round (`Round` or
-    `AnswerView`: id, revealed, kind, uncounted, set_id, started_at); `text`: its text
-    (`Example` or the view: n_sentences, boundary, category_id)."""
-    n = text.n_sentences
+    moved the round first (nothing is rolled back here)."""
+    example_id = current.example_id
+    n = current.n_sentences
     if answer.seen != current.revealed:
         raise Conflict("This page was out of date; here is the round as it stands.")
     if answer.choice == "human":
@@ -297,8 +312,8 @@ def _store_answer(player: Player, current, example_id: int, text, answer: Answer
         raise BadRequest("The first sentence is always written by a person: read on.")
     else:
         guess = current.revealed - 1
-    result: Verdict = verdict(guess, text.boundary, n)
-    scored = current.kind == NORMAL
+    result: Verdict = verdict(guess, current.boundary, n)
+    scored = current.kind == NORMAL_ROUND
     now = utcnow()
     # The answer page shows the truth: record it, and do not count an answer whose truth another
     # player was shown in this browser or from this address (app/leaderboard/integrity.py).
@@ -325,7 +340,7 @@ def _store_answer(player: Player, current, example_id: int, text, answer: Answer
     # on, but adds nothing to its score.
     in_set = result if scored and uncounted is None else None
     figures = None
-    if db.session.get_bind().dialect.name == "postgresql":
+    if in_one_statement():
         # The round, the text's count and the set's figures in one round trip.
         row = db.session.execute(
             _ANSWER_AND_COUNT,
@@ -353,7 +368,7 @@ def _store_answer(player: Player, current, example_id: int, text, answer: Answer
         return None
     counted = scored and uncounted is None
     if counted:
-        integrity.count(player, text, guess, result, current.started_at, current.revealed, now)
+        integrity.count(player, current, guess, result, current.started_at, current.revealed, now)
     return _Stored(guess, result, stored_values, figures, counted, now)
 
 

@@ -27,6 +27,7 @@ from app.errors import Conflict, NotFound
 from app.extensions import add_or_theirs, db
 from app.game import rounds, tally
 from app.models import DailyChallenge, Example, ExamplePassage, GameSet, Player, Round, System
+from app.models.rounds import NORMAL_ROUND
 from app.models.sets import DAILY_SET
 
 MAX_STREAK_LOOKBACK = 400
@@ -478,7 +479,7 @@ def start(player: Player) -> Round:
 def next_round(player: Player, game_set: GameSet) -> Round:
     """The challenge's next text for this player (or their open round)."""
     return next_of_day(
-        player, game_set, rounds.NORMAL, "daily", NoChallenge("This challenge has no more texts.")
+        player, game_set, NORMAL_ROUND, "daily", NoChallenge("This challenge has no more texts.")
     )
 
 

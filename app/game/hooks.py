@@ -40,18 +40,15 @@ class Hook:
 
 # (round, passed) inside the transaction that stores an answer, before it commits; `passed` says
 # whether the guess is the text's boundary. A handler that raises a ServiceError undoes the
-# answer, and the player is shown its message. The answer to a public round of normal play
-# (no study's) passes the round as read from one row (app/game/answers.py: `AnswerView`, with the
-# same names for the round's columns: id, kind, participant_id, guess...), not as a `Round`.
+# answer, and the player is shown its message. The round is its state as the answer read it
+# (app/game/answers.py: `AnswerView`, with the round's column names: id, kind, participant_id...).
 answer_stored = Hook("answer_stored")
 
 # (round, form, flagged) before an answer is stored: a handler may refuse the form (BadRequest)
-# or return a function to call once the answer is stored (None: nothing to do). The round is an
-# `AnswerView` as for `answer_stored` on a public round of normal play.
+# or return a function to call once the answer is stored (None: nothing to do). A study's round
+# (participant_id set) comes as its `Round`; any other as its `AnswerView`.
 answer_form = Hook("answer_form")
 
-# (round) when the round page is drawn: each handler returns a dict to add to the page's context
-# (a "template" key replaces the page's template). The round after a reveal or an answer of a
-# round outside any study is drawn from one row without it (app/game/routes.py:
-# `_render_reveal`, `_render_answered`); a study's round (participant_id set) always comes here.
+# (round) when a study's round (participant_id set) is drawn, as its `Round`: each handler
+# returns a dict to add to the page's context (a "template" key replaces the page's template).
 round_page = Hook("round_page")

@@ -31,6 +31,7 @@ from app.game.scoring import points as points_for
 from app.leaderboard import integrity
 from app.models import Example, ExplanationVote, Player, Round
 from app.models.base import utcnow
+from app.models.rounds import NORMAL_ROUND
 
 MAX_SHOWN = 3
 
@@ -215,7 +216,7 @@ _OTHER_GUESSES = (
         Round.example_id == bindparam("example_id"),
         Round.player_id != bindparam("player_id"),
         Round.guess.is_not(None),
-        Round.kind == rounds.NORMAL,
+        Round.kind == NORMAL_ROUND,
     )
     .group_by(Round.guess)
 )
@@ -266,7 +267,7 @@ def _shown():
     hidden by a researcher."""
     return select(Round).where(
         Round.guess.is_not(None),
-        Round.kind == rounds.NORMAL,
+        Round.kind == NORMAL_ROUND,
         Round.participant_id.is_(None),
         Round.explanation != "",
         Round.explanation_hidden_at.is_(None),

@@ -24,6 +24,7 @@ from app.errors import BadRequest
 from app.extensions import cache, db
 from app.game import rounds, tally
 from app.models import Category, Example, Player, Round
+from app.models.rounds import NORMAL_ROUND
 from roftcore import difficulty
 
 LEVELS = difficulty.LEVELS
@@ -71,7 +72,7 @@ def refresh(min_answers: int | None = None) -> Refreshed:
     answers = counted_answers()
     fitted = difficulty.fit(answers)
     # Levels are for normal play (daily and check texts are fitted, for the players' skills).
-    normal = set(db.session.scalars(select(Example.id).where(Example.kind == rounds.NORMAL)))
+    normal = set(db.session.scalars(select(Example.id).where(Example.kind == NORMAL_ROUND)))
     levels = difficulty.levels(
         {t: d for t, d in fitted.difficulty.items() if t in normal}, fitted.answers, needed
     )
@@ -131,7 +132,7 @@ def rated_counts() -> dict[str, int]:
         rows = db.session.execute(
             select(Category.slug, Example.level, func.count(Example.id))
             .join(Category, Category.id == Example.category_id)
-            .where(Example.kind == rounds.NORMAL, Example.level.is_not(None))
+            .where(Example.kind == NORMAL_ROUND, Example.level.is_not(None))
             .group_by(Category.slug, Example.level)
         )
         for slug, level, count in rows:

@@ -21,6 +21,7 @@ from app.extensions import add_or_theirs, db
 from app.game import daily, rounds
 from app.game.scoring import verdict
 from app.models import DailyChallenge, Example, GameSet, Player, Round
+from app.models.rounds import PRACTICE_ROUND
 from app.models.sets import DAILY_SET, PRACTICE_SET
 
 PER_PAGE = 30
@@ -138,7 +139,7 @@ def next_round(player: Player, game_set: GameSet) -> Round:
     return daily.next_of_day(
         player,
         game_set,
-        rounds.PRACTICE,
+        PRACTICE_ROUND,
         "practice",
         NotInArchive("This practice has no more texts."),
     )

@@ -1,9 +1,8 @@
 """The game service: reveal a round's sentences one at a time.
 
 Every function owns its transaction. A stale or repeated request is refused, so a double click
-cannot skip a sentence. A reveal reads its round either as ORM objects (app/game/rounds.py:
-`get_round`) or, loaded before the request's player is known, as one row of columns
-(`RevealView`, which app/game/answers.py extends for an answer).
+cannot skip a sentence. A reveal reads its round as one row of columns (`RevealView`, which
+app/game/answers.py extends for an answer), often before the request's player is known.
 """
 
 from __future__ import annotations
@@ -14,20 +13,11 @@ from datetime import date
 
 from sqlalchemy import bindparam, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm.attributes import set_committed_value
 
 from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
-from app.game.rounds import (
-    MAX_ID,
-    _categories,
-    _commit_keeping_round,
-    _examples,
-    _rounds,
-    _sets,
-    get_round,
-)
+from app.game.rounds import MAX_ID, _categories, _examples, _rounds, _sets, in_one_statement
 from app.models import Category, Example, GameSet, Player, Reveal, Round
 from app.models.base import UTCDateTime, utcnow
 
@@ -65,8 +55,9 @@ class RevealView:
     """A round as a reveal reads and shows it, from one row: no ORM objects but the player.
 
     Loading the round with its text, category, system, set and player as ORM objects cost a
-    reveal more CPU than anything else it does (docs/BENCHMARKS.md); a reveal reads a few of
-    their columns. The round's page, the answer and anything unusual still load the objects.
+    reveal more CPU than anything else it does (docs/performance.md, "CPU per round in
+    process"); a reveal reads a few of their columns. The round's page (`rounds.get_round`) and
+    a study's round still load the objects.
     """
 
     id: int
@@ -88,6 +79,8 @@ class RevealView:
     set_finished: bool
     set_day: date | None
     set_level: str | None
+    # The round's place among the player's rounds.
+    order_index: int
 
     @property
     def answered(self) -> bool:
@@ -117,6 +110,7 @@ _REVEAL_VIEW = (
         _sets.finished_at.label("set_finished_at"),
         _sets.day.label("set_day"),
         _sets.level.label("set_level"),
+        _rounds.order_index,
         Player,
     )
     .select_from(Round.__table__)
@@ -150,6 +144,7 @@ def _reveal_fields(row) -> dict:
         "set_finished": row.set_finished_at is not None,
         "set_day": row.set_day,
         "set_level": row.set_level,
+        "order_index": row.order_index,
     }
 
 
@@ -165,34 +160,20 @@ def preload_reveal(round_id: int) -> tuple[Player, RevealView] | None:
     return row.Player, RevealView(**_reveal_fields(row))
 
 
-def reveal_next(player: Player, round_id: int, seen: int) -> Round:
-    """Reveal the next sentence. `seen` is how many sentences the client was showing.
+def reveal_next(
+    player: Player, round_id: int, seen: int, view: RevealView | None = None
+) -> RevealView:
+    """Reveal the next sentence of the player's round. `seen` is how many sentences the client
+    was showing; `view`: the round as `preload_reveal` read it for this request (None: read here).
+    Returns the round as it now stands.
 
     A stale or repeated request (seen != revealed) is refused, so a double click cannot skip a
-    sentence.
+    sentence; someone else's round is reported as not found.
     """
-    current = get_round(player, round_id)
-    if current.answered:
-        raise Conflict("This round is already answered.")
-    if seen != current.revealed:
-        raise Conflict("This page was out of date; here is the round as it stands.")
-    if current.revealed >= current.example.n_sentences:
-        raise Conflict("Every sentence is already shown: decide whether it is all human.")
-    _move_on(current.id, seen)
-    set_committed_value(current, "revealed", seen + 1)
-    try:
-        # The page drawn next shows this round: keep it, its text and the player loaded.
-        _commit_keeping_round(player, current)
-    except IntegrityError:
-        db.session.rollback()
-        raise Conflict("This page was out of date; here is the round as it stands.") from None
-    return current
-
-
-def reveal_preloaded(player: Player, view: RevealView, seen: int) -> RevealView:
-    """`reveal_next` for a round loaded by `preload_reveal`: the same checks and statements, no
-    ORM objects. Returns the round as it now stands."""
-    if view.player_id != player.id:
+    if view is None or view.id != round_id:
+        loaded = preload_reveal(round_id)
+        view = loaded[1] if loaded is not None else None
+    if view is None or view.player_id != player.id:
         raise NotFound("That round does not exist.")
     if view.answered:
         raise Conflict("This round is already answered.")
@@ -202,6 +183,7 @@ def reveal_preloaded(player: Player, view: RevealView, seen: int) -> RevealView:
         raise Conflict("Every sentence is already shown: decide whether it is all human.")
     _move_on(view.id, seen)
     try:
+        # Only the player stays loaded: a `Round` of this round loaded earlier reads afresh.
         commit_keeping(player)
     except IntegrityError:
         db.session.rollback()
@@ -216,7 +198,7 @@ def _move_on(round_id: int, seen: int) -> None:
     stale = Conflict("This page was out of date; here is the round as it stands.")
     now = utcnow()
     try:
-        if db.session.get_bind().dialect.name == "postgresql":
+        if in_one_statement():
             # The round moves on and the reveal is recorded, both or neither, in one statement.
             result = db.session.execute(
                 _REVEAL_AND_RECORD, {"round_id": round_id, "seen": seen, "revealed_at": now}

@@ -37,7 +37,6 @@ from app.catalog.records import SLUG_RE
 from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
-from app.game.scoring import Verdict, verdict
 from app.models import (
     Category,
     Example,
@@ -49,15 +48,13 @@ from app.models import (
     Round,
 )
 from app.models.base import UTCDateTime, utcnow
+from app.models.rounds import NORMAL_ROUND
 from app.models.sets import NORMAL_SET
 
 if TYPE_CHECKING:
     from app.game.reveals import RevealView
 
 RANDOM = "random"
-NORMAL = "normal"
-CHECK = "attention_check"
-PRACTICE = "practice"
 _START_ATTEMPTS = 5
 # Ids are 32-bit integers in PostgreSQL: a larger one exists nowhere and cannot be looked up.
 MAX_ID = 2**31 - 1
@@ -87,7 +84,8 @@ _WITH_EXAMPLE = tuple(
 )
 
 # The statements every request of a round runs, built once: building a statement and its cache
-# key costs as much as running it (docs/BENCHMARKS.md). Their parameters are bound by name.
+# key costs as much as running it (docs/performance.md, "What a round asks of the database").
+# Their parameters are bound by name.
 # Loads the round for its page: its text, category and system, its set and its place there.
 _ROUND_FOR_PAGE = (
     select(Round)
@@ -117,6 +115,13 @@ _NEXT_PLACES = select(
 _rounds, _examples, _sets = Round.__table__.c, Example.__table__.c, GameSet.__table__.c
 
 
+def in_one_statement() -> bool:
+    """Whether each write of a round's life runs as one statement (PostgreSQL, whose WITH may
+    modify data: the start in `start_at_once`, the reveal and the answer); SQLite runs their parts
+    one by one. The one place the game asks which database it runs on."""
+    return db.session.get_bind().dialect.name == "postgresql"
+
+
 class NoExamplesLeft(Conflict):
     """The player has already played every text they could be given."""
 
@@ -126,7 +131,7 @@ def categories_with_examples() -> list[Category]:
     return list(
         db.session.scalars(
             select(Category)
-            .where(exists().where(Example.category_id == Category.id, Example.kind == NORMAL))
+            .where(exists().where(Example.category_id == Category.id, Example.kind == NORMAL_ROUND))
             .order_by(Category.name)
         )
     )
@@ -171,7 +176,7 @@ def _unplayed_by_ids(
     avoid_repeats: bool,
     level: str | BindParameter | None = None,
 ) -> Select:
-    query = select(Example).where(Example.kind == NORMAL)
+    query = select(Example).where(Example.kind == NORMAL_ROUND)
     if level is not None:
         query = query.where(Example.level == level)
     if player_id is not None:
@@ -350,7 +355,7 @@ def _remember_passages_statement(dialect: str):
 def _remember_passages(player_id: int, example_id: int, now) -> None:
     """Record the example's passages as read by the player (no commit)."""
     db.session.execute(
-        _remember_passages_statement(db.session.get_bind().dialect.name),
+        _remember_passages_statement("postgresql" if in_one_statement() else "sqlite"),
         {"player_id": player_id, "example_id": example_id, "read_at": now},
     )
 
@@ -359,7 +364,7 @@ def create_round(
     player: Player,
     example: Example,
     chosen_category: str,
-    kind: str = NORMAL,
+    kind: str = NORMAL_ROUND,
     participant_id: int | None = None,
     game_set: GameSet | None = None,
     uncounted: str | None = None,
@@ -503,7 +508,7 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 picked.c.id,
                 func.coalesce(places.c.last, 0) + 1,
                 bindparam("chosen_category", type_=_rounds.chosen_category.type),
-                literal(NORMAL, _rounds.kind.type),
+                literal(NORMAL_ROUND, _rounds.kind.type),
                 places.c.set_id,
                 literal(1, Integer),
                 now,
@@ -513,7 +518,7 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
             ).select_from(picked.join(places, true())),
             include_defaults=False,
         )
-        .returning(_rounds.id, _rounds.example_id, _rounds.set_id)
+        .returning(_rounds.id, _rounds.example_id, _rounds.set_id, _rounds.order_index)
         .cte("new")
     )
     first_reveal = (
@@ -541,6 +546,7 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
         select(
             new.c.id,
             new.c.set_id,
+            new.c.order_index,
             picked.c.sentences,
             picked.c.n_sentences,
             picked.c.category_name,
@@ -568,7 +574,7 @@ def start_at_once(
     # Imported here: app/game/reveals.py imports this module.
     from app.game.reveals import RevealView
 
-    if db.session.get_bind().dialect.name != "postgresql":
+    if not in_one_statement():
         return None
     by_category = chosen_category != RANDOM
     statement = _start_in_one_statement(
@@ -606,7 +612,7 @@ def start_at_once(
     view = RevealView(
         id=row.id,
         player_id=player.id,
-        kind=NORMAL,
+        kind=NORMAL_ROUND,
         participant_id=None,
         revealed=1,
         guess=None,
@@ -622,6 +628,7 @@ def start_at_once(
         set_finished=False,
         set_day=None if fresh else game_set.day,
         set_level=level,
+        order_index=row.order_index,
     )
     # Everything is stored (the statement committed on its own); the player stays loaded.
     commit_keeping(player)
@@ -662,16 +669,3 @@ def _commit_keeping_round(player: Player, current: Round) -> None:
     # The set was loaded with the round, or given with a new one.
     game_set = current.game_set if current.set_id is not None else None
     commit_keeping(player, current, example, example.category, example.system, game_set)
-
-
-def visible_sentences(round_: Round) -> list[str]:
-    """Only what the player has been shown; the whole text once the round is answered."""
-    sentences = round_.example.sentences
-    return list(sentences if round_.answered else sentences[: round_.revealed])
-
-
-def result_of(round_: Round) -> Verdict:
-    """The stored round's verdict (raises if the round is not answered)."""
-    if not round_.answered:
-        raise ValueError("round is not answered yet")
-    return verdict(round_.guess, round_.example.boundary, round_.example.n_sentences)

@@ -8,6 +8,7 @@ the updated round back as an HTML fragment instead (one request per sentence, no
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import date
 
 from flask import (
@@ -204,42 +205,41 @@ def start():
     level = levels.parse(request.form.get("level"))
     try:
         _player_for_play(category, level)
-        round_ = sets.play(current_user, category, level, at_once=True)
+        round_ = sets.play(current_user, category, level)
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
     return _go_to_round(round_)
 
 
-# The round and set pages and actions: each loads its round or set, and the player with it.
-_ROUND_ENDPOINTS = frozenset({"game.show"})
-_SET_ENDPOINTS = frozenset({"game.next_in_set", "game.set_summary"})
+def preloads(load: Callable[[int], object], argument: str):
+    """Mark a view whose round or set is read together with the session's player, in one
+    statement, before anything reads `current_user`: `load(view_args[argument])`.
+
+    Flask-Login's user loader then finds the session's player loaded, when they own the round or
+    set, instead of running a SELECT of its own, and checks the session's version against the row
+    as always (app/accounts/service.py: load_player); anyone else's round or set is refused by the
+    view as before. What was read is kept in `g` for the request (`_preloaded`): the session's
+    identity map holds objects weakly.
+    """
+
+    def mark(view):
+        view.preload = (load, argument)
+        return view
+
+    return mark
 
 
 @bp.before_app_request
-def _load_player_with_round_or_set() -> None:
-    """Load the round or set a hot route needs together with its player, in one statement.
-
-    Flask-Login's user loader then finds the session's player loaded, when they own it, instead
-    of running a SELECT of its own, and checks the session's version against the row as always
-    (app/accounts/service.py: load_player); anyone else's round or set is refused by the route as
-    before. It runs before any other hook reads `current_user` (the game's blueprint is registered
-    before the crowd's, whose hook checks a worker's time on a reveal). What it loaded is kept in
-    `g` for the request: the session's identity map holds objects weakly. A reveal and an answer
-    load one row of the round's columns with the player as the only ORM object
-    (`reveals.preload_reveal`, `answers.preload_answer`).
-    """
-    if "_user_id" not in session or "_login_user" in g or not request.view_args:
+def _preload_for_view() -> None:
+    """Run the view's `preloads`, if it has one. This is an app-wide hook, registered with the
+    game's blueprint before the crowd's, so that it runs before any other hook reads
+    `current_user` (the crowd's checks a worker's time on a reveal)."""
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    preload = getattr(view, "preload", None)
+    if preload is None or "_user_id" not in session or "_login_user" in g:
         return
-    if request.endpoint == "game.reveal":
-        # A reveal reads a few columns of the round: one row, and the player as an object.
-        g.preloaded = reveals.preload_reveal(request.view_args["round_id"])
-    elif request.endpoint == "game.answer":
-        # So does an answer, with a few columns more (`answers.preload_answer`).
-        g.preloaded = answers.preload_answer(request.view_args["round_id"])
-    elif request.endpoint in _ROUND_ENDPOINTS:
-        g.preloaded = rounds.preload_round(request.view_args["round_id"])
-    elif request.endpoint in _SET_ENDPOINTS:
-        g.preloaded = sets.preload_set(request.view_args["set_id"])
+    load, argument = preload
+    g.preloaded = load(request.view_args[argument])
 
 
 def _require_player():
@@ -248,34 +248,15 @@ def _require_player():
     return None
 
 
-def _teaching(round_) -> dict:
-    """What the reveal of an answered public round shows besides the truth."""
-    example = round_.example
-    return _teaching_of(
-        insights.kind_of(example),
-        round_.participant_id is not None,
-        example.id,
-        round_.player_id,
-        example.n_sentences,
-        example.boundary,
-        round_.guess,
-    )
-
-
-def _teaching_of(
-    kind: insights.TextKind,
-    in_study: bool,
-    example_id: int,
-    player_id: int,
-    n: int,
-    boundary: int,
-    guess: int,
-) -> dict:
-    """`_teaching` from the round's figures: the spread and the explanations in one statement."""
+def _teaching(state: answers.AnswerView) -> dict:
+    """What the reveal of an answered round shows besides the truth: the kind of text, and for
+    a public round the spread and the explanations (one statement)."""
+    n, boundary, guess = state.n_sentences, state.boundary, state.guess
+    kind = insights.describe(boundary, n, state.decoding, state.system_label)
     context: dict = {"kind": kind, "outcome": insights.outcome(kind, n, boundary, guess)}
-    if in_study:
+    if state.participant_id is not None:
         return context
-    spread, explanations = insights.teaching(example_id, player_id, n, boundary, guess)
+    spread, explanations = insights.teaching(state.example_id, state.player_id, n, boundary, guess)
     # Below SPREAD_MIN_OTHERS (1 by default) no spread is shown; at 1, none means no one else.
     context["first_reader"] = spread is None and current_app.config["SPREAD_MIN_OTHERS"] <= 1
     if spread is not None:
@@ -299,30 +280,47 @@ def _teaching_of(
 
 
 def _render_round(round_, status: int = 200, error: str | None = None, flag: bool = False):
-    example = round_.example
+    """A round loaded as ORM objects (`rounds.get_round`), drawn from its state."""
+    study_round = round_ if round_.participant_id is not None else None
+    return _render_state(answers.view_of(round_), status, error, flag, study_round)
+
+
+def _render_state(
+    state: reveals.RevealView,
+    status: int = 200,
+    error: str | None = None,
+    flag: bool = False,
+    study_round: Round | None = None,
+):
+    """The round's page (the fragment, for the page's script) drawn from its state: after an
+    answer an `answers.AnswerView`, which has the truth. `study_round`: a study's round, whose
+    page has parts of its own (the `round_page` hook)."""
+    n = state.n_sentences
     context = {
-        "round": round_,
-        "category": example.category,
-        "sentences": rounds.visible_sentences(round_),
-        "n": example.n_sentences,
-        "remaining": example.n_sentences - round_.revealed,
+        "round": state,
+        "category": {"name": state.category_name},
+        # Only what the player has been shown; the whole text once the round is answered.
+        "sentences": list(state.sentences if state.answered else state.sentences[: state.revealed]),
+        "n": n,
+        "remaining": n - state.revealed,
         "reasons": REASONS,
         "max_explanation": MAX_EXPLANATION_CHARS,
         "confidence_levels": answers.CONFIDENCE_LEVELS,
         "flag": flag,
         "error": error,
         "form": request.form if error else {},
-        "position": sets.position_of(round_),
+        "position": _position_of(state),
     }
-    if round_.answered:
+    if state.answered:
         context.update(
-            result=rounds.result_of(round_),
-            boundary=example.boundary,
-            **_teaching(round_),
+            result=verdict(state.guess, state.boundary, n),
+            boundary=state.boundary,
+            **_teaching(state),
         )
-    for extra in hooks.round_page.send(round_):
-        # A study may show an answered round on its own page (app/crowd/serving.round_context).
-        context.update(extra)
+    if study_round is not None:
+        for extra in hooks.round_page.send(study_round):
+            # A study may show an answered round on its own page (app/crowd/serving.round_context).
+            context.update(extra)
     template = context.pop("template", None) or (
         "game/_round.html" if _wants_fragment() else "game/round.html"
     )
@@ -335,21 +333,15 @@ def _go_to_round(round_):
     if _wants_fragment():
         if isinstance(round_, reveals.RevealView):
             # Started in one statement (`rounds.start_at_once`): drawn from its row.
-            page, status = _render_reveal(round_), 200
+            page, status = _render_state(round_)
         else:
             page, status = _render_round(round_)
         return page, status, {"X-Round-URL": url_for("game.show", round_id=round_.id)}
     return redirect(url_for("game.show", round_id=round_.id))
 
 
-def _after_action(round_, anchor: str):
-    """A plain post gets a redirect to the round; the page's script gets the round itself."""
-    if _wants_fragment():
-        return _render_round(round_)
-    return redirect(url_for("game.show", round_id=round_.id, _anchor=anchor))
-
-
 @bp.get("/play/round/<int:round_id>")
+@preloads(rounds.preload_round, "round_id")
 def show(round_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
@@ -357,106 +349,30 @@ def show(round_id: int):
     return _render_round(round_, flag=request.args.get("flag") == "1" and not round_.answered)
 
 
-def _position_of_view(view: reveals.RevealView) -> sets.Position | None:
-    """`sets.position_of` for a round read as one row."""
-    if view.set_id is None:
+def _position_of(state: reveals.RevealView) -> sets.Position | None:
+    """Where the round stands in its set, for the header (None: in no set)."""
+    if state.set_id is None:
         return None
     return sets.Position(
-        view.set_id,
-        view.set_kind,
-        view.set_number,
-        view.set_size,
-        view.set_points,
-        view.set_answered,
-        view.set_finished,
-        view.set_day,
-        view.set_level,
+        state.set_id,
+        state.set_kind,
+        state.set_number,
+        state.set_size,
+        state.set_points,
+        state.set_answered,
+        state.set_finished,
+        state.set_day,
+        state.set_level,
     )
 
 
-def _render_reveal(view: reveals.RevealView):
-    """The round after a reveal, as `_render_round` draws an unanswered round outside a study,
-    from the row `reveals.preload_reveal` read (tests/test_round_speed.py compares the two)."""
-    position = _position_of_view(view)
-    context = {
-        "round": view,
-        "category": {"name": view.category_name},
-        "sentences": view.sentences[: view.revealed],
-        "n": view.n_sentences,
-        "remaining": view.n_sentences - view.revealed,
-        "reasons": REASONS,
-        "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": answers.CONFIDENCE_LEVELS,
-        "flag": False,
-        "error": None,
-        "form": {},
-        "position": position,
-    }
-    return render_template("game/_round.html", **context)
-
-
-def _preloaded_reveal(round_id: int) -> reveals.RevealView | None:
-    """The round the hook read for this reveal, when the lean path may serve it: the session's
-    player owns it and it is no study's (a study's round page has parts of its own, drawn by
-    the `round_page` hook on the full path)."""
+def _preloaded(kind: type):
+    """What `preloads` read for this request, when it is a `kind` (None: nothing, or something
+    else)."""
     preloaded = g.get("preloaded")
-    if not isinstance(preloaded, tuple) or len(preloaded) != 2:
-        return None
-    view = preloaded[1]
-    if not isinstance(view, reveals.RevealView) or view.id != round_id:
-        return None
-    if view.player_id != current_user.id or view.participant_id is not None:
-        return None
-    return view
-
-
-def _render_answered(view: answers.AnswerView):
-    """The round just answered, as `_render_round` draws an answered public round outside a
-    study, from the row `answers.preload_answer` read (tests/test_lean_answer.py compares)."""
-    n = view.n_sentences
-    context = {
-        "round": view,
-        "category": {"name": view.category_name},
-        "sentences": list(view.sentences),
-        "n": n,
-        "remaining": n - view.revealed,
-        "reasons": REASONS,
-        "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": answers.CONFIDENCE_LEVELS,
-        "flag": False,
-        "error": None,
-        "form": {},
-        "position": _position_of_view(view),
-        "result": verdict(view.guess, view.boundary, n),
-        "boundary": view.boundary,
-        **_teaching_of(
-            insights.describe(view.boundary, n, view.decoding, view.system_label),
-            False,
-            view.example_id,
-            view.player_id,
-            n,
-            view.boundary,
-            view.guess,
-        ),
-    }
-    return render_template("game/_round.html", **context)
-
-
-def _preloaded_answer(round_id: int) -> answers.AnswerView | None:
-    """The round the hook read for this answer, when the lean path may serve it: the session's
-    player owns it, it is open, and it is a public round of normal play (a study's round page
-    has parts of its own; its answer is counted by the study's hook on the full path)."""
-    preloaded = g.get("preloaded")
-    if not isinstance(preloaded, tuple) or len(preloaded) != 2:
-        return None
-    view = preloaded[1]
-    if not isinstance(view, answers.AnswerView) or view.id != round_id:
-        return None
-    if view.player_id != current_user.id or view.participant_id is not None:
-        return None
-    if view.kind != rounds.NORMAL or view.answered:
-        return None
-    return view
+    if isinstance(preloaded, tuple) and len(preloaded) == 2 and isinstance(preloaded[1], kind):
+        return preloaded[1]
+    return None
 
 
 def _posted_answer(round_) -> tuple[answers.Answer, list]:
@@ -483,30 +399,8 @@ def _run_steps(after: list) -> None:
             step()
 
 
-def _answer_preloaded(view: answers.AnswerView):
-    """`answer` for a round `_preloaded_answer` let through: the same parsing, hooks and
-    refusals (drawn by the full path), the answer stored from the row and drawn from it."""
-    choice = request.form.get("choice", "")
-    try:
-        parsed, after = _posted_answer(view)
-        done = answers.submit_preloaded(current_user, view, parsed)
-        _run_steps(after)
-    except answers.AlreadyAnswered as already:
-        return _render_round(already.round, 409, already.message)
-    except (BadRequest, Conflict) as refused:
-        db.session.rollback()
-        return _render_round(
-            rounds.get_round(current_user, view.id),
-            refused.status,
-            refused.message,
-            flag=choice == "machine",
-        )
-    if _wants_fragment():
-        return _render_answered(done)
-    return redirect(url_for("game.show", round_id=view.id, _anchor="result"))
-
-
 @bp.post("/play/round/<int:round_id>/next")
+@preloads(reveals.preload_reveal, "round_id")
 def reveal(round_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
@@ -516,39 +410,47 @@ def reveal(round_id: int):
         return _render_round(
             rounds.get_round(current_user, round_id), 400, "The request was incomplete."
         )
-    if (view := _preloaded_reveal(round_id)) is not None:
-        try:
-            shown = reveals.reveal_preloaded(current_user, view, seen)
-        except Conflict as conflict:
-            return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
-        if _wants_fragment():
-            return _render_reveal(shown)
-        return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
     try:
-        round_ = reveals.reveal_next(current_user, round_id, seen)
+        shown = reveals.reveal_next(current_user, round_id, seen, _preloaded(reveals.RevealView))
     except Conflict as conflict:
         return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
-    return _after_action(round_, "latest")
+    if not _wants_fragment():
+        return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
+    if shown.participant_id is not None:
+        # A study's round page has parts of its own (the `round_page` hook).
+        return _render_round(rounds.get_round(current_user, round_id))
+    return _render_state(shown)
 
 
 @bp.post("/play/round/<int:round_id>/answer")
+@preloads(answers.preload_answer, "round_id")
 def answer(round_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
-    if (view := _preloaded_answer(round_id)) is not None:
-        return _answer_preloaded(view)
-    round_ = rounds.get_round(current_user, round_id)
+    view = answers.own_round(current_user, round_id, _preloaded(answers.AnswerView))
+    # A study's round is the `Round` its hooks read.
+    study_round = rounds.get_round(current_user, round_id) if view.participant_id else None
     choice = request.form.get("choice", "")
     try:
-        parsed, after = _posted_answer(round_)
-        round_ = answers.submit_answer(current_user, round_id, parsed)
+        parsed, after = _posted_answer(study_round or view)
+        done = answers.submit_answer(current_user, round_id, parsed, view)
         _run_steps(after)
     except answers.AlreadyAnswered as already:
-        return _render_round(already.round, 409, already.message)
+        return _render_round(rounds.get_round(current_user, round_id), 409, already.message)
     except (BadRequest, Conflict) as refused:
         db.session.rollback()
-        return _render_round(round_, refused.status, refused.message, flag=choice == "machine")
-    return _after_action(round_, "result")
+        return _render_round(
+            rounds.get_round(current_user, round_id),
+            refused.status,
+            refused.message,
+            flag=choice == "machine",
+        )
+    if not _wants_fragment():
+        return redirect(url_for("game.show", round_id=round_id, _anchor="result"))
+    if done.participant_id is not None:
+        # A study's round page has parts of its own (the `round_page` hook).
+        return _render_round(rounds.get_round(current_user, round_id))
+    return _render_state(done)
 
 
 @bp.get("/play/continue")
@@ -562,11 +464,12 @@ def resume():
 
 
 @bp.post("/sets/<int:set_id>/next")
+@preloads(sets.preload_set, "set_id")
 def next_in_set(set_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home
     try:
-        round_ = sets.next_round(current_user, set_id, at_once=True)
+        round_ = sets.next_round(current_user, set_id)
     except sets.SetFinished as finished:
         if isinstance(finished, sets.DayOver):
             flash(finished.message)
@@ -592,6 +495,7 @@ def _summary_url(game_set) -> str:
 
 
 @bp.get("/sets/<int:set_id>")
+@preloads(sets.preload_set, "set_id")
 def set_summary(set_id: int):
     if (redirect_home := _require_player()) is not None:
         return redirect_home

@@ -58,15 +58,15 @@ def _normal_set(player: Player, looked_up: bool = False, level: str | None = Non
 
 
 def play(
-    player: Player, category_slug: str, level: str | None = None, at_once: bool = False
+    player: Player, category_slug: str, level: str | None = None
 ) -> Round | reveals.RevealView:
     """The round to show after a category is chosen: the open round, or the next text of the
     player's set (a new set if none is open) from that category.
 
     `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
     on, "any" from every level; None keeps the open set's level (a new set has none).
-    `at_once`: a new round may come as the `reveals.RevealView` its fragment is drawn from,
-    started (with its new set, if any) in one statement on PostgreSQL (`rounds.start_at_once`).
+    On PostgreSQL a new round comes as the `reveals.RevealView` its fragment is drawn from,
+    started (with its new set, if any) in one statement (`rounds.start_at_once`).
     """
     # The open set and whether a round is open, in one statement: a round open already is what
     # `start_round` looks for first (it looks again only when there is one).
@@ -74,13 +74,13 @@ def play(
     chosen = (current.level if current is not None else None) if level is None else level
     chosen = None if chosen == "any" else chosen
     looked_up = open_id is None
-    if at_once and looked_up and (current is None or current.level == chosen):
+    if looked_up and (current is None or current.level == chosen):
         # A set whose level changes takes the full path (its UPDATE goes with the new round).
         if (view := rounds.start_at_once(player, category_slug, current, chosen)) is not None:
             return view
         # SQLite; or a race lost, no text left, no such category: the full path, which looks
         # for the open round again (a round another request opened is served) and refuses.
-        looked_up = db.session.get_bind().dialect.name != "postgresql"
+        looked_up = not rounds.in_one_statement()
 
     def open_set() -> GameSet:
         game_set = (
@@ -195,27 +195,6 @@ class Position:
     day: date | None
     # The difficulty level the set's texts come from (None: any).
     level: str | None = None
-
-
-def position_of(round_: Round) -> Position | None:
-    """Where the round stands in its set; the round's page loads its set and number with it
-    (`rounds.get_round`), elsewhere they are loaded here."""
-    if round_.set_id is None:
-        return None
-    game_set = round_.game_set
-    if game_set is None:
-        return None
-    return Position(
-        game_set.id,
-        game_set.kind,
-        round_.set_number,
-        game_set.size,
-        game_set.points,
-        game_set.answered,
-        game_set.finished,
-        game_set.day,
-        game_set.level,
-    )
 
 
 @dataclass(frozen=True)
@@ -346,11 +325,11 @@ def summary_of(game_set: GameSet) -> Summary:
     return Summary(game_set, calls, last)
 
 
-def next_round(player: Player, set_id: int, at_once: bool = False) -> Round | reveals.RevealView:
+def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
     """The round to show when the player asks for the next text of a set.
 
-    `at_once`: a new round of a normal set may come as the `reveals.RevealView` its fragment is
-    drawn from, started in one statement on PostgreSQL (`rounds.start_at_once`).
+    On PostgreSQL a new round of a normal set comes as the `reveals.RevealView` its fragment is
+    drawn from, started in one statement (`rounds.start_at_once`).
     Raises SetFinished for a finished set (the caller shows its summary).
     """
     game_set = get_own(player, set_id)
@@ -362,7 +341,7 @@ def next_round(player: Player, set_id: int, at_once: bool = False) -> Round | re
         if open_id is not None and (current := rounds.open_round(player)) is not None:
             return current
         chosen = chosen or rounds.RANDOM
-        if at_once and (view := rounds.start_at_once(player, chosen, game_set, game_set.level)):
+        if view := rounds.start_at_once(player, chosen, game_set, game_set.level):
             return view
         # SQLite; or a race lost, no text left, no such category: the full path, which looks
         # for the open round again (a round another request opened is served) and refuses.
@@ -371,7 +350,7 @@ def next_round(player: Player, set_id: int, at_once: bool = False) -> Round | re
             chosen,
             game_set=game_set,
             level=game_set.level,
-            looked_up=not at_once or db.session.get_bind().dialect.name != "postgresql",
+            looked_up=not rounds.in_one_statement(),
         )
     current = rounds.open_round(player)
     if current is not None:

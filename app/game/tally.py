@@ -16,11 +16,10 @@ from __future__ import annotations
 from sqlalchemy import and_, case, exists
 
 from app.models import GameSet, Round
-
-NORMAL = "normal"
+from app.models.rounds import NORMAL_ROUND
 
 # SQL: the round counts / what it earns.
-COUNTED = and_(Round.kind == NORMAL, Round.uncounted.is_(None))
+COUNTED = and_(Round.kind == NORMAL_ROUND, Round.uncounted.is_(None))
 EARNED = case((COUNTED, Round.points), else_=0)
 # SQL: a finished set all of whose texts counted.
 SET_COUNTED = and_(
@@ -31,7 +30,7 @@ SET_COUNTED = and_(
 
 def counts(round_: Round) -> bool:
     """Whether an answered round earns its points anywhere."""
-    return round_.kind == NORMAL and round_.uncounted is None
+    return round_.kind == NORMAL_ROUND and round_.uncounted is None
 
 
 def earned(round_: Round) -> int:

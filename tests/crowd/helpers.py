@@ -8,8 +8,9 @@ from app.crowd import admin, admission, lookup, ratings, serving
 from app.crowd.platforms import Entry
 from app.crowd.study_file import parse_study
 from app.extensions import db
-from app.game import answers, reveals, rounds
-from app.models import Participant, Player
+from app.game import answers, reveals
+from app.models import Participant, Player, Round
+from app.models.rounds import CHECK_ROUND
 from tests import factories
 
 BASE = {
@@ -60,7 +61,8 @@ def answer(round_, guess: int, player=None):
         parsed = answers.parse_answer("human", round_.revealed, [], "")
     else:
         parsed = answers.parse_answer("machine", round_.revealed, ["generic"], "")
-    return answers.submit_answer(player, round_.id, parsed)
+    answers.submit_answer(player, round_.id, parsed)
+    return db.session.get(Round, round_.id)
 
 
 def play_slot(
@@ -75,7 +77,7 @@ def play_slot(
     after the reveal (`rating` None: give none)."""
     round_ = serving.next_round(study, participant)
     example = round_.example
-    if round_.kind == rounds.CHECK:
+    if round_.kind == CHECK_ROUND:
         right = example.boundary
         guess = right if pass_check else (example.n_sentences if right < example.n_sentences else 1)
     else:

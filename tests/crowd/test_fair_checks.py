@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from app.crowd import lookup, schedule, serving, verdicts, verify
 from app.extensions import db
-from app.game import rounds
 from app.models import Participant, ParticipantStatus, Round
+from app.models.rounds import CHECK_ROUND
 from tests.conftest import csrf_token
 from tests.crowd.helpers import answer, join, make_pool, play_lazy
 from tests.crowd.test_crowd_http import join_http, play_round_http
@@ -85,7 +85,7 @@ def test_an_honest_early_guess_voids_the_check_and_a_spare_takes_its_place(study
     assert worker.schedule.count(schedule.SPARE) + worker.schedule.count(schedule.SPARE_ADDED) == 1
     played = db.session.scalars(select(Round).where(Round.participant_id == worker.id)).all()
     spare = [r for r in played if r.example_id in study.pool["spare_checks"]]
-    assert len(spare) == 1 and spare[0].kind == rounds.CHECK
+    assert len(spare) == 1 and spare[0].kind == CHECK_ROUND
     decision = verify.decide(study, [verify.Submission("w-honest")])[0]
     assert decision.decision == verify.APPROVE, decision.reasons
 

@@ -17,6 +17,7 @@ from app.extensions import db
 from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import Participant, Round, StudyDecision
+from app.models.rounds import CHECK_ROUND
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
@@ -71,7 +72,7 @@ def play_all(
             break
         round_id = int(re.search(r"/play/round/(\d+)", response.headers["Location"]).group(1))
         with app.app_context():
-            check = db.session.get(Round, round_id).kind == rounds.CHECK
+            check = db.session.get(Round, round_id).kind == CHECK_ROUND
         seen = 1
         while True:
             clock.advance(first_wait if seen == 1 and first_wait else seconds_per_sentence)

@@ -28,6 +28,7 @@ from app.extensions import db
 from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import ExamplePassage, Participant, ParticipantStatus, Round
+from app.models.rounds import CHECK_ROUND
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.test_crowd_http import join_http
@@ -99,7 +100,7 @@ def play(app, client, clock, style: str, texts: list[str], most: int = 99) -> li
             round_ = db.session.get(Round, round_id)
             n = round_.example.n_sentences
             check = (
-                (round_.example.source or {}).get("check") if round_.kind == rounds.CHECK else None
+                (round_.example.source or {}).get("check") if round_.kind == CHECK_ROUND else None
             )
         seen = 1
         while True:
@@ -255,7 +256,7 @@ def test_a_scripted_study_ends_fairly_and_pays_once(app, runner, clock, tmp_path
             early = [
                 r
                 for r in answered
-                if r.kind == rounds.CHECK
+                if r.kind == CHECK_ROUND
                 and r.example.source.get("check") == "inside"
                 and r.guess < r.example.boundary
             ]

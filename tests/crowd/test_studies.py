@@ -14,6 +14,7 @@ from app.extensions import db
 from app.game import answers, reveals, rounds
 from app.leaderboard import standings
 from app.models import Example, Participant, ParticipantStatus, Player, PlayerTotal, Round, Study
+from app.models.rounds import CHECK_ROUND, NORMAL_ROUND, PRACTICE_ROUND
 from roftcore.boundary import points as boundary_points
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
 
@@ -32,7 +33,7 @@ def test_create_study_fixes_pool_and_builds_both_kinds_of_check(ctx):
     assert len(inside) == 6  # two per worker, made three times over for variety
     sources = {e.external_id: e for e in db.session.scalars(select(Example))}
     for check in [*human, *inside]:
-        assert check.kind == rounds.CHECK and check.source["attention_check_for"] == "pilot"
+        assert check.kind == CHECK_ROUND and check.source["attention_check_for"] == "pilot"
     for check in inside:
         # The boundary is the check sentence, never the first (always human) sentence.
         assert 1 <= check.boundary < check.n_sentences == 10
@@ -57,7 +58,7 @@ def test_create_study_refuses_bad_pools(ctx):
     with pytest.raises(BadRequest, match="fewer than the 8 normal rounds"):
         make_study(categories=[], examples=few)
     assert db.session.scalar(select(func.count()).select_from(Study)) == 0
-    assert db.session.scalar(select(func.count()).where(Example.kind == rounds.CHECK)) == 0
+    assert db.session.scalar(select(func.count()).where(Example.kind == CHECK_ROUND)) == 0
 
 
 def test_duplicate_slug_is_refused(ctx):
@@ -77,8 +78,8 @@ def test_a_worker_plays_the_quota_and_gets_one_code_only_then(ctx):
         assert participant.status == ParticipantStatus.started
         kinds.append(play_slot(study, participant).kind)
         assert participant.rounds_done == slot + 1
-    assert Counter(kinds) == {rounds.NORMAL: 8, rounds.CHECK: 2}
-    assert [k == rounds.CHECK for k in kinds] == [k != "normal" for k in participant.schedule]
+    assert Counter(kinds) == {NORMAL_ROUND: 8, CHECK_ROUND: 2}
+    assert [k == CHECK_ROUND for k in kinds] == [k != "normal" for k in participant.schedule]
     assert participant.status == ParticipantStatus.completed
     assert participant.checks_passed == 2
     assert verdicts.completion_code(participant) == "C1DONE01"
@@ -93,9 +94,9 @@ def test_checks_earn_no_points_and_stay_off_totals(ctx):
     for _ in range(5):
         play_slot(study, participant, flag_at=3)
     answered = db.session.scalars(select(Round).where(Round.participant_id == participant.id)).all()
-    check_points = [r.points for r in answered if r.kind == rounds.CHECK]
+    check_points = [r.points for r in answered if r.kind == CHECK_ROUND]
     assert check_points == [0, 0]
-    normal = [r for r in answered if r.kind == rounds.NORMAL]
+    normal = [r for r in answered if r.kind == NORMAL_ROUND]
     # Each normal round earns what the scoring rule gives its stored guess (which text was drawn
     # is random: three all-human texts flagged at sentence 3 may all earn 0).
     assert len(normal) == 3
@@ -194,10 +195,10 @@ def test_practice_rounds_come_first_and_do_not_count(ctx):
     participant = join(study)
     first = play_slot(study, participant)
     second = play_slot(study, participant)
-    assert [first.kind, second.kind] == [rounds.PRACTICE, rounds.PRACTICE]
+    assert [first.kind, second.kind] == [PRACTICE_ROUND, PRACTICE_ROUND]
     assert first.points == 0 and participant.rounds_done == 0
     for _ in range(3):
-        assert play_slot(study, participant).kind == rounds.NORMAL
+        assert play_slot(study, participant).kind == NORMAL_ROUND
     assert participant.status == ParticipantStatus.completed
 
 

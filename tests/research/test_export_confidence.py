@@ -23,7 +23,8 @@ def _answer(player, guess: int, confidence: str | None) -> Round:
     while round_.revealed < guess + 1:
         round_ = reveals.reveal_next(player, round_.id, round_.revealed)
     answer = answers.parse_answer("machine", round_.revealed, ["grammar"], "", confidence)
-    return answers.submit_answer(player, round_.id, answer)
+    answers.submit_answer(player, round_.id, answer)
+    return db.session.get(Round, round_.id)
 
 
 @pytest.fixture

@@ -65,7 +65,8 @@ def play_to(player, guess: int, clock: Clock, seconds_per_sentence: float, categ
         answer = answers.parse_answer("human", n, [], "")
     else:
         answer = answers.parse_answer("machine", shown, ["irrelevant"], "")
-    return answers.submit_answer(player, round_.id, answer)
+    answers.submit_answer(player, round_.id, answer)
+    return db.session.get(Round, round_.id)
 
 
 def careful_guess(boundary: int, n: int, rng: random.Random) -> int:

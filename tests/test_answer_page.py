@@ -1,6 +1,6 @@
-"""The answer served from one row (`answers.preload_answer`, `answers.submit_preloaded`,
-`routes._render_answered`): the page's script gets exactly the round the full path draws, the
-answer is stored once as before, and every refusal is still refused (drawn by the full path)."""
+"""An answer over HTTP: the page's script gets the answered round as its page then draws it (the
+state the answer returns is the stored one), the answer is stored once, and every refusal is
+refused with the round as it stands."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import answers, insights, rounds
+from app.game import insights
 from app.leaderboard.integrity import DEVICE_COOKIE
 from app.models import (
     BoardTotal,
@@ -24,7 +24,7 @@ from app.models.base import utcnow
 from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import others_answer
-from tests.test_lean_reveal import FETCH, ROUND_PATH, _same_but_token, _start
+from tests.test_reveal_page import FETCH, ROUND_PATH, _same_but_token, _start
 from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
 
 
@@ -45,21 +45,10 @@ def _answer(client, token: str, round_id: int, shown: int, choice: str, headers=
     return client.post(f"/play/round/{round_id}/answer", data=data, headers=headers)
 
 
-def _as_drawn_by_the_full_path(client, round_id: int) -> str:
+def _as_its_page_draws_it(client, round_id: int) -> str:
     page = client.get(f"/play/round/{round_id}", headers=FETCH)
     assert page.status_code == 200
     return _same_but_token(page.get_data(as_text=True))
-
-
-@pytest.fixture
-def lean(monkeypatch):
-    """The rounds the lean path drew."""
-    from app.game import routes
-
-    drawn = []
-    draw = routes._render_answered
-    monkeypatch.setattr(routes, "_render_answered", lambda view: drawn.append(view) or draw(view))
-    return drawn
 
 
 # (boundary, sentences shown when answering, choice): exact, late, early, all human (right and
@@ -76,8 +65,8 @@ CASES = [
 
 @pytest.mark.parametrize(("boundary", "shown", "choice"), CASES)
 @pytest.mark.parametrize("others", [True, False], ids=["with-others", "first-reader"])
-def test_an_answer_shows_the_round_as_the_full_path_draws_it(
-    app, client, lean, boundary, shown, choice, others
+def test_an_answer_shows_the_round_as_its_page_draws_it(
+    app, client, boundary, shown, choice, others
 ):
     with app.app_context():
         example = factories.example(boundary=boundary, n=4, passage="one", system_label="Model X")
@@ -97,13 +86,12 @@ def test_an_answer_shows_the_round_as_the_full_path_draws_it(
         assert "Where other players flagged it" in body and "What other players noticed" in body
     else:
         assert "you are the first" in body
-    assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
-    assert len(lean) == 1
+    assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
 
 
-def test_an_answer_outside_a_set_and_one_that_does_not_count(app, client, lean):
+def test_an_answer_outside_a_set_and_one_that_does_not_count(app, client):
     """A round with no set has no set bar; a round whose truth another player saw in this
-    browser does not count, on either path."""
+    browser does not count."""
     with app.app_context():
         factories.example(boundary=2, n=4, passage="one", p=None)  # a spliced baseline
     token = csrf_token(client)
@@ -123,14 +111,13 @@ def test_an_answer_outside_a_set_and_one_that_does_not_count(app, client, lean):
     assert answered.status_code == 200
     body = answered.get_data(as_text=True)
     assert "set-bar" not in body and "This round does not count" in body
-    assert _same_but_token(body) == _as_drawn_by_the_full_path(other, round_id)
-    assert len(lean) == 2
+    assert _same_but_token(body) == _as_its_page_draws_it(other, round_id)
     with app.app_context():
         stored = db.session.get(Round, round_id)
         assert stored.uncounted is not None and stored.points == 5
 
 
-def test_the_last_text_of_a_set_leads_to_its_summary(app, client, lean):
+def test_the_last_text_of_a_set_leads_to_its_summary(app, client):
     app.config["SET_SIZE"] = 1
     with app.app_context():
         factories.example(boundary=3, n=4, passage="one")
@@ -140,15 +127,14 @@ def test_the_last_text_of_a_set_leads_to_its_summary(app, client, lean):
     answered = _answer(client, token, round_id, 4, "machine")
     body = answered.get_data(as_text=True)
     assert "See your set summary" in body
-    assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
+    assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
     with app.app_context():
         game_set = db.session.scalar(select(GameSet))
         assert (game_set.answered, game_set.points, game_set.exact) == (1, 5, 1)
         assert game_set.finished_at is not None
-    assert len(lean) == 1
 
 
-def test_an_answer_in_the_daily_challenge_shows_its_header_as_the_full_path(daily_app):  # noqa: F811
+def test_an_answer_in_the_daily_challenge_shows_its_header(daily_app):  # noqa: F811
     client = daily_app.test_client()
     token = csrf_token(client)
     location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
@@ -158,7 +144,7 @@ def test_an_answer_in_the_daily_challenge_shows_its_header_as_the_full_path(dail
     assert answered.status_code == 200
     body = answered.get_data(as_text=True)
     assert "Daily challenge" in body and "today" in body
-    assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
+    assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
 
 
 def _stored(round_id: int) -> tuple:
@@ -175,12 +161,7 @@ def _stored(round_id: int) -> tuple:
     )
 
 
-def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client, lean, monkeypatch):
-    served = []
-    submit = answers.submit_preloaded
-    monkeypatch.setattr(
-        answers, "submit_preloaded", lambda *args: served.append(args[1].id) or submit(*args)
-    )
+def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client):
     with app.app_context():
         factories.example(boundary=2, n=4, passage="one")
         factories.example(boundary=2, n=4, passage="two")
@@ -221,19 +202,14 @@ def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client, l
     assert signed_out.status_code == 302 and signed_out.headers["Location"] == "/"
     with app.app_context():
         assert _stored(round_id) == before
-    assert lean == []
     # Signed in again: the answer is stored, once, with its points, totals and boards.
     token = csrf_token(client)
     login["csrf_token"] = token
     assert client.post("/login", data=login).status_code == 302
     token = csrf_token(client)
-    # Two refusals above (all human too early, a stale `seen`) were the service's, from the row.
-    assert served == [round_id] * 2
     answered = _answer(client, token, round_id, 3, "machine", headers={})  # without the script
     assert answered.status_code == 302
     assert answered.headers["Location"] == f"/play/round/{round_id}#result"
-    assert len(lean) == 0  # a plain post is redirected, not drawn
-    assert served == [round_id] * 3  # but served from the row
     again = _answer(client, token, round_id, 3, "machine", reasons=["hunch"])
     assert again.status_code == 409
     assert "already answered" in again.get_data(as_text=True)
@@ -271,4 +247,3 @@ def test_the_teaching_statement_reads_what_the_two_did(app):
         assert explanations == insights.explanations_for(mine)
         assert [e.upvotes for e in explanations] == [4, 4, 0]
         assert [e.voted for e in explanations] == [False, True, False]
-        assert rounds.result_of(mine).points is not None

@@ -1,5 +1,5 @@
-"""The reveal served from one row (`reveals.preload_reveal`, `routes._render_reveal`): the page's
-script gets exactly the round the full path draws, and the reveal checks what it checked before."""
+"""A reveal over HTTP: the page's script gets the round as its page then draws it (the state the
+reveal returns is the stored one), and stale, repeated or foreign reveals are refused."""
 
 from __future__ import annotations
 
@@ -29,18 +29,13 @@ def _start(client, token: str) -> int:
     return int(ROUND_PATH.search(started.headers["Location"]).group(1))
 
 
-def _as_drawn_by_the_full_path(client, round_id: int) -> str:
+def _as_its_page_draws_it(client, round_id: int) -> str:
     page = client.get(f"/play/round/{round_id}", headers=FETCH)
     assert page.status_code == 200
     return _same_but_token(page.get_data(as_text=True))
 
 
-def test_a_reveal_shows_the_round_as_the_full_path_draws_it(app, client, monkeypatch):
-    from app.game import routes
-
-    lean = []
-    draw = routes._render_reveal
-    monkeypatch.setattr(routes, "_render_reveal", lambda view: lean.append(view) or draw(view))
+def test_a_reveal_shows_the_round_as_its_page_draws_it(app, client):
     with app.app_context():
         factories.example(boundary=3, n=4, passage="one")
         factories.example(boundary=2, n=4, passage="two")
@@ -53,8 +48,7 @@ def test_a_reveal_shows_the_round_as_the_full_path_draws_it(app, client, monkeyp
         assert shown.status_code == 200
         body = shown.get_data(as_text=True)
         assert f"Sentence {seen + 1} of 4" in body and "text 1 of" in body
-        assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
-    assert len(lean) == 3  # each reveal was drawn from its row
+        assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
     with app.app_context():
         stored = db.session.get(Round, round_id)
         assert stored.revealed == 4
@@ -67,7 +61,7 @@ def test_a_reveal_shows_the_round_as_the_full_path_draws_it(app, client, monkeyp
 
 
 def test_a_reveal_of_a_round_outside_a_set(app, client):
-    """A round with no set (a study's or an older one) has no set bar, on either path."""
+    """A round with no set (a study's or an older one) has no set bar."""
     with app.app_context():
         factories.example(boundary=3, n=4, passage="one")
     token = csrf_token(client)
@@ -84,7 +78,7 @@ def test_a_reveal_of_a_round_outside_a_set(app, client):
     assert shown.status_code == 200
     body = shown.get_data(as_text=True)
     assert "set-bar" not in body
-    assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
+    assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
 
 
 def test_a_stale_or_repeated_reveal_is_refused_and_changes_nothing(app, client):
@@ -177,8 +171,8 @@ def test_another_players_round_and_an_ended_session_are_still_refused(app, clien
         assert db.session.get(Round, round_id).revealed == 1
 
 
-def test_a_reveal_in_the_daily_challenge_shows_its_header_as_the_full_path(daily_app):  # noqa: F811
-    """A daily set's round: the challenge's header and score bar, drawn from the row too."""
+def test_a_reveal_in_the_daily_challenge_shows_its_header(daily_app):  # noqa: F811
+    """A daily set's round: the challenge's header and score bar."""
     client = daily_app.test_client()
     token = csrf_token(client)
     location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
@@ -189,4 +183,4 @@ def test_a_reveal_in_the_daily_challenge_shows_its_header_as_the_full_path(daily
     assert shown.status_code == 200
     body = shown.get_data(as_text=True)
     assert "Daily challenge" in body and "today" in body
-    assert _same_but_token(body) == _as_drawn_by_the_full_path(client, round_id)
+    assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
