@@ -12,7 +12,7 @@ PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/roft_test
 PYTEST_ARGS ?= -n 2
 export FLASK_APP := wsgi.py
 
-.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium nginx axe demo screenshots clean
+.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium nginx r axe demo screenshots clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,7 +46,7 @@ run: setup
 	$(VENV)/bin/gunicorn --config gunicorn.conf.py --bind $(HOST):$(PORT) wsgi:app
 
 ## Lint, then the whole suite on SQLite and on PostgreSQL (installs what it needs first).
-test: setup-dev chromium nginx axe services lint test-sqlite test-postgres
+test: setup-dev chromium nginx r axe services lint test-sqlite test-postgres
 
 test-sqlite: setup-dev axe
 	$(PY) -m pytest -q $(PYTEST_ARGS)
@@ -76,6 +76,10 @@ chromium:
 # nginx for the reverse-proxy test (tests/live/test_two_servers.py) and `web_load.py --proxy`.
 nginx:
 	@bash scripts/ensure-nginx.sh
+
+# R with lme4 and lmerTest: the mixed models of analysis/mixed.py (through rpy2).
+r:
+	@bash scripts/ensure-r.sh
 
 ## Rebuild data/demo/examples.jsonl from the demo corpus.
 demo: setup-dev

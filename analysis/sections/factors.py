@@ -113,11 +113,12 @@ def _line(name: str, entry: dict) -> list[str]:
         f"({test['permutations']} permutations) p {fmt_pe(test['p_value'])}, Holm-adjusted over "
         f"the factors {fmt_p(test.get('p_holm'))}"
     )
-    if test.get("mixed_p_value") is not None:
-        mixed = test["mixed"]
+    model = test.get("mixed")
+    if model and model.get("test") and model["test"].get("p_value") is not None:
+        joint = model["test"]
         line += (
-            f"; mixed model (crossed random intercepts for annotator and text) likelihood-ratio "
-            f"χ² = {fmt(mixed['statistic'], 2)} (df {mixed['df']}), p {fmt_pe(mixed['p_value'])}"
+            f"; {model['model']} ({model['library']}): {joint['kind']} = "
+            f"{fmt(joint['statistic'], 2)} (df {joint['df']}), p {fmt_pe(joint['p_value'])}"
         )
     trend = entry.get("trend")
     if trend and trend.get("slope") is not None:
@@ -129,6 +130,8 @@ def _line(name: str, entry: dict) -> list[str]:
     lines = [line + ".", ""]
     for note in test.get("notes", []):
         lines += [f"> ⚠ {note}.", ""]
+    for note in (model or {}).get("warnings", []):
+        lines += [f"> ⚠ mixed model: {note}", ""]
     effects = _effects_table(test)
     if len(effects):
         lines += [f"Effects ({test['effects_from']}):", "", md_table(effects)]
@@ -161,9 +164,9 @@ def run(ctx: Context) -> Section:
         "Bars: mean points with 95% intervals over annotators, n = annotations per bar; dashes: "
         "random guessing on the same texts; crosses: always 'all human'. Every factor here is a "
         "property of the text, so the p-value is a permutation test over texts on points centred "
-        "by annotator, Holm-adjusted over the factors tested. On small data (up to "
-        "a few hundred annotations) a mixed model with crossed random intercepts for annotator "
-        "and text gives a second p-value and the effects with 95% intervals.",
+        "by annotator, Holm-adjusted over the factors tested. A mixed model with crossed "
+        "random intercepts for annotator and text, on every annotation, gives a second p-value "
+        "and the effects with 95% intervals (the library that fitted it is named).",
         "",
     ]
     for name, entry in shown(factor):
