@@ -58,7 +58,7 @@ roft_mixed_fit <- function(y, X, a, t, binomial, slopes) {
     warning = function(w) { keep(w); invokeRestart("muffleWarning") },
     message = function(m) { keep(m); invokeRestart("muffleMessage") }
   )
-  notes <- unique(c(notes, model@optinfo$conv$lme4$messages))
+  notes <- unique(trimws(c(notes, model@optinfo$conv$lme4$messages)))
   co <- summary(model)$coefficients
   vc <- as.data.frame(lme4::VarCorr(model))
   list(
@@ -345,7 +345,7 @@ def _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, ver
 def _trouble(raw) -> list[str]:
     r = dict(raw.items())
     notes = [str(w) for w in r["warnings"]]
-    if bool(np.asarray(r["singular"])[0]):
+    if bool(np.asarray(r["singular"])[0]) and not any("singular" in n for n in notes):
         notes.append("singular fit")
     return notes
 
