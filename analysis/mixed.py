@@ -52,13 +52,27 @@ roft_mixed_fit <- function(y, X, a, t, binomial, slopes) {
       lme4::glmer(f, data = d, family = stats::binomial,
                   control = lme4::glmerControl(optimizer = "bobyqa"))
     } else {
-      lmerTest::lmer(f, data = d, REML = TRUE,
-                     control = lme4::lmerControl(calc.derivs = TRUE))
+      lme4::lmer(f, data = d, REML = TRUE)
     },
     warning = function(w) { keep(w); invokeRestart("muffleWarning") },
     message = function(m) { keep(m); invokeRestart("muffleMessage") }
   )
   notes <- unique(trimws(c(notes, model@optinfo$conv$lme4$messages)))
+  list(singular = lme4::isSingular(model), warnings = as.character(notes), model = model)
+}
+roft_mixed_describe <- function(fitted, binomial) {
+  model <- fitted$model
+  notes <- character(0)
+  if (!binomial) {
+    # lmerTest's Satterthwaite degrees of freedom, on the model lme4 fitted
+    model <- withCallingHandlers(
+      lmerTest::as_lmerModLmerTest(model),
+      warning = function(w) {
+        notes <<- c(notes, conditionMessage(w))
+        invokeRestart("muffleWarning")
+      }
+    )
+  }
   co <- summary(model)$coefficients
   vc <- as.data.frame(lme4::VarCorr(model))
   list(
@@ -67,7 +81,7 @@ roft_mixed_fit <- function(y, X, a, t, binomial, slopes) {
     vcov = as.matrix(stats::vcov(model)),
     vc_group = as.character(vc$grp), vc_var1 = ifelse(is.na(vc$var1), "", vc$var1),
     vc_var2 = ifelse(is.na(vc$var2), "", vc$var2), vc_value = vc$vcov,
-    singular = lme4::isSingular(model), warnings = as.character(notes),
+    singular = fitted$singular, warnings = unique(trimws(c(fitted$warnings, notes))),
     loglik = as.numeric(stats::logLik(model)), model = model
   )
 }
@@ -274,7 +288,7 @@ def _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, ver
                 raw = None
         if raw is None:
             raw = function(*args, binomial, np.asarray([], dtype=np.int32))
-        r = dict(raw.items())
+        r = dict(ro.globalenv["roft_mixed_describe"](raw, binomial).items())
         estimate = np.asarray(r["estimate"], float)
         se = np.asarray(r["se"], float)
         df = np.asarray(r["df"], float)
@@ -324,7 +338,7 @@ def _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, ver
         )
     )
     converged = not any("converge" in w.lower() for w in found)
-    kind = "glmer (binomial, logit, Laplace)" if binomial else "lmer (REML), lmerTest"
+    kind = "glmer (binomial, logit, Laplace)" if binomial else "lmer (REML), lmerTest Satterthwaite"
     text_term = "(1 + slope | text)" if random_slope else "(1 | text)"
     return MixedResult(
         outcome=outcome,

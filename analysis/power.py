@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 
 import numpy as np
@@ -173,6 +173,27 @@ def grid(
     return pd.DataFrame(rows)
 
 
+def observed_power(
+    scenario: Scenario, workers: int, texts: int, studies: int, seed: int
+) -> tuple[float, int]:
+    """The share of `studies` simulated studies in which the report's confirmatory analysis
+    (analysis.confirmatory.analyse, on a preregistration of the scenario's plan) rejects, and
+    how many could be analysed. Independent of `grid`'s path: the calibration test compares the
+    two."""
+    from analysis.load import plan_digest
+
+    plan = scenario.plan()
+    prereg = {"versions": [{"version": 1, "plan": plan, "sha256": plan_digest(plan)}]}
+    rejected = analysed = 0
+    for k in range(studies):
+        frame = simulate(scenario, workers, texts, seed + k).assign(decision="")
+        result = confirmatory.analyse(frame, prereg)
+        if result.reject is not None:
+            analysed += 1
+            rejected += result.reject
+    return (rejected / analysed if analysed else float("nan")), analysed
+
+
 def smallest(table: pd.DataFrame, target: float) -> dict | None:
     """The design with the fewest workers (then texts) whose power reaches the target."""
     reached = table[table["power"] >= target].sort_values(["workers", "texts"])
@@ -213,6 +234,9 @@ def from_pilot(frame: pd.DataFrame, plan: dict, effect: float | None) -> tuple[S
         alpha=float(plan.get("alpha", 0.05)),
     )
     return scenario, notes
+
+
+__all__ = ["Scenario", "grid", "observed_power", "replace", "simulate", "smallest"]
 
 
 def describe(scenario: Scenario) -> str:
