@@ -108,7 +108,7 @@ def factor_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
             "poorly determined"
         )
     if model is not None and model.is_mixed and model.converged:
-        effects, source = model.effects, f"mixed model ({model.library})"
+        effects, source = _standardised(model), f"mixed model ({model.library})"
     else:
         effects = clustered.get("effects", [])
         source = f"OLS, {clustered.get('covariance', 'two-way')} clustered covariance"
@@ -155,6 +155,38 @@ def trend_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
         "mixed": _summary(model),
         "n": len(data),
         "clustered": clustered,
+    }
+
+
+def _standardised(model: mixed.MixedResult) -> list[dict]:
+    """The model's effects with `d`: each estimate over the square root of the model's total
+    variance (annotator + text + residual), so effects read on one scale across studies."""
+    total = sum(model.variances.get(p, 0.0) for p in ("annotator", "text", "residual"))
+    scale = float(np.sqrt(total)) if total > 0 else float("nan")
+    return [{**e, "d": e["estimate"] / scale} for e in model.effects]
+
+
+def baseline_gain(frame: pd.DataFrame, seed: int = 0) -> dict | None:
+    """Boundary against the scoring ceiling: always answering "all human" earns more points the
+    later the boundary (0 at boundary 1, up to 4 at boundary 9), so the raw effect of the boundary
+    partly measures the scoring rule. The gain over that baseline (points − what always "all
+    human" earns on the same text) by boundary, with the mixed model's effects of each boundary
+    against the first and the permutation test over texts."""
+    data = frame.dropna(subset=["boundary"])
+    if data["boundary"].nunique() < 2:
+        return None
+    gain = data["points"] - recompute_points(data["n_sentences"], data["boundary"])
+    data = data.assign(gain=gain.to_numpy(dtype=float))
+    x, names = mixed.design(data, "boundary")
+    model = mixed.fit(data, x, names, list(range(1, len(names))), "gain")
+    permutation = inference.permutation_test(data, "boundary", value="gain", seed=seed)
+    means = data.groupby("boundary")["gain"].agg(["size", "mean"]).reset_index()
+    return {
+        "table": means.rename(columns={"size": "rows", "mean": "mean_gain"}),
+        "p_value": permutation["p_value"],
+        "mixed_p_value": model.p_value if model else None,
+        "mixed": _summary(model),
+        "effects": _standardised(model) if model and model.is_mixed else [],
     }
 
 
@@ -217,4 +249,6 @@ def by_factor(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict[st
         if "aliased_with" not in out[name]:
             known = machine.dropna(subset=[column])
             out[name]["trend"] = trend_result(known, column, seed)
+    if "aliased_with" not in out["boundary"]:
+        out["boundary"]["gain"] = baseline_gain(machine, seed)
     return out

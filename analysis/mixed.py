@@ -199,11 +199,20 @@ def fit(
     notes: list[str] = []
     if engine in ("auto", "lme4"):
         version = r_available()
-        if version is not None:
-            return _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, version)
-        if engine == "lme4":
+        if version is None and engine == "lme4":
             raise RuntimeError("R with lme4 and lmerTest is not available (scripts/ensure-r.sh)")
-        notes.append("R with lme4 was not found (scripts/ensure-r.sh installs it): fallback used")
+        if version is None:
+            notes.append("R with lme4 was not found (scripts/ensure-r.sh installs it): fallback")
+        else:
+            try:
+                return _fit_lme4(
+                    y, x, names, test, outcome, family, slopes, annotators, texts, version
+                )
+            except Exception as error:  # lme4 refused the data (an R error): said, then fallback
+                if engine == "lme4":
+                    raise
+                message = str(error).strip().removeprefix("Error:").strip()
+                notes.append(f"lme4 could not fit this data ({message}): fallback used")
     if family == "gaussian" and engine != "clustered" and len(y) <= STATSMODELS_MAX_ROWS:
         result = _fit_statsmodels(y, x, names, test, outcome, annotators, texts)
         if result is not None:

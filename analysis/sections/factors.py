@@ -86,21 +86,24 @@ def figure(out: Path, factor: dict) -> str:
     return save(fig, out / "points_by_factor.png")
 
 
-def _effects_table(test: dict) -> pd.DataFrame:
+def _effects_table(test: dict, unit: str = "points") -> pd.DataFrame:
     rows = [e for e in test.get("effects", []) if not str(e["term"]).startswith("(reference)")]
     if not rows:
         return pd.DataFrame()
     reference = next(
         (e["term"][12:] for e in test["effects"] if str(e["term"]).startswith("(reference)")), ""
     )
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "level": [e["term"] for e in rows],
-            f"points vs {reference} [95% CI]": [
+            f"{unit} vs {reference} [95% CI]": [
                 f"{fmt(e['estimate'])} [{fmt(e['ci_low'])}, {fmt(e['ci_high'])}]" for e in rows
             ],
         }
     )
+    if all("d" in e for e in rows):
+        table["standardised (d)"] = [fmt(e["d"], 2) for e in rows]
+    return table
 
 
 def _line(name: str, entry: dict) -> list[str]:
@@ -132,9 +135,38 @@ def _line(name: str, entry: dict) -> list[str]:
         lines += [f"> ⚠ {note}.", ""]
     for note in (model or {}).get("warnings", []):
         lines += [f"> ⚠ mixed model: {note}", ""]
+    for note in test.get("clustered", {}).get("warnings", []):
+        lines += [f"> ⚠ clustered test (diagnostic): {note}.", ""]
     effects = _effects_table(test)
     if len(effects):
         lines += [f"Effects ({test['effects_from']}):", "", md_table(effects)]
+    if entry.get("gain"):
+        lines += ["", *_gain_lines(entry["gain"])]
+    return lines
+
+
+def _gain_lines(gain: dict) -> list[str]:
+    """The boundary read against always answering "all human" at the same boundary."""
+    lines = [
+        "Against the scoring ceiling: always answering 'all human' earns more the later the "
+        "boundary, so the raw boundary effect is partly the scoring rule. Points above what "
+        "always 'all human' earns on the same text, by boundary: permutation test over texts "
+        f"p {fmt_pe(gain['p_value'])}"
+        + (
+            f", mixed model p {fmt_pe(gain['mixed_p_value'])}"
+            if gain.get("mixed_p_value") is not None
+            else ""
+        )
+        + ".",
+        "",
+        md_table(gain["table"]),
+        "",
+    ]
+    for note in (gain.get("mixed") or {}).get("warnings", []):
+        lines += [f"> ⚠ mixed model: {note}", ""]
+    effects = _effects_table(gain, "gain")
+    if len(effects):
+        lines += ["Effects on the gain (mixed model):", "", md_table(effects), ""]
     return lines
 
 
@@ -191,6 +223,11 @@ def run(ctx: Context) -> Section:
             "test": {k: v for k, v in entry["test"].items() if k != "effects"},
             **{k: entry[k] for k in ("aliases", "aliased_with", "label") if k in entry},
             **({"trend": entry["trend"]} if "trend" in entry else {}),
+            **(
+                {"gain": {k: v for k, v in entry["gain"].items() if k != "table"}}
+                if entry.get("gain")
+                else {}
+            ),
         }
         for name, entry in factor.items()
     }

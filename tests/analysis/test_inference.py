@@ -231,3 +231,22 @@ def test_report_prints_no_unsupported_claim(report):
     saved = json.loads((out / "summary.json").read_text())
     boundary = saved["by_factor_tests"]["boundary"]["test"]
     assert boundary["p_value"] > 0.05 and boundary["clustered"]["covariance"].startswith("cons")
+
+
+def test_boundary_is_read_against_always_all_human_at_the_same_boundary(rows, by_factor):
+    from analysis.load import recompute_points
+
+    boundary = by_factor["boundary"]
+    gain = boundary["gain"]
+    raw = {e["term"]: e["estimate"] for e in boundary["test"]["effects"]}
+    ceiling = {b: float(recompute_points(np.array([10]), np.array([b]))[0]) for b in range(1, 10)}
+    # Always "all human" earns 0 at boundary 1 and 4 at boundary 9: the gain over it removes
+    # exactly that difference from each boundary's effect.
+    assert ceiling[1] == 0 and ceiling[9] == 4
+    for effect in gain["effects"][1:]:
+        b = int(effect["term"])
+        assert effect["estimate"] == pytest.approx(
+            raw[str(b)] - (ceiling[b] - ceiling[1]), abs=1e-3
+        )
+        assert np.sign(effect["d"]) == np.sign(effect["estimate"])  # standardised beside raw
+    assert gain["p_value"] is not None and len(gain["table"]) == 9

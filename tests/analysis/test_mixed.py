@@ -130,3 +130,14 @@ def test_outcomes_come_from_guess_and_boundary():
     assert list(mixed.outcome_values(frame, "distance")) == [0, 1, -2]
     with pytest.raises(ValueError, match="unknown outcome 'speed'"):
         mixed.outcome_values(frame, "speed")
+
+
+@needs_r
+def test_data_lme4_refuses_falls_back_and_says_why():
+    # Every text read once: as many text levels as rows, which lme4 refuses to fit.
+    frame = crossed(workers=6, texts=60, rounds=5, seed=4)
+    frame["example"] = [f"t{i}" for i in range(len(frame))]
+    x, names = mixed.design(frame, "condition", reference="none")
+    result = mixed.fit(frame, x, names, [1], "points")
+    assert result is not None and not result.library.startswith("R ")
+    assert "lme4 could not fit this data (number of levels" in result.warnings[0]
