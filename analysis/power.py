@@ -204,6 +204,11 @@ def from_pilot(frame: pd.DataFrame, plan: dict, effect: float | None) -> tuple[S
     """A scenario from a pilot's rows: the plan's exclusions, then the planned model's variances,
     the control's level and the median rounds per worker. The effect is the stated one; without
     it the pilot's estimate (noisy: a note says so)."""
+    if plan.get("contrast") not in ("condition", "condition:order"):
+        raise confirmatory.PlanError(
+            f"the plan's contrast is {plan.get('contrast')!r}: the power simulation randomises "
+            "conditions, so it needs a contrast of condition or condition:order"
+        )
     rows, _ = confirmatory.apply_exclusions(frame, plan)
     result, terms, _ = confirmatory.fit_plan(rows, plan)
     if result is None:

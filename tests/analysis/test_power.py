@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from analysis import confirmatory, power
+from analysis import confirmatory, mixed, power
 from analysis.__main__ import main
 
 
@@ -88,3 +88,23 @@ def test_help_says_what_the_command_does(capsys):
 def test_bad_pilot_is_a_clear_error(tmp_path, capsys):
     assert main(["power", str(tmp_path), "--jobs", "1"]) == 2
     assert "no rounds.csv" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(mixed.r_available() is None, reason="R with lme4 is not installed")
+def test_a_pilot_export_with_its_plan_sizes_the_study(tmp_path, capsys):
+    from tests.analysis.test_confirmatory import study_export
+
+    pilot = study_export(tmp_path / "pilot", workers=40)
+    options = "--workers 20 60 --texts 40 --simulations 8 --jobs 1 --no-progress --effect 0.35"
+    assert main(["power", str(pilot), *options.split()]) == 0
+    out = capsys.readouterr().out
+    assert "note: plan from preregistration.json" in out
+    assert "Scenario: outcome=exact_hit, contrast=condition:order" in out
+    assert "effect=0.35" in out and "rounds=10" in out
+    assert "| 60 | 40 | 600 |" in out
+
+
+def test_a_pilot_plan_without_conditions_is_a_clear_error():
+    frame = power.simulate(power.Scenario(), workers=6, texts=6, seed=1).assign(system="gpt2")
+    with pytest.raises(confirmatory.PlanError, match="needs a contrast of condition"):
+        power.from_pilot(frame, {"outcome": "exact_hit", "contrast": "system"}, 0.3)
