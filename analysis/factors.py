@@ -13,7 +13,8 @@ annotator's rows share their skill and a text's rows share its difficulty):
 - a linear mixed model with crossed random intercepts for annotator and text (analysis.mixed, on
   every row) gives a joint test beside it and the effect of each level against the reference with
   a 95% interval, naming the library that fitted it and every warning it raised;
-- the two-way clustered Wald test is kept in summary.json as a diagnostic, with its warnings.
+- the two-way clustered Wald test is kept in summary.json as a diagnostic; its warnings are
+  printed under the factor in report.md.
 
 Factors that split the texts the same way (each system wrote only one category) are one contrast:
 they are merged into one entry labelled "system & category (one split)" and the report warns that
