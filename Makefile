@@ -46,7 +46,7 @@ run: setup
 	$(VENV)/bin/gunicorn --config gunicorn.conf.py --bind $(HOST):$(PORT) wsgi:app
 
 ## Lint, then the whole suite on SQLite and on PostgreSQL (installs what it needs first).
-test: setup-dev chromium nginx r axe services lint test-sqlite test-postgres
+test: r setup-dev chromium nginx axe services lint test-sqlite test-postgres
 
 test-sqlite: setup-dev axe
 	$(PY) -m pytest -q $(PYTEST_ARGS)
@@ -77,7 +77,8 @@ chromium:
 nginx:
 	@bash scripts/ensure-nginx.sh
 
-# R with lme4 and lmerTest: the mixed models of analysis/mixed.py (through rpy2).
+# R with lme4 and lmerTest: the mixed models of analysis/mixed.py (through rpy2, which finds R
+# when it is installed, so `make test` installs R first).
 r:
 	@bash scripts/ensure-r.sh
 

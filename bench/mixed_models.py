@@ -1,6 +1,6 @@
 """Benchmark: the mixed models of analysis.mixed on synthetic crossed data.
 
-    .venv/bin/python bench/mixed_models.py [--rows 100000 1000000] [--rounds 20]
+    .venv/bin/python bench/mixed_models.py [--rows 100000 1000000] [--outcomes exact_hit points]
 
 Each size has rows / rounds annotators (each reads `rounds` texts at random) and rows / 200
 texts, two conditions between annotators, random intercepts for annotator and text. Fitted: the
@@ -52,11 +52,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument(
+        "--outcomes", nargs="+", default=["exact_hit", "points"], choices=["exact_hit", "points"]
+    )
     args = parser.parse_args()
     for rows in args.rows:
         frame = synthetic(rows, args.rounds)
         x, names = mixed.design(frame, "condition", reference="none")
-        for outcome in ("exact_hit", "points"):
+        for outcome in args.outcomes:
             start = time.perf_counter()
             result = mixed.fit(frame, x, names, [1], outcome)
             seconds = time.perf_counter() - start
