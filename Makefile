@@ -12,7 +12,7 @@ PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/roft_test
 PYTEST_ARGS ?= -n 2
 export FLASK_APP := wsgi.py
 
-.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium nginx axe demo screenshots clean
+.PHONY: run test test-sqlite test-postgres fuzz-nightly lint format setup setup-dev services chromium nginx r axe demo screenshots clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,8 @@ $(VENV)/.stamp-site: requirements.txt | $(VENV)/bin/python
 	$(VENV)/bin/pip install --quiet -r requirements.txt
 	touch $@
 
-$(VENV)/.stamp-dev: requirements.txt requirements-research.txt requirements-dev.txt | $(VENV)/bin/python
+# R first (order-only, so it holds under make -j too): rpy2 looks for R when pip installs it.
+$(VENV)/.stamp-dev: requirements.txt requirements-research.txt requirements-dev.txt | $(VENV)/bin/python r
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
 	touch $@ $(VENV)/.stamp-site
 
@@ -46,7 +47,7 @@ run: setup
 	$(VENV)/bin/gunicorn --config gunicorn.conf.py --bind $(HOST):$(PORT) wsgi:app
 
 ## Lint, then the whole suite on SQLite and on PostgreSQL (installs what it needs first).
-test: setup-dev chromium nginx axe services lint test-sqlite test-postgres
+test: r setup-dev chromium nginx axe services lint test-sqlite test-postgres
 
 test-sqlite: setup-dev axe
 	$(PY) -m pytest -q $(PYTEST_ARGS)
@@ -77,6 +78,11 @@ chromium:
 # nginx for the reverse-proxy test (tests/live/test_two_servers.py) and `web_load.py --proxy`.
 nginx:
 	@bash scripts/ensure-nginx.sh
+
+# R with lme4 and lmerTest: the mixed models of analysis/mixed.py (through rpy2, which finds R
+# when it is installed, so `make test` installs R first).
+r:
+	@bash scripts/ensure-r.sh
 
 ## Rebuild data/demo/examples.jsonl from the demo corpus.
 demo: setup-dev

@@ -1,4 +1,5 @@
-"""Command line: `python -m analysis report INPUT --out DIR` and `python -m analysis detect`."""
+"""Command line: `python -m analysis report INPUT --out DIR`, `python -m analysis detect` and
+`python -m analysis power`."""
 
 from __future__ import annotations
 
@@ -168,6 +169,7 @@ def parser() -> argparse.ArgumentParser:
     from analysis import coding
 
     coding.add_command(commands)
+    add_power(commands)
     return top
 
 
@@ -265,6 +267,125 @@ def run_taxonomy_check(args) -> int:
     return 0
 
 
+# -- power: how many workers and texts a planned study needs ----------------------------------
+
+
+def add_power(commands) -> None:
+    from analysis.power import Scenario
+
+    d = Scenario()
+    power = commands.add_parser(
+        "power",
+        help="power of a planned study by simulation over a grid of workers × texts",
+        description=(
+            "Simulate the planned study many times for every design of the grid (workers × "
+            "texts), run on each the confirmatory analysis the plan names (the same mixed model "
+            "as the report), and print the share that rejects at the plan's alpha (the power) "
+            "with its Monte-Carlo error, and the smallest design that reaches --target. The "
+            "generating model comes from PILOT, an export of a pilot study (its "
+            "preregistration.json gives the plan; its fitted variances, control level and rounds "
+            "per worker the rest), or from the values stated below. Two conditions, allocated "
+            "in alternation; each worker reads --rounds distinct texts."
+        ),
+        epilog="Exact hit: --base is the control's hit rate and --effect a log odds ratio "
+        "(0.5 ≈ odds ratio 1.65); points and distance: --effect is a difference in points. "
+        "Guide: docs/analysis.md.",
+    )
+    power.add_argument("pilot", nargs="?", metavar="PILOT", help="a pilot export (optional)")
+    power.add_argument("--workers", type=int, nargs="+", default=[40, 80, 120, 160])
+    power.add_argument("--texts", type=int, nargs="+", default=[20, 40, 60])
+    power.add_argument(
+        "--simulations", type=int, default=200, help="studies per design (default %(default)s)"
+    )
+    power.add_argument(
+        "--target", type=float, default=0.8, help="the power to reach (default %(default)s)"
+    )
+    power.add_argument("--outcome", choices=["exact_hit", "points", "distance"])
+    power.add_argument("--contrast", choices=["condition", "condition:order"])
+    power.add_argument("--alpha", type=float, help=f"default: the plan's, else {d.alpha}")
+    power.add_argument(
+        "--effect", type=float, help=f"the effect to find (default: the pilot's, else {d.effect})"
+    )
+    for name, help_text in (
+        ("base", "the control's hit rate (exact hit) or mean"),
+        ("sd-annotator", "SD of the workers' random intercepts"),
+        ("sd-text", "SD of the texts' random intercepts"),
+        ("sd-slope", "SD of the condition's effect between texts"),
+        ("sd-residual", "residual SD (points and distance)"),
+    ):
+        default = getattr(d, name.replace("-", "_"))
+        power.add_argument(f"--{name}", type=float, help=f"{help_text} (default {default})")
+    power.add_argument("--rounds", type=int, help=f"texts per worker (default {d.rounds})")
+    power.add_argument("--seed", type=int, default=0)
+    power.add_argument(
+        "--jobs", type=int, help="processes (default: every core; 1 = no subprocess)"
+    )
+    power.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+STATED = ("outcome", "contrast", "alpha", "base", "sd_annotator", "sd_text", "sd_slope")
+STATED += ("sd_residual", "rounds")
+
+
+def run_power(args) -> int:
+    from dataclasses import replace
+
+    from analysis import power
+    from analysis.load import load, read_preregistration
+    from analysis.render import md_table
+
+    stated = {key: getattr(args, key) for key in STATED if getattr(args, key) is not None}
+    notes: list[str] = []
+    if args.pilot:
+        prereg = read_preregistration(args.pilot)
+        plan = dict(prereg["versions"][-1]["plan"]) if prereg else {}
+        for key in ("outcome", "contrast", "alpha"):
+            if key in stated:
+                plan[key] = stated[key]
+        plan.setdefault("outcome", "exact_hit")
+        plan.setdefault("contrast", "condition")
+        frame = load(args.pilot)
+        scenario, notes = power.from_pilot(frame, plan, args.effect)
+        notes.insert(0, "plan from " + ("preregistration.json" if prereg else "the options"))
+        scenario = replace(scenario, **{k: v for k, v in stated.items() if k.startswith("sd_")})
+    else:
+        scenario = power.Scenario()
+        if args.effect is not None:
+            stated["effect"] = args.effect
+        if "base" not in stated and stated.get("outcome") in ("points", "distance"):
+            stated["base"] = 2.0 if stated["outcome"] == "points" else 0.0
+        scenario = replace(scenario, **stated)
+    print(power.describe(scenario))
+    for note in notes:
+        print(f"note: {note}")
+    table = power.grid(
+        scenario,
+        args.workers,
+        args.texts,
+        args.simulations,
+        args.seed,
+        args.jobs,
+        progress=not args.no_progress,
+    )
+    shown = table.assign(
+        power=[f"{p:.3f} ± {se:.3f}" for p, se in zip(table["power"], table["mc_se"], strict=True)]
+    )[["workers", "texts", "rows", "power", "simulations", "warned"]]
+    print(
+        f"Power at alpha {scenario.alpha} (± one Monte-Carlo standard error), "
+        f"fitted by {table['library'].iloc[0]}:"
+    )
+    print(md_table(shown))
+    best = power.smallest(table, args.target)
+    if best is None:
+        print(f"No design of the grid reaches power {args.target}: try more workers or texts.")
+    else:
+        print(
+            f"Smallest design reaching power {args.target}: {best['workers']} workers × "
+            f"{best['texts']} texts (power {best['power']:.3f} ± {best['mc_se']:.3f})."
+        )
+    return 0
+
+
 def left_out_lines(left_out: list[dict], all_workers: bool, limit: int = 40) -> list[str]:
     """The crowd workers the analysis left out, one line each, for the terminal."""
     if all_workers or not left_out:
@@ -292,6 +413,14 @@ def main(argv: list[str] | None = None) -> int:
         from analysis import coding
 
         return coding.run(args)
+    if args.command == "power":
+        from analysis.confirmatory import PlanError
+
+        try:
+            return run_power(args)
+        except (LoadError, PlanError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     if args.command == "detect":
         try:
             return run_detect(args)

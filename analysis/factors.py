@@ -10,10 +10,11 @@ annotator's rows share their skill and a text's rows share its difficulty):
 
 - the p-value is a permutation test over texts (every factor here is a property of the text), on
   points centred by annotator; Holm-adjusted over the factors tested;
-- up to `inference.MIXED_MAX_ROWS` rows, a linear mixed model with crossed random intercepts for
-  annotator and text gives a likelihood-ratio p-value beside it and the effect of each level
-  against the reference with a 95% interval (beyond that size, the two-way clustered fit does);
-- the two-way clustered Wald test is kept in summary.json as a diagnostic, with its warnings.
+- a linear mixed model with crossed random intercepts for annotator and text (analysis.mixed, on
+  every row) gives a joint test beside it and the effect of each level against the reference with
+  a 95% interval, naming the library that fitted it and every warning it raised;
+- the two-way clustered Wald test is kept in summary.json as a diagnostic; its warnings are
+  printed under the factor in report.md.
 
 Factors that split the texts the same way (each system wrote only one category) are one contrast:
 they are merged into one entry labelled "system & category (one split)" and the report warns that
@@ -27,7 +28,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from analysis import inference
+from analysis import inference, mixed
 from analysis.load import recompute_points
 
 P_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -96,11 +97,10 @@ def factor_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
     data = frame.dropna(subset=[column])
     permutation = inference.permutation_test(data, column, seed=seed)
     clustered = inference.factor_test(data, column)
-    mixed = None
+    model = None
     if data[column].nunique() >= 2:
-        x, levels = inference.dummies(data[column])
-        names = ["(reference) " + levels[0], *levels[1:]]
-        mixed = inference.mixed_model(data, x, names, list(range(1, len(levels))))
+        x, names = mixed.design(data, column)
+        model = mixed.fit(data, x, names, list(range(1, len(names))), "points")
     few_texts = _levels_with_few_texts(data, column)
     notes = []
     if few_texts:
@@ -108,8 +108,8 @@ def factor_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
             f"level(s) {', '.join(few_texts)} have fewer than 5 texts each: their effects are "
             "poorly determined"
         )
-    if mixed is not None:
-        effects, source = mixed["effects"], "mixed model"
+    if model is not None and model.is_mixed and model.converged:
+        effects, source = _standardised(model), f"mixed model ({model.library})"
     else:
         effects = clustered.get("effects", [])
         source = f"OLS, {clustered.get('covariance', 'two-way')} clustered covariance"
@@ -119,8 +119,8 @@ def factor_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
         "permutations": permutation["permutations"],
         "texts": permutation["texts"],
         "levels": int(data[column].nunique()),
-        "mixed_p_value": mixed["p_value"] if mixed else None,
-        "mixed": {k: v for k, v in mixed.items() if k != "effects"} if mixed else None,
+        "mixed_p_value": model.p_value if model else None,
+        "mixed": _summary(model),
         "effects": effects,
         "effects_from": source,
         "clustered": {k: v for k, v in clustered.items() if k != "effects"},
@@ -135,12 +135,12 @@ def trend_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
     if len(data) < 3 or data[column].nunique() < 2:
         return {"slope": None, "p_value": None, "n": len(data)}
     permutation = inference.permutation_test(data, column, numeric=True, seed=seed)
-    x = np.column_stack([np.ones(len(data)), data[column].to_numpy(dtype=float)])
-    mixed = inference.mixed_model(data, x, ["intercept", column], [1])
+    x, names = mixed.design(data, column, numeric=True)
+    model = mixed.fit(data, x, names, [1], "points")
     clustered = inference.trend_test(data, column, log=False)
-    if mixed is not None:
-        effect = mixed["effects"][1]
-        source = "mixed model (crossed random intercepts)"
+    if model is not None:
+        effect = model.effects[1]
+        source = f"{model.model}; {model.library}"
     else:
         effect = {k: clustered[k] for k in ("slope", "ci_low", "ci_high")}
         effect["estimate"] = effect.pop("slope")
@@ -152,10 +152,52 @@ def trend_result(frame: pd.DataFrame, column: str, seed: int = 0) -> dict:
         "slope_from": source,
         "p_value": permutation["p_value"],
         "method": permutation["method"],
-        "mixed_p_value": mixed["p_value"] if mixed else None,
+        "mixed_p_value": model.p_value if model else None,
+        "mixed": _summary(model),
         "n": len(data),
         "clustered": clustered,
     }
+
+
+def _standardised(model: mixed.MixedResult) -> list[dict]:
+    """The model's effects with `d`: each estimate over the square root of the model's total
+    variance (annotator + text + residual), so effects read on one scale across studies."""
+    total = sum(model.variances.get(p, 0.0) for p in ("annotator", "text", "residual"))
+    scale = float(np.sqrt(total)) if total > 0 else float("nan")
+    return [{**e, "d": e["estimate"] / scale} for e in model.effects]
+
+
+def baseline_gain(frame: pd.DataFrame, seed: int = 0) -> dict | None:
+    """Boundary against the scoring ceiling: always answering "all human" earns more points the
+    later the boundary (0 at boundary 1, up to 4 at boundary 9), so the raw effect of the boundary
+    partly measures the scoring rule. The gain over that baseline (points − what always "all
+    human" earns on the same text) by boundary, with the mixed model's effects of each boundary
+    against the first and the permutation test over texts."""
+    data = frame.dropna(subset=["boundary"])
+    if data["boundary"].nunique() < 2:
+        return None
+    gain = data["points"] - recompute_points(data["n_sentences"], data["boundary"])
+    data = data.assign(gain=gain.to_numpy(dtype=float))
+    x, names = mixed.design(data, "boundary")
+    model = mixed.fit(data, x, names, list(range(1, len(names))), "gain")
+    permutation = inference.permutation_test(data, "boundary", value="gain", seed=seed)
+    means = data.groupby("boundary")["gain"].agg(["size", "mean"]).reset_index()
+    return {
+        "table": means.rename(columns={"size": "rows", "mean": "mean_gain"}),
+        "p_value": permutation["p_value"],
+        "mixed_p_value": model.p_value if model else None,
+        "mixed": _summary(model),
+        "effects": _standardised(model) if model and model.is_mixed else [],
+    }
+
+
+def _summary(model: mixed.MixedResult | None) -> dict | None:
+    """The model's summary for summary.json and the report (its effects are kept apart)."""
+    if model is None:
+        return None
+    out = model.as_dict()
+    out.pop("effects")
+    return out
 
 
 def by_factor(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict[str, dict]:
@@ -208,4 +250,6 @@ def by_factor(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict[st
         if "aliased_with" not in out[name]:
             known = machine.dropna(subset=[column])
             out[name]["trend"] = trend_result(known, column, seed)
+    if "aliased_with" not in out["boundary"]:
+        out["boundary"]["gain"] = baseline_gain(machine, seed)
     return out

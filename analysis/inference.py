@@ -13,10 +13,8 @@ rows as independent makes intervals too narrow. Two tools, both fast at 10^6 row
   V_annotator + V_text (always PSD), and the fit says so. Tests use the t / F distribution with
   G − 1 degrees of freedom (G = the smaller number of clusters) and are flagged below 42 clusters;
   a Wald test of more contrasts than G − 1 is not identified and returns no p-value.
-- `mixed_model`: crossed random intercepts for annotator and text (statsmodels MixedLM with
-  variance components on one group), fitted by maximum likelihood; a likelihood-ratio test of a
-  set of fixed effects, and Wald intervals for each. Exact but slow, so only up to
-  `MIXED_MAX_ROWS` rows.
+- the mixed models (crossed random effects for annotator and text, on every row) are in
+  `analysis.mixed`.
 - `permutation_test`: a text-level factor (system, category, p, boundary) tested by permuting its
   values across texts, on points centred by annotator. Valid at any size without a model.
 - `holm`: Holm's step-down adjustment of several p-values.
@@ -24,7 +22,6 @@ rows as independent makes intervals too narrow. Two tools, both fast at 10^6 row
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +35,6 @@ FEW_CLUSTERS_REASON = (
     "clusters, so treat this p-value as a rough guide (the mixed model and the permutation test "
     "are the ones to read)"
 )
-MIXED_MAX_ROWS = 400  # MixedLM on one group with crossed effects is dense: minutes beyond this
 PERMUTATIONS = 2000
 
 
@@ -356,92 +352,6 @@ def trend_test(frame: pd.DataFrame, x_column: str, value: str = "points", log: b
         "warnings": fit.warnings,
         "method": "OLS with two-way clustered SEs (annotator, text), t with G − 1 df",
     }
-
-
-# -- a crossed random-effects model -------------------------------------------------------------
-
-
-def mixed_model(
-    frame: pd.DataFrame, x: np.ndarray, names: list[str], test: list[int], value: str = "points"
-) -> dict | None:
-    """Fixed effects x with crossed random intercepts for annotator and text (statsmodels MixedLM,
-    variance components on a single group, maximum likelihood). Returns Wald intervals of every
-    fixed effect and a likelihood-ratio test that the effects `test` are all zero; None when the
-    data is too large (`MIXED_MAX_ROWS`) or a fit fails or does not converge."""
-    if len(frame) > MIXED_MAX_ROWS or len(frame) <= x.shape[1] + 2:
-        return None
-    from statsmodels.regression.mixed_linear_model import MixedLM
-
-    data = pd.DataFrame(
-        {
-            "y": frame[value].to_numpy(dtype=float),
-            "annotator": frame["annotator"].to_numpy(),
-            "text": frame["example"].to_numpy(),
-            "group": 0,
-            **{f"x{i}": x[:, i] for i in range(x.shape[1])},
-        }
-    )
-    vc = {"annotator": "0 + C(annotator)", "text": "0 + C(text)"}
-    keep = [i for i in range(x.shape[1]) if i not in test]
-
-    def fit(columns):
-        key = _fit_key(data, x[:, columns])
-        if key in _FITS:
-            return _FITS[key]
-        formula = "y ~ 0 + " + " + ".join(f"x{i}" for i in columns)
-        model = MixedLM.from_formula(formula, data, groups="group", vc_formula=vc)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # Nelder-Mead first: the default gradient start stalls on these likelihoods.
-            result = model.fit(reml=False, method=["nm", "powell", "lbfgs"])
-        if len(_FITS) > 64:
-            _FITS.clear()
-        _FITS[key] = result
-        return result
-
-    try:
-        full, null = fit(list(range(x.shape[1]))), fit(keep)
-    except (np.linalg.LinAlgError, ValueError):
-        return None
-    if not (full.converged and null.converged):
-        return None
-    lr = max(2 * (full.llf - null.llf), 0.0)
-    z = stats.norm.ppf(0.5 + LEVEL / 2)
-    params, bse = np.asarray(full.fe_params), np.asarray(full.bse_fe)
-    return {
-        "method": "linear mixed model, crossed random intercepts (annotator, text), ML; "
-        "likelihood-ratio test",
-        "statistic": float(lr),
-        "df": len(test),
-        "p_value": float(stats.chi2.sf(lr, len(test))),
-        "variance_annotator": float(full.vcomp[0]),
-        "variance_text": float(full.vcomp[1]),
-        "variance_residual": float(full.scale),
-        "converged": bool(full.converged),
-        "effects": [
-            {
-                "term": names[i],
-                "estimate": float(params[i]),
-                "se": float(bse[i]),
-                "ci_low": float(params[i] - z * bse[i]),
-                "ci_high": float(params[i] + z * bse[i]),
-            }
-            for i in range(x.shape[1])
-        ],
-    }
-
-
-_FITS: dict[str, object] = {}  # the same null model serves every factor of one report
-
-
-def _fit_key(data: pd.DataFrame, x: np.ndarray) -> str:
-    import hashlib
-
-    digest = hashlib.sha256(np.ascontiguousarray(x).tobytes())
-    digest.update(data["y"].to_numpy().tobytes())
-    for column in ("annotator", "text"):
-        digest.update(pd.util.hash_pandas_object(data[column], index=False).to_numpy().tobytes())
-    return digest.hexdigest()
 
 
 # -- a permutation test over texts ------------------------------------------------------------

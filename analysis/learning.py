@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis import inference
+from analysis import inference, mixed
 
 
 def _means(frame: pd.DataFrame, column: str, n_boot: int, seed: int) -> pd.DataFrame:
@@ -119,13 +119,11 @@ def _log_order_trend(frame: pd.DataFrame, column: str, seed: int, log: bool = Tr
     xs = np.log(np.maximum(xs, 1.0)) if log else xs
     term = f"log({column})" if log else column
     clustered = inference.trend_test(data, column, log=log)
-    mixed = inference.mixed_model(
-        data, np.column_stack([np.ones(len(data)), xs]), ["intercept", term], [1]
-    )
-    if mixed is not None:
-        effect = mixed["effects"][1]
+    model = mixed.fit(data, np.column_stack([np.ones(len(data)), xs]), ["intercept", term], [1])
+    if model is not None:
+        effect = model.effects[1]
         slope, low, high = effect["estimate"], effect["ci_low"], effect["ci_high"]
-        source = "mixed model (crossed random intercepts)"
+        source = f"{model.model}; {model.library}"
     else:
         slope, low, high = clustered["slope"], clustered["ci_low"], clustered["ci_high"]
         source = f"OLS, {clustered.get('covariance', 'two-way')} clustered covariance"
@@ -139,7 +137,9 @@ def _log_order_trend(frame: pd.DataFrame, column: str, seed: int, log: bool = Tr
         "p_value": permutation["p_value"],
         "method": permutation["method"],
         "permutations": permutation["permutations"],
-        "mixed_p_value": mixed["p_value"] if mixed else None,
+        "mixed_p_value": model.p_value if model else None,
+        "mixed_library": model.library if model else None,
+        "mixed_warnings": model.warnings if model else [],
         "n": len(data),
         "clustered": clustered,
     }

@@ -31,6 +31,7 @@ attention_check     bool       the round was an attention check
 attention_passed    float      1.0 passed, 0.0 failed, NaN not a check or unknown
 participant_kind    str        "public" or "crowd"
 study               str        the crowd study, "" for none
+condition           str        the worker's condition in a study with conditions, "" for none
 participant_status  str        a crowd worker's outcome on the site (completed, failed_checks,
                                returned, timed_out, ...); "" for public players or unknown
 decision            str        the worker's current decision (approve, reject, review, returned,
@@ -42,6 +43,7 @@ source              str        "dump" or "roft-csv"
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -100,6 +102,7 @@ CANONICAL: tuple[str, ...] = (
     "attention_passed",
     "participant_kind",
     "study",
+    "condition",
     "participant_status",
     "decision",
     "source",
@@ -252,6 +255,7 @@ def from_roft_frame(raw: pd.DataFrame, source: str = "roft-csv") -> pd.DataFrame
         out["attention_passed"] = np.nan
     out["participant_kind"] = _str(raw.get("participant_kind"), n, "public")
     out["study"] = _str(raw.get("study"), n)
+    out["condition"] = _str(raw.get("condition"), n)  # "" when the study has no conditions
     out["participant_status"] = _str(raw.get("participant_status"), n)
     out["decision"] = _str(raw.get("decision"), n)
     out["source"] = source
@@ -332,7 +336,6 @@ def resolve_input(path: str | Path) -> Path:
 
 
 def sha256_of(path: str | Path) -> str:
-    import hashlib
 
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
@@ -373,6 +376,39 @@ def read_export_info(path: str | Path) -> dict:
     if manifest.exists():
         return json.loads(manifest.read_text(encoding="utf-8"))
     return {}
+
+
+PREREGISTRATION = "preregistration.json"
+
+
+def plan_digest(plan: dict) -> str:
+    """The SHA-256 the site stores with a frozen plan: of its canonical JSON (sorted keys, no
+    spaces)."""
+    text = json.dumps(plan, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_preregistration(path: str | Path) -> dict | None:
+    """The export's preregistration.json (None when there is none), each version with
+    `sha256_ok`: whether its stored SHA-256 is that of its plan. A LoadError names the file when
+    it is not the expected shape."""
+    path = Path(path)
+    file = (path if path.is_dir() else path.parent) / PREREGISTRATION
+    if not file.exists():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        versions = data["versions"]
+        for version in versions:
+            version["sha256_ok"] = plan_digest(version["plan"]) == version.get("sha256")
+    except (ValueError, KeyError, TypeError) as error:
+        raise LoadError(
+            f"{file}: not a preregistration (expected {{'study', 'versions': [{{'version', "
+            f"'frozen_at', 'sha256', 'plan'}}]}}): {error}"
+        ) from error
+    if not versions:
+        raise LoadError(f"{file}: the preregistration has no version")
+    return data
 
 
 def apply_selection(

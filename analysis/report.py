@@ -2,9 +2,10 @@
 
 `build_report(input, out)` loads and cleans the rows, then runs the sections of
 `analysis.sections` in order (each one analysis with its tables, figure and caveats) and only
-assembles what they return. Every estimate has a 95% interval (bootstrap over annotators, or over
-texts for agreement), every figure panel says its n, and baselines (random guessing, always "all
-human", chance agreement) are drawn where they apply.
+assembles what they return. The first is the preregistered analysis when the export has a plan
+(preregistration.json); everything after it is exploratory. Every estimate has a 95% interval
+(bootstrap over annotators, or over texts for agreement), every figure panel says its n, and
+baselines (random guessing, always "all human", chance agreement) are drawn where they apply.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from analysis.load import (
     apply_selection,
     load,
     read_export_info,
+    read_preregistration,
     resolve_input,
     sha256_of,
 )
@@ -31,6 +33,7 @@ from analysis.render import clean_json
 from analysis.sections import (
     Context,
     agreement,
+    confirmatory,
     datasheet,
     detector,
     distance,
@@ -46,6 +49,7 @@ from roftcore.spreadsheet import neutralise_frame
 from roftcore.version import code_version
 
 SECTIONS = (
+    ("confirmatory", confirmatory),
     ("sizes", sizes),
     ("boundary", distance),
     ("factors", factors),
@@ -145,6 +149,7 @@ def build_report(
     }
     frame = select(load(input_path), settings)
     info = read_export_info(input_path)
+    preregistration = read_preregistration(input_path)
     tick("load")
     cleaned = cleaning.clean(
         frame,
@@ -182,6 +187,7 @@ def build_report(
         info=info,
         provenance=provenance,
         left_out=cleaned.left_out,
+        preregistration=preregistration,
     )
     tick("cleaning")
     sections = []

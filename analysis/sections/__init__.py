@@ -25,6 +25,8 @@ class Context:
     shared: dict = field(default_factory=dict)  # results one section hands to a later one
     # Crowd workers the decisions step left out, and why (analysis.cleaning.decision_filter).
     left_out: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The export's preregistration.json (analysis.load.read_preregistration), None without one.
+    preregistration: dict | None = None
 
     @property
     def boot(self) -> int:

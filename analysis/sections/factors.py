@@ -86,21 +86,24 @@ def figure(out: Path, factor: dict) -> str:
     return save(fig, out / "points_by_factor.png")
 
 
-def _effects_table(test: dict) -> pd.DataFrame:
+def _effects_table(test: dict, unit: str = "points") -> pd.DataFrame:
     rows = [e for e in test.get("effects", []) if not str(e["term"]).startswith("(reference)")]
     if not rows:
         return pd.DataFrame()
     reference = next(
         (e["term"][12:] for e in test["effects"] if str(e["term"]).startswith("(reference)")), ""
     )
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "level": [e["term"] for e in rows],
-            f"points vs {reference} [95% CI]": [
+            f"{unit} vs {reference} [95% CI]": [
                 f"{fmt(e['estimate'])} [{fmt(e['ci_low'])}, {fmt(e['ci_high'])}]" for e in rows
             ],
         }
     )
+    if all("d" in e for e in rows):
+        table["standardised (d)"] = [fmt(e["d"], 2) for e in rows]
+    return table
 
 
 def _line(name: str, entry: dict) -> list[str]:
@@ -113,11 +116,12 @@ def _line(name: str, entry: dict) -> list[str]:
         f"({test['permutations']} permutations) p {fmt_pe(test['p_value'])}, Holm-adjusted over "
         f"the factors {fmt_p(test.get('p_holm'))}"
     )
-    if test.get("mixed_p_value") is not None:
-        mixed = test["mixed"]
+    model = test.get("mixed")
+    if model and model.get("test") and model["test"].get("p_value") is not None:
+        joint = model["test"]
         line += (
-            f"; mixed model (crossed random intercepts for annotator and text) likelihood-ratio "
-            f"χ² = {fmt(mixed['statistic'], 2)} (df {mixed['df']}), p {fmt_pe(mixed['p_value'])}"
+            f"; {model['model']} ({model['library']}): {joint['kind']} = "
+            f"{fmt(joint['statistic'], 2)} (df {joint['df']}), p {fmt_pe(joint['p_value'])}"
         )
     trend = entry.get("trend")
     if trend and trend.get("slope") is not None:
@@ -129,9 +133,40 @@ def _line(name: str, entry: dict) -> list[str]:
     lines = [line + ".", ""]
     for note in test.get("notes", []):
         lines += [f"> ⚠ {note}.", ""]
+    for note in (model or {}).get("warnings", []):
+        lines += [f"> ⚠ mixed model: {note}", ""]
+    for note in test.get("clustered", {}).get("warnings", []):
+        lines += [f"> ⚠ clustered test (diagnostic): {note}.", ""]
     effects = _effects_table(test)
     if len(effects):
         lines += [f"Effects ({test['effects_from']}):", "", md_table(effects)]
+    if entry.get("gain"):
+        lines += ["", *_gain_lines(entry["gain"])]
+    return lines
+
+
+def _gain_lines(gain: dict) -> list[str]:
+    """The boundary read against always answering "all human" at the same boundary."""
+    lines = [
+        "Against the scoring ceiling: always answering 'all human' earns more the later the "
+        "boundary, so the raw boundary effect is partly the scoring rule. Points above what "
+        "always 'all human' earns on the same text, by boundary: permutation test over texts "
+        f"p {fmt_pe(gain['p_value'])}"
+        + (
+            f", mixed model p {fmt_pe(gain['mixed_p_value'])}"
+            if gain.get("mixed_p_value") is not None
+            else ""
+        )
+        + ".",
+        "",
+        md_table(gain["table"]),
+        "",
+    ]
+    for note in (gain.get("mixed") or {}).get("warnings", []):
+        lines += [f"> ⚠ mixed model: {note}", ""]
+    effects = _effects_table(gain, "gain")
+    if len(effects):
+        lines += ["Effects on the gain (mixed model):", "", md_table(effects), ""]
     return lines
 
 
@@ -161,9 +196,9 @@ def run(ctx: Context) -> Section:
         "Bars: mean points with 95% intervals over annotators, n = annotations per bar; dashes: "
         "random guessing on the same texts; crosses: always 'all human'. Every factor here is a "
         "property of the text, so the p-value is a permutation test over texts on points centred "
-        "by annotator, Holm-adjusted over the factors tested. On small data (up to "
-        "a few hundred annotations) a mixed model with crossed random intercepts for annotator "
-        "and text gives a second p-value and the effects with 95% intervals.",
+        "by annotator, Holm-adjusted over the factors tested. A mixed model with crossed "
+        "random intercepts for annotator and text, on every annotation, gives a second p-value "
+        "and the effects with 95% intervals (the library that fitted it is named).",
         "",
     ]
     for name, entry in shown(factor):
@@ -188,6 +223,11 @@ def run(ctx: Context) -> Section:
             "test": {k: v for k, v in entry["test"].items() if k != "effects"},
             **{k: entry[k] for k in ("aliases", "aliased_with", "label") if k in entry},
             **({"trend": entry["trend"]} if "trend" in entry else {}),
+            **(
+                {"gain": {k: v for k, v in entry["gain"].items() if k != "table"}}
+                if entry.get("gain")
+                else {}
+            ),
         }
         for name, entry in factor.items()
     }

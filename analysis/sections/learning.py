@@ -75,6 +75,11 @@ def _slope(t) -> str:
     return (
         f"{fmt(t['slope'])} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}] ({t['slope_from']}); "
         f"{t['method']} p {fmt_pe(t['p_value'])}"
+        + "".join(f" (⚠ mixed model: {w})" for w in t.get("mixed_warnings", []))
+        + "".join(
+            f" (⚠ clustered diagnostic: {w})"
+            for w in (t.get("clustered") or {}).get("warnings", [])
+        )
     )
 
 
