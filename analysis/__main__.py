@@ -321,6 +321,12 @@ def add_power(commands) -> None:
         "--jobs", type=int, help="processes (default: every core; 1 = no subprocess)"
     )
     power.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    power.add_argument(
+        "--out",
+        metavar="JSON",
+        help="also write the result as JSON; `flask study check FILE --power JSON` then warns "
+        "when the plan's workers and texts fall short of the smallest design found",
+    )
 
 
 STATED = ("outcome", "contrast", "alpha", "base", "sd_annotator", "sd_text", "sd_slope")
@@ -376,6 +382,8 @@ def run_power(args) -> int:
     )
     print(md_table(shown))
     best = power.smallest(table, args.target)
+    if args.out:
+        power.write_result(args.out, scenario, table, args.target, best)
     if best is None:
         print(f"No design of the grid reaches power {args.target}: try more workers or texts.")
     else:

@@ -20,6 +20,7 @@ distance, the outcome is the predictor plus N(0, sd_residual²) noise.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -198,6 +199,28 @@ def smallest(table: pd.DataFrame, target: float) -> dict | None:
     """The design with the fewest workers (then texts) whose power reaches the target."""
     reached = table[table["power"] >= target].sort_values(["workers", "texts"])
     return None if reached.empty else reached.iloc[0].to_dict()
+
+
+def write_result(
+    path: str, scenario: Scenario, table: pd.DataFrame, target: float, best: dict | None
+) -> None:
+    """The power result as JSON, for `flask study check FILE --power JSON`: the scenario, the
+    target, every design's power and the smallest design reaching the target (or null)."""
+    doc = {
+        "scenario": asdict(scenario),
+        "target": target,
+        "designs": [
+            {k: row[k] for k in ("workers", "texts", "power", "mc_se", "simulations")}
+            for row in json.loads(table.to_json(orient="records"))
+        ],
+        "smallest": (
+            {"workers": int(best["workers"]), "texts": int(best["texts"]), "power": best["power"]}
+            if best is not None
+            else None
+        ),
+    }
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(doc, out, indent=2)
 
 
 def from_pilot(frame: pd.DataFrame, plan: dict, effect: float | None) -> tuple[Scenario, list]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from flask import Flask, current_app
 
-from app.crowd import admin, links, lookup, reports, review, schedule, verify
+from app.crowd import admin, links, lookup, preregistration, reports, review, schedule, verify
 from app.crowd.config import (
     PayRules,
     StudyConfig,
@@ -66,6 +66,22 @@ def print_link(study) -> None:
         click.echo(f"Entry link: {link}")
 
 
+def _read_power(path: Path, config: StudyConfig) -> dict:
+    """The power result for `study check --power`; errors name the file."""
+    if config.preregistration is None:
+        raise click.ClickException(f"{path}: --power needs a [preregistration] in the study file")
+    try:
+        power = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise click.ClickException(f"{path}: cannot read it as JSON ({error})") from None
+    if not isinstance(power, dict) or not {"scenario", "smallest", "target"} <= power.keys():
+        raise click.ClickException(
+            f"{path}: not the JSON of `python -m analysis power --out` (it needs scenario, "
+            "smallest and target)"
+        )
+    return power
+
+
 def register_study_cli(app: Flask) -> None:
     @app.cli.group("study")
     def study_group() -> None:
@@ -74,10 +90,18 @@ def register_study_cli(app: Flask) -> None:
 
     @study_group.command("check")
     @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-    def check(file: Path) -> None:
+    @click.option(
+        "--power",
+        "power_file",
+        type=click.Path(path_type=Path, dir_okay=False, exists=True),
+        help="The JSON of `python -m analysis power --out`: warn when the plan's workers and "
+        "texts fall short of the smallest design reaching its target.",
+    )
+    def check(file: Path, power_file: Path | None) -> None:
         """Validate a study FILE against the file format and the platform's rules, creating
         nothing. Exits with an error if the study could not run as written."""
         config = load_checked(file)
+        power = _read_power(power_file, config) if power_file else None
         try:
             pool = admin.trial(config)
         except ServiceError as refused:
@@ -97,6 +121,9 @@ def register_study_cli(app: Flask) -> None:
                 f"Analysis plan: {plan['outcome']} by {plan['contrast']}, {plan['model']} model, "
                 f"alpha {plan['alpha']:g}; frozen when the study is published."
             )
+            if power is not None:
+                for warning in preregistration.power_warnings(plan, power):
+                    click.echo(f"Warning: {warning}.", err=True)
         workers = config.places or admin.SIMULATED_WITHOUT_PLACES
         own = "".join(
             f", {len(texts['normal'])} for condition {name}"

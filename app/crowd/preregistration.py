@@ -261,3 +261,28 @@ def freeze_on_entry(study: Study, config: StudyConfig) -> None:
     """The first worker's entry freezes a plan not yet published (the caller commits)."""
     if config.preregistration is not None and latest(study) is None:
         freeze(study, config.preregistration)
+
+
+def power_warnings(plan: dict, power: dict) -> list[str]:
+    """Where the plan's planned workers and texts fall short of `power` (the JSON written by
+    `python -m analysis power --out`), or where that result answers another question; empty
+    when the planned design is at least the smallest one reaching the target."""
+    ran = power.get("scenario", {})
+    warnings = [
+        f"the power file simulated {key} {ran.get(key)!r}, the plan says {plan.get(key)!r}"
+        for key in ("outcome", "contrast")
+        if ran.get(key) != plan.get(key)
+    ]
+    best = power.get("smallest")
+    target = power.get("target")
+    if best is None:
+        warnings.append(
+            f"no design in the power file reaches power {target}: simulate more workers or texts"
+        )
+    elif plan["planned_workers"] < best["workers"] or plan["planned_texts"] < best["texts"]:
+        warnings.append(
+            f"the plan's {plan['planned_workers']} workers × {plan['planned_texts']} texts is "
+            f"below the smallest design reaching power {target}: {best['workers']} workers × "
+            f"{best['texts']} texts (power {best['power']:.2f})"
+        )
+    return warnings

@@ -369,3 +369,40 @@ def test_each_condition_runs_out_of_time_at_its_own_limit(app):
     page = late.get("/study/pilot/continue")
     assert page.status_code == 410
     assert "(45 minutes) has run out" in page.get_data(as_text=True)
+
+
+def test_check_warns_when_the_plan_is_smaller_than_the_power_simulation_found(
+    app, ctx, runner, tmp_path
+):
+    from analysis.__main__ import main as analysis_main
+
+    make_pool()
+    result_file = tmp_path / "power.json"
+    options = "--outcome points --effect 1.5 --sd-residual 1 --rounds 4 --jobs 1 --no-progress"
+    grid = "--workers 6 30 --texts 8 --simulations 6"
+    argv = ["power", *grid.split(), *options.split(), "--out", str(result_file)]
+    assert analysis_main(argv) == 0
+    found = json.loads(result_file.read_text())
+    assert found["smallest"]["workers"] == 30 and found["smallest"]["texts"] == 8
+    path = tmp_path / "study.toml"
+
+    def check(outcome: str, workers: int) -> str:
+        text = STUDY_TOML.format(outcome=outcome)
+        path.write_text(text.replace("planned_workers = 120", f"planned_workers = {workers}"))
+        result = runner.invoke(args=["study", "check", str(path), "--power", str(result_file)])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert (
+        "Warning: the plan's 10 workers × 60 texts is below the smallest design reaching power "
+        "0.8: 30 workers × 8 texts"
+    ) in check("points", 10)
+    assert "Warning" not in check("points", 40)
+    assert "the power file simulated outcome 'points', the plan says 'exact_hit'" in check(
+        "exact_hit", 40
+    )
+    result_file.write_text('{"designs": []}')
+    result = runner.invoke(args=["study", "check", str(path), "--power", str(result_file)])
+    assert result.exit_code != 0 and "not the JSON of `python -m analysis power --out`" in (
+        result.output
+    )
