@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from analysis import mixed
+from analysis.load import canonical_decision, canonical_decisions
 
 OUTCOMES = ("exact_hit", "points", "distance")
 CONTRASTS = ("condition", "condition:order", "system", "category", "boundary")
-DECISION_NAMES = {"rejected": "reject", "approved": "approve"}
 
 
 class PlanError(ValueError):
@@ -45,18 +45,13 @@ class Confirmatory:
     deviations: list[str] = field(default_factory=list)
 
 
-def _decision(value: str) -> str:
-    value = str(value).strip().lower()
-    return DECISION_NAMES.get(value, value)
-
-
 def apply_exclusions(frame: pd.DataFrame, plan: dict) -> tuple[pd.DataFrame, dict[str, int]]:
     """The rows the plan keeps: workers whose decision is not excluded, with at least
     `min_rounds` rounds. Returns the rows and how many rows each rule removed."""
     excluded: dict[str, int] = {}
-    drop = {_decision(d) for d in plan.get("exclude_decisions") or []}
+    drop = {canonical_decision(d) for d in plan.get("exclude_decisions") or []}
     if drop:
-        decisions = frame["decision"].map(_decision)
+        decisions = canonical_decisions(frame["decision"])
         out = frame[~decisions.isin(drop)]
         excluded["decisions " + ", ".join(sorted(drop))] = len(frame) - len(out)
         frame = out

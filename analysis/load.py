@@ -32,6 +32,8 @@ attention_passed    float      1.0 passed, 0.0 failed, NaN not a check or unknow
 participant_kind    str        "public" or "crowd"
 study               str        the crowd study, "" for none
 condition           str        the worker's condition in a study with conditions, "" for none
+detector_hints      str        the detector hint's levels the round showed (a JSON list, one per
+                               sentence: low, unsure, high), "" in a condition without the hint
 participant_status  str        a crowd worker's outcome on the site (completed, failed_checks,
                                returned, timed_out, ...); "" for public players or unknown
 decision            str        the worker's current decision (approve, reject, review, returned,
@@ -103,6 +105,7 @@ CANONICAL: tuple[str, ...] = (
     "participant_kind",
     "study",
     "condition",
+    "detector_hints",
     "participant_status",
     "decision",
     "source",
@@ -112,6 +115,23 @@ CANONICAL: tuple[str, ...] = (
 TEXT_COLUMNS = ("prompt", "prompt_body", "generation", "gen_body")
 ROUNDS_BASENAMES = ("rounds.parquet", "rounds.csv")
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+
+
+# A worker's decision has one spelling in the analysis: the export's (app/crowd/verify.py writes
+# approve, reject, review, returned, pending). A preregistered plan may name the first two in the
+# past tense (app/crowd/preregistration.DECISIONS): both go through `canonical_decision`.
+DECISION_ALIASES = {"approved": "approve", "rejected": "reject"}
+
+
+def canonical_decision(value: object) -> str:
+    """'Approved ' -> 'approve', 'rejected' -> 'reject'; other decisions lower-cased as they are."""
+    text = str(value).strip().lower()
+    return DECISION_ALIASES.get(text, text)
+
+
+def canonical_decisions(values: pd.Series) -> pd.Series:
+    """`canonical_decision` over a column (once per distinct value: fast on 10^6 rows)."""
+    return values.map({v: canonical_decision(v) for v in values.unique()})
 
 
 class LoadError(ValueError):
@@ -256,8 +276,9 @@ def from_roft_frame(raw: pd.DataFrame, source: str = "roft-csv") -> pd.DataFrame
     out["participant_kind"] = _str(raw.get("participant_kind"), n, "public")
     out["study"] = _str(raw.get("study"), n)
     out["condition"] = _str(raw.get("condition"), n)  # "" when the study has no conditions
+    out["detector_hints"] = _str(raw.get("detector_hints"), n)  # analysis.hint reads it
     out["participant_status"] = _str(raw.get("participant_status"), n)
-    out["decision"] = _str(raw.get("decision"), n)
+    out["decision"] = canonical_decisions(_str(raw.get("decision"), n))
     out["source"] = source
     for column in SURVEY_COLUMNS:
         out[column] = _survey(raw[column]) if column in raw.columns else -1

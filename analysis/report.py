@@ -38,6 +38,7 @@ from analysis.sections import (
     detector,
     distance,
     factors,
+    hint,
     learning,
     reasons,
     sizes,
@@ -59,6 +60,7 @@ SECTIONS = (
     ("comments", reasons),
     ("heds", datasheet),
     ("detector", detector),
+    ("detector_hint", hint),
 )
 
 

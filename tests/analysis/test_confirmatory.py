@@ -165,3 +165,22 @@ def test_a_malformed_preregistration_names_the_file(tmp_path):
     (export / "preregistration.json").write_text('{"study": "x"}')
     with pytest.raises(LoadError, match=r"preregistration\.json: not a preregistration"):
         read_preregistration(export)
+
+
+@pytest.mark.parametrize(("planned", "exported"), [("rejected", "reject"), ("reject", "Rejected")])
+def test_a_plan_and_an_export_may_spell_a_decision_either_way(tmp_path, planned, exported):
+    """The site's plan may say approved/rejected where its export says approve/reject (or the
+    reverse): analysis.load.canonical_decision makes them one, for the plan and the rows."""
+    from analysis.confirmatory import apply_exclusions
+    from analysis.load import canonical_decision
+
+    assert canonical_decision(" Approved") == "approve" and canonical_decision("review") == "review"
+    study_export(tmp_path / "dump", plan=None, workers=6)
+    rounds = pd.read_csv(tmp_path / "dump" / "rounds.csv")
+    rounds["decision"] = rounds["decision"].replace({"reject": exported})
+    rounds.to_csv(tmp_path / "dump" / "rounds.csv", index=False)
+    frame = load(tmp_path / "dump")
+    assert set(frame["decision"]) == {"approve", "reject"}
+    kept, excluded = apply_exclusions(frame, {"exclude_decisions": [planned]})
+    assert set(kept["annotator"]) == {"w002", "w003", "w004", "w005"}
+    assert excluded == {"decisions reject": 20}
