@@ -55,6 +55,11 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:
             self.server.bodies.append(body)
+        if body.get("model") != MODEL:  # as vLLM answers for a model it does not serve
+            self._send(
+                404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
+            )
+            return
         users = [m["content"] for m in body["messages"] if m["role"] == "user"]
         retry = len(users) > 1
         answer = scripted(users[0].removeprefix("Explanation: "), retry)

@@ -76,10 +76,14 @@ def test_rules_stay_the_default(tmp_path):
 
 
 def test_a_server_without_the_model_is_a_clear_error(tmp_path, server, capsys):
+    """The model list is only a hint (see generation's engines): a model it does not name is
+    tried with one short completion, and the server's refusal stops the run with a clear error."""
     source = _comments(tmp_path / "c.csv", ["idk"])
     argv = ["taxonomy", str(source), "--out", str(tmp_path / "o"), "--engine", "openai"]
     assert main([*argv, "--base-url", server.url, "--model", "nope"]) == 2
-    assert "does not serve model 'nope'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "could not complete with model 'nope'" in err and "does not exist" in err
+    assert [b["model"] for b in server.bodies] == ["nope"]  # one probe, no comment sent
 
 
 @pytest.mark.parametrize(
