@@ -37,6 +37,7 @@ from app.catalog.records import SLUG_RE
 from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
+from app.game.tables import CATEGORIES, EXAMPLES, ROUNDS, SETS
 from app.models import (
     Category,
     Example,
@@ -109,10 +110,6 @@ _NEXT_PLACES = select(
     .scalar_subquery(),
     select(func.count(Round.id)).where(Round.set_id == bindparam("set_id")).scalar_subquery(),
 )
-# The tables' columns, for the statements here and in app/game/reveals.py and answers.py. Writes
-# go to the tables (no ORM bookkeeping); the service puts the new values onto the loaded objects
-# itself.
-_rounds, _examples, _sets = Round.__table__.c, Example.__table__.c, GameSet.__table__.c
 
 
 def in_one_statement() -> bool:
@@ -142,7 +139,7 @@ def categories_left_for(player: Player) -> list[Category]:
     return [
         category
         for category in categories_with_examples()
-        if db.session.scalar(select(_unplayed(player, category).exists()))
+        if db.session.scalar(select(unplayed(player, category).exists()))
     ]
 
 
@@ -158,7 +155,7 @@ def category_by_slug(slug: str) -> Category | None:
     return db.session.scalar(select(Category).where(Category.slug == slug))
 
 
-def _unplayed(player: Player | None, category: Category | None, level: str | None = None) -> Select:
+def unplayed(player: Player | None, category: Category | None, level: str | None = None) -> Select:
     """The examples of normal play the player (None: a new guest) may be served, in the category
     and of the difficulty level if given: never played, and (unless the operator allows repeats)
     built from no passage the player has already read in any variant."""
@@ -300,7 +297,7 @@ def check_start(player: Player | None, category_slug: str, level: str | None = N
     category = _chosen_category(category_slug)
     if player is not None and open_round(player) is not None:
         return
-    if not db.session.scalar(select(_unplayed(player, category, level).exists())):
+    if not db.session.scalar(select(unplayed(player, category, level).exists())):
         raise _nothing_left(category, level)
 
 
@@ -410,7 +407,6 @@ def create_round(
     return new
 
 
-_categories = Category.__table__.c
 _passages = ExamplePassage.__table__.c
 
 
@@ -430,20 +426,20 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
     category_id = None
     if by_category:
         category_id = (
-            select(_categories.id)
-            .where(_categories.slug == bindparam("category_slug"))
+            select(CATEGORIES.id)
+            .where(CATEGORIES.slug == bindparam("category_slug"))
             .scalar_subquery()
         )
     picked = (
         select(
-            _examples.id,
-            _examples.sentences,
-            _examples.n_sentences,
-            _categories.name.label("category_name"),
+            EXAMPLES.id,
+            EXAMPLES.sentences,
+            EXAMPLES.n_sentences,
+            CATEGORIES.name.label("category_name"),
         )
-        .join_from(Example.__table__, Category.__table__, _categories.id == _examples.category_id)
+        .join_from(Example.__table__, Category.__table__, CATEGORIES.id == EXAMPLES.category_id)
         .where(
-            _examples.id
+            EXAMPLES.id
             == _picked_id(
                 player_id, category_id, avoid_repeats, bindparam("level") if by_level else None
             )
@@ -451,8 +447,8 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
         .cte("picked")
     )
     last = (
-        select(func.max(_rounds.order_index))
-        .where(_rounds.player_id == player_id)
+        select(func.max(ROUNDS.order_index))
+        .where(ROUNDS.player_id == player_id)
         .scalar_subquery()
         .label("last")
     )
@@ -463,9 +459,9 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 ["player_id", "kind", "size", "level", "answered", "points", "exact", "started_at"],
                 select(
                     player_id,
-                    literal(NORMAL_SET, _sets.kind.type),
+                    literal(NORMAL_SET, SETS.kind.type),
                     bindparam("set_size", type_=Integer),
-                    bindparam("set_level", type_=_sets.level.type),
+                    bindparam("set_level", type_=SETS.level.type),
                     literal(0, Integer),
                     literal(0, Integer),
                     literal(0, Integer),
@@ -473,15 +469,15 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 ).select_from(picked),
                 include_defaults=False,
             )
-            .returning(_sets.id)
+            .returning(SETS.id)
             .cte("made")
         )
         places = select(last, made.c.id.label("set_id"), literal(0, Integer).label("in_set"))
         places = places.select_from(made).cte("places")
     else:
         in_set = (
-            select(func.count(_rounds.id))
-            .where(_rounds.set_id == bindparam("set_id"))
+            select(func.count(ROUNDS.id))
+            .where(ROUNDS.set_id == bindparam("set_id"))
             .scalar_subquery()
             .label("in_set")
         )
@@ -507,18 +503,18 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 player_id,
                 picked.c.id,
                 func.coalesce(places.c.last, 0) + 1,
-                bindparam("chosen_category", type_=_rounds.chosen_category.type),
-                literal(NORMAL_ROUND, _rounds.kind.type),
+                bindparam("chosen_category", type_=ROUNDS.chosen_category.type),
+                literal(NORMAL_ROUND, ROUNDS.kind.type),
                 places.c.set_id,
                 literal(1, Integer),
                 now,
-                bindparam("reasons", type_=_rounds.reasons.type),
-                literal("", _rounds.explanation.type),
+                bindparam("reasons", type_=ROUNDS.reasons.type),
+                literal("", ROUNDS.explanation.type),
                 literal(0, Integer),
             ).select_from(picked.join(places, true())),
             include_defaults=False,
         )
-        .returning(_rounds.id, _rounds.example_id, _rounds.set_id, _rounds.order_index)
+        .returning(ROUNDS.id, ROUNDS.example_id, ROUNDS.set_id, ROUNDS.order_index)
         .cte("new")
     )
     first_reveal = (
