@@ -8,8 +8,6 @@ app/game/answers.py extends for an answer), often before the request's player is
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from datetime import date
 
 from sqlalchemy import bindparam, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
@@ -17,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
-from app.game.rounds import MAX_ID, in_one_statement
+from app.game.rounds import MAX_ID, RevealView, in_one_statement
 from app.game.tables import CATEGORIES, EXAMPLES, ROUNDS, SETS
 from app.models import Category, Example, GameSet, Player, Reveal, Round
 from app.models.base import UTCDateTime, utcnow
@@ -49,43 +47,6 @@ _REVEAL_AND_RECORD = (
     .bindparams(bindparam("revealed_at", type_=UTCDateTime()))
     .execution_options(**ALONE)
 )
-
-
-@dataclass(frozen=True)
-class RevealView:
-    """A round as a reveal reads and shows it, from one row: no ORM objects but the player.
-
-    Loading the round with its text, category, system, set and player as ORM objects cost a
-    reveal more CPU than anything else it does (docs/performance.md, "CPU per round in
-    process"); a reveal reads a few of their columns. The round's page (`rounds.get_round`) and
-    a study's round still load the objects.
-    """
-
-    id: int
-    player_id: int
-    kind: str
-    participant_id: int | None
-    revealed: int
-    guess: int | None
-    sentences: list[str]
-    n_sentences: int
-    category_name: str
-    # The round's set (None: not in a set) and the round's place in it.
-    set_id: int | None
-    set_kind: str | None
-    set_number: int | None
-    set_size: int | None
-    set_points: int | None
-    set_answered: int | None
-    set_finished: bool
-    set_day: date | None
-    set_level: str | None
-    # The round's place among the player's rounds.
-    order_index: int
-
-    @property
-    def answered(self) -> bool:
-        return self.guess is not None
 
 
 _players = Player.__table__.c

@@ -1,6 +1,8 @@
 """The game service: pick an example and start a round, or load one for its page.
 
 Revealing a round's sentences is app/game/reveals.py; storing the answer, app/game/answers.py.
+A round as they read and show it is a `RevealView` (defined here: a round started in one
+statement comes back as one).
 Every function owns its transaction. The state that decides points (what was revealed, the guess)
 lives on the server; the client only sends intents.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import date
 
 from flask import current_app
 from sqlalchemy import (
@@ -52,13 +55,47 @@ from app.models.base import UTCDateTime, utcnow
 from app.models.rounds import NORMAL_ROUND
 from app.models.sets import NORMAL_SET
 
-if TYPE_CHECKING:
-    from app.game.reveals import RevealView
-
 RANDOM = "random"
 _START_ATTEMPTS = 5
 # Ids are 32-bit integers in PostgreSQL: a larger one exists nowhere and cannot be looked up.
 MAX_ID = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class RevealView:
+    """A round as a reveal reads and shows it, from one row: no ORM objects but the player.
+
+    Loading the round with its text, category, system, set and player as ORM objects cost a
+    reveal more CPU than anything else it does (docs/performance.md, "CPU per round in
+    process"); a reveal reads a few of their columns. The round's page (`rounds.get_round`) and
+    a study's round still load the objects.
+    """
+
+    id: int
+    player_id: int
+    kind: str
+    participant_id: int | None
+    revealed: int
+    guess: int | None
+    sentences: list[str]
+    n_sentences: int
+    category_name: str
+    # The round's set (None: not in a set) and the round's place in it.
+    set_id: int | None
+    set_kind: str | None
+    set_number: int | None
+    set_size: int | None
+    set_points: int | None
+    set_answered: int | None
+    set_finished: bool
+    set_day: date | None
+    set_level: str | None
+    # The round's place among the player's rounds.
+    order_index: int
+
+    @property
+    def answered(self) -> bool:
+        return self.guess is not None
 
 
 # A text with its category and system, loaded in the same query: every round page needs them.
@@ -567,9 +604,6 @@ def start_at_once(
     request opened a round or a set meanwhile; nothing is stored then, and the caller takes the
     full path, which looks for the open round again and refuses as it always does.
     """
-    # Imported here: app/game/reveals.py imports this module.
-    from app.game.reveals import RevealView
-
     if not in_one_statement():
         return None
     by_category = chosen_category != RANDOM

@@ -37,6 +37,7 @@ from app.game import (
     hooks,
     insights,
     levels,
+    next_text,
     reveals,
     round_views,
     rounds,
@@ -306,7 +307,7 @@ def resume():
 @player_required
 def next_in_set(set_id: int):
     try:
-        round_ = sets.next_round(current_user, set_id)
+        round_ = next_text.next_round(current_user, set_id)
     except sets.SetFinished as finished:
         if isinstance(finished, sets.DayOver):
             flash(finished.message)
