@@ -135,7 +135,9 @@ def create_app(overrides: dict | None = None) -> Flask:
     from app import models  # noqa: F401  (registers the tables)
     from app.accounts.routes import bp as accounts_bp
     from app.crowd.routes import bp as crowd_bp
-    from app.game import challenge_views  # noqa: F401  (adds its views to the game blueprint)
+
+    # The game's views in modules of their own add themselves to its blueprint.
+    from app.game import challenge_views, daily_views  # noqa: F401
     from app.game.routes import bp as game_bp
     from app.health import bp as health_bp
     from app.leaderboard.routes import bp as leaderboard_bp

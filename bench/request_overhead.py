@@ -74,7 +74,7 @@ def build(folder: Path, redis: str | None, **overrides):
     app = create_app(config)
     # The access line goes to stderr in production; here it would swamp the output.
     app.logger.handlers[0].stream = open("/dev/null", "w")  # noqa: SIM115 (for the run)
-    from app.game.routes import _guest_limits
+    from app.game.guard_views import guest_limits
 
     def echo():
         from flask import request
@@ -82,7 +82,7 @@ def build(folder: Path, redis: str | None, **overrides):
         return f"{current_user.id if current_user.is_authenticated else 0}:{request.form['seen']}"
 
     app.add_url_rule("/bench/echo", "bench_echo", echo, methods=["POST"])
-    app.add_url_rule("/bench/limited", "bench_limited", _guest_limits(echo), methods=["POST"])
+    app.add_url_rule("/bench/limited", "bench_limited", guest_limits(echo), methods=["POST"])
     with app.app_context():
         db.create_all()
     return app

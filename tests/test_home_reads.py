@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from app.extensions import db
-from app.game import daily, home, rounds, sets
+from app.game import daily, home, next_text, rounds, sets
 from app.models import Example, GameSet, Player, PlayerTotal, Round
 from app.models.base import utcnow
 from app.models.sets import DAILY_SET
@@ -50,7 +50,7 @@ def test_home_state_is_what_the_separate_reads_find(ctx):
     # A set of stories with one text answered and the next one open.
     first = db.session.get(Round, sets.play(playing, "stories").id)
     finish(playing, first, 2)
-    sets.next_round(playing, first.set_id)
+    next_text.next_round(playing, first.set_id)
     daily_set(playing, today, finished=True, points=7)
     # Yesterday's daily set and a text outside any set: neither is today's set or a choice.
     between = factories.player("between")

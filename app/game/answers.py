@@ -17,16 +17,10 @@ from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import commit_keeping, db, retrying
 from app.game import hooks
 from app.game import reasons as reason_catalogue
-from app.game.reveals import _REVEAL_VIEW, RevealView, _reveal_fields
-from app.game.rounds import (
-    MAX_ID,
-    _categories,
-    _examples,
-    _rounds,
-    _sets,
-    in_one_statement,
-)
+from app.game.reveals import REVEAL_VIEW, RevealView, reveal_fields
+from app.game.rounds import MAX_ID, in_one_statement
 from app.game.scoring import Verdict, verdict
+from app.game.tables import CATEGORIES, EXAMPLES, ROUNDS, SETS
 from app.game.typing_signals import NOT_REPORTED, Typing
 from app.leaderboard import integrity, standings
 from app.models import Example, GameSet, Player, Round
@@ -53,16 +47,16 @@ _ANSWER_FIELDS = (
 _STORE_ANSWER = (
     update(Round.__table__)
     .where(
-        _rounds.id == bindparam("round_id"),
-        _rounds.guess.is_(None),
-        _rounds.revealed == bindparam("seen"),
+        ROUNDS.id == bindparam("round_id"),
+        ROUNDS.guess.is_(None),
+        ROUNDS.revealed == bindparam("seen"),
     )
     .values({name: bindparam(f"new_{name}") for name in _ANSWER_FIELDS})
 )
 _ANNOTATED = (
     update(Example.__table__)
-    .where(_examples.id == bindparam("example_id"))
-    .values(annotation_count=_examples.annotation_count + 1)
+    .where(EXAMPLES.id == bindparam("example_id"))
+    .values(annotation_count=EXAMPLES.annotation_count + 1)
 )
 
 
@@ -86,19 +80,19 @@ class AnswerView(RevealView):
 
 
 # The round for an answer with its player, the reveal's row and a few columns more.
-_ANSWER_VIEW = _REVEAL_VIEW.add_columns(
-    _rounds.points,
-    _rounds.reasons,
-    _rounds.explanation,
-    _rounds.uncounted,
-    _rounds.started_at,
-    _rounds.chosen_category,
-    _rounds.example_id,
-    _examples.boundary,
-    _examples.decoding,
-    _examples.system_label,
-    _examples.category_id,
-    _categories.slug.label("category_slug"),
+_ANSWER_VIEW = REVEAL_VIEW.add_columns(
+    ROUNDS.points,
+    ROUNDS.reasons,
+    ROUNDS.explanation,
+    ROUNDS.uncounted,
+    ROUNDS.started_at,
+    ROUNDS.chosen_category,
+    ROUNDS.example_id,
+    EXAMPLES.boundary,
+    EXAMPLES.decoding,
+    EXAMPLES.system_label,
+    EXAMPLES.category_id,
+    CATEGORIES.slug.label("category_slug"),
 )
 
 
@@ -151,7 +145,7 @@ def preload_answer(round_id: int) -> tuple[Player, AnswerView] | None:
     if row is None:
         return None
     return row.Player, AnswerView(
-        **_reveal_fields(row),
+        **reveal_fields(row),
         points=row.points,
         reasons=row.reasons,
         explanation=row.explanation,
@@ -383,17 +377,17 @@ def _after_counted(stored: _Stored, category_slug: str) -> None:
 _SET_FIGURES = ("answered", "points", "exact", "finished_at")
 _COUNT_IN_SET = (
     update(GameSet.__table__)
-    .where(_sets.id == bindparam("set_id"))
+    .where(SETS.id == bindparam("set_id"))
     .values(
-        answered=_sets.answered + 1,
-        points=_sets.points + bindparam("add_points"),
-        exact=_sets.exact + bindparam("add_exact"),
+        answered=SETS.answered + 1,
+        points=SETS.points + bindparam("add_points"),
+        exact=SETS.exact + bindparam("add_exact"),
         finished_at=case(
-            (_sets.answered + 1 >= _sets.size, bindparam("now", type_=UTCDateTime())),
-            else_=_sets.finished_at,
+            (SETS.answered + 1 >= SETS.size, bindparam("now", type_=UTCDateTime())),
+            else_=SETS.finished_at,
         ),
     )
-    .returning(*(_sets[name] for name in _SET_FIGURES))
+    .returning(*(SETS[name] for name in _SET_FIGURES))
 )
 
 
@@ -420,7 +414,7 @@ _ANSWER_AND_COUNT = text(
     + ", ".join(f"in_set.{name}" for name in _SET_FIGURES)
     + " FROM (SELECT 1) AS one LEFT JOIN in_set ON true"
 ).bindparams(
-    *(bindparam(f"new_{name}", type_=_rounds[name].type) for name in _ANSWER_FIELDS),
+    *(bindparam(f"new_{name}", type_=ROUNDS[name].type) for name in _ANSWER_FIELDS),
     bindparam("round_id", type_=Integer()),
     bindparam("seen", type_=Integer()),
     bindparam("example_id", type_=Integer()),

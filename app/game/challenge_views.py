@@ -5,38 +5,14 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, url_for
 from flask_login import current_user
 
-from app.game import challenge
-from app.game.routes import _go_to_round, _guest_limits, _player_for_play, _require_player, bp
-
-
-def page_url(run_or_source) -> str:
-    """The challenge page of a challenger's set or of a friend's run of it."""
-    source = (
-        challenge.source_of(run_or_source)
-        if run_or_source.challenge_of_id is not None
-        else run_or_source
-    )
-    return url_for("game.challenge_page", token=source.challenge_token)
-
-
-def panel(game_set) -> dict | None:
-    """What a finished normal set's summary shows about its challenge link."""
-    if game_set.kind != "normal" or not game_set.finished:
-        return None
-    if game_set.challenge_token is None:
-        return {"url": None}
-    runs = challenge.friends_runs(game_set)
-    return {
-        "url": url_for("game.challenge_page", token=game_set.challenge_token, _external=True),
-        "comparison": challenge.compare(game_set, runs, current_user) if runs else None,
-        "friends": challenge.friends_count(game_set),
-    }
+from app.game import challenge, round_views
+from app.game.guard_views import guest_limits, player_for_play, player_required
+from app.game.routes import bp
 
 
 @bp.post("/sets/<int:set_id>/challenge")
+@player_required
 def challenge_link(set_id: int):
-    if (redirect_home := _require_player()) is not None:
-        return redirect_home
     challenge.link(current_user, set_id)
     return redirect(url_for("game.set_summary", set_id=set_id, _anchor="challenge"))
 
@@ -71,7 +47,7 @@ def challenge_page(token: str):
 
 
 @bp.post("/challenge/<token>/play")
-@_guest_limits
+@guest_limits
 def challenge_play(token: str):
     source = challenge.by_token(token)
     if current_user.is_authenticated and current_user.kind == "crowd":
@@ -79,7 +55,7 @@ def challenge_play(token: str):
     try:
         # A refused start stores nothing: no new guest, no consent.
         challenge.check_start(current_user if current_user.is_authenticated else None, token)
-        _player_for_play(None)
+        player_for_play(None)
         round_ = challenge.start(current_user, token)
     except challenge.AlreadyPlayed:
         return redirect(url_for("game.challenge_page", token=token))
@@ -88,4 +64,4 @@ def challenge_play(token: str):
         return redirect(url_for("game.show", round_id=busy.round.id))
     except challenge.Conflict as refused:
         return _render(source, refused.message, refused.status)
-    return _go_to_round(round_)
+    return round_views.go_to_round(round_)

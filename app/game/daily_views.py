@@ -11,15 +11,15 @@ from flask_login import current_user
 from app import paging
 from app.errors import BadRequest
 from app.extensions import db
-from app.game import countdown, daily, practice
-from app.game.routes import (
-    _day,
-    _go_to_round,
-    _guest_limits,
-    _player_for_play,
-    _require_player,
-    bp,
+from app.game import countdown, daily, practice, round_views
+from app.game.guard_views import (
+    challenge_day,
+    guest_limits,
+    player_for_play,
+    player_required,
+    require_player,
 )
+from app.game.routes import bp
 
 
 @bp.app_context_processor
@@ -48,16 +48,16 @@ def daily_archive():
 
 
 @bp.post("/daily/<day>/practice")
-@_guest_limits
+@guest_limits
 def practice_start(day: str):
-    on = _day(day)
+    on = challenge_day(day)
     if current_user.is_authenticated and current_user.kind == "crowd":
         return redirect(url_for("crowd.current"))
     if on == daily.today():
         flash("Today's challenge is not practice: play it here, it counts.")
         return redirect(url_for("game.daily_page"))
     practice.check_day(on)  # refuse a day with no past challenge before making a guest
-    _player_for_play(None)
+    player_for_play(None)
     try:
         game_set = practice.start(current_user, on)
         if game_set.finished:
@@ -70,15 +70,15 @@ def practice_start(day: str):
     except daily.FinishCurrentFirst as busy:
         flash(busy.message)
         return redirect(url_for("game.show", round_id=busy.round.id))
-    return _go_to_round(round_)
+    return round_views.go_to_round(round_)
 
 
 @bp.get("/daily/<day>/practice")
 def practice_results(day: str):
-    on = _day(day)
+    on = challenge_day(day)
     if on == daily.today():
         return redirect(url_for("game.daily_page"))
-    if (redirect_home := _require_player()) is not None:
+    if (redirect_home := require_player()) is not None:
         return redirect_home
     if daily.own_set(current_user, on) is not None:
         return redirect(url_for("game.daily_results", day=on.isoformat()))
@@ -92,10 +92,9 @@ def practice_results(day: str):
 
 
 @bp.post("/daily/reminder")
+@player_required
 def daily_reminder():
     """Turn the player's daily reminder on or off (a browser notification while a tab is open)."""
-    if (redirect_home := _require_player()) is not None:
-        return redirect_home
     wanted = request.form.get("remind")
     if wanted not in ("on", "off"):
         raise BadRequest("Say whether to turn the reminder on or off.")

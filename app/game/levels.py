@@ -153,7 +153,7 @@ def offer(player: Player | None, category_slug: str) -> Offer:
     size = current_app.config["SET_SIZE"]
     left = rated
     if player is not None and all(n >= size for n in rated.values()):
-        unplayed = rounds._unplayed(player, None).where(Example.level.is_not(None))
+        unplayed = rounds.unplayed(player, None).where(Example.level.is_not(None))
         if category_slug != rounds.RANDOM:
             unplayed = unplayed.join(Category, Category.id == Example.category_id).where(
                 Category.slug == category_slug

@@ -8,8 +8,6 @@ app/game/answers.py extends for an answer), often before the request's player is
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from datetime import date
 
 from sqlalchemy import bindparam, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
@@ -17,7 +15,8 @@ from sqlalchemy.exc import IntegrityError
 from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
-from app.game.rounds import MAX_ID, _categories, _examples, _rounds, _sets, in_one_statement
+from app.game.rounds import MAX_ID, RevealView, in_one_statement
+from app.game.tables import CATEGORIES, EXAMPLES, ROUNDS, SETS
 from app.models import Category, Example, GameSet, Player, Reveal, Round
 from app.models.base import UTCDateTime, utcnow
 
@@ -26,11 +25,11 @@ from app.models.base import UTCDateTime, utcnow
 _REVEAL = (
     update(Round.__table__)
     .where(
-        _rounds.id == bindparam("round_id"),
-        _rounds.revealed == bindparam("seen"),
-        _rounds.guess.is_(None),
+        ROUNDS.id == bindparam("round_id"),
+        ROUNDS.revealed == bindparam("seen"),
+        ROUNDS.guess.is_(None),
     )
-    .values(revealed=_rounds.revealed + 1)
+    .values(revealed=ROUNDS.revealed + 1)
 )
 _ADD_REVEAL = insert(Reveal.__table__)
 # On PostgreSQL the two as one statement, a whole transaction by itself (app/database.py: ALONE):
@@ -50,80 +49,43 @@ _REVEAL_AND_RECORD = (
 )
 
 
-@dataclass(frozen=True)
-class RevealView:
-    """A round as a reveal reads and shows it, from one row: no ORM objects but the player.
-
-    Loading the round with its text, category, system, set and player as ORM objects cost a
-    reveal more CPU than anything else it does (docs/performance.md, "CPU per round in
-    process"); a reveal reads a few of their columns. The round's page (`rounds.get_round`) and
-    a study's round still load the objects.
-    """
-
-    id: int
-    player_id: int
-    kind: str
-    participant_id: int | None
-    revealed: int
-    guess: int | None
-    sentences: list[str]
-    n_sentences: int
-    category_name: str
-    # The round's set (None: not in a set) and the round's place in it.
-    set_id: int | None
-    set_kind: str | None
-    set_number: int | None
-    set_size: int | None
-    set_points: int | None
-    set_answered: int | None
-    set_finished: bool
-    set_day: date | None
-    set_level: str | None
-    # The round's place among the player's rounds.
-    order_index: int
-
-    @property
-    def answered(self) -> bool:
-        return self.guess is not None
-
-
 _players = Player.__table__.c
 # The round for a reveal with its player (an ORM object: Flask-Login's user loader finds it in
 # the session, as with `_ROUND_WITH_OWNER`), the rest as plain columns.
-_REVEAL_VIEW = (
+REVEAL_VIEW = (
     select(
-        _rounds.id,
-        _rounds.player_id,
-        _rounds.kind,
-        _rounds.participant_id,
-        _rounds.revealed,
-        _rounds.guess,
-        _examples.sentences,
-        _examples.n_sentences,
-        _categories.name.label("category_name"),
-        _rounds.set_id,
-        _sets.kind.label("set_kind"),
+        ROUNDS.id,
+        ROUNDS.player_id,
+        ROUNDS.kind,
+        ROUNDS.participant_id,
+        ROUNDS.revealed,
+        ROUNDS.guess,
+        EXAMPLES.sentences,
+        EXAMPLES.n_sentences,
+        CATEGORIES.name.label("category_name"),
+        ROUNDS.set_id,
+        SETS.kind.label("set_kind"),
         Round.set_number.expression.label("set_number"),
-        _sets.size.label("set_size"),
-        _sets.points.label("set_points"),
-        _sets.answered.label("set_answered"),
-        _sets.finished_at.label("set_finished_at"),
-        _sets.day.label("set_day"),
-        _sets.level.label("set_level"),
-        _rounds.order_index,
+        SETS.size.label("set_size"),
+        SETS.points.label("set_points"),
+        SETS.answered.label("set_answered"),
+        SETS.finished_at.label("set_finished_at"),
+        SETS.day.label("set_day"),
+        SETS.level.label("set_level"),
+        ROUNDS.order_index,
         Player,
     )
     .select_from(Round.__table__)
-    .join(Example.__table__, _examples.id == _rounds.example_id)
-    .join(Category.__table__, _categories.id == _examples.category_id)
-    .join(Player.__table__, _players.id == _rounds.player_id)
-    .outerjoin(GameSet.__table__, _sets.id == _rounds.set_id)
-    .where(_rounds.id == bindparam("round_id"))
+    .join(Example.__table__, EXAMPLES.id == ROUNDS.example_id)
+    .join(Category.__table__, CATEGORIES.id == EXAMPLES.category_id)
+    .join(Player.__table__, _players.id == ROUNDS.player_id)
+    .outerjoin(GameSet.__table__, SETS.id == ROUNDS.set_id)
+    .where(ROUNDS.id == bindparam("round_id"))
 )
 
 
-def _reveal_fields(row) -> dict:
-    """A `RevealView`'s fields from a row of `_REVEAL_VIEW` (or of a query that extends it)."""
+def reveal_fields(row) -> dict:
+    """A `RevealView`'s fields from a row of `REVEAL_VIEW` (or of a query that extends it)."""
     in_set = row.set_id is not None and row.set_kind is not None
     return {
         "id": row.id,
@@ -154,10 +116,10 @@ def preload_reveal(round_id: int) -> tuple[Player, RevealView] | None:
     still refused). The caller keeps the player for the request."""
     if not 0 < round_id <= MAX_ID:
         return None
-    row = db.session.execute(_REVEAL_VIEW, {"round_id": round_id}).first()
+    row = db.session.execute(REVEAL_VIEW, {"round_id": round_id}).first()
     if row is None:
         return None
-    return row.Player, RevealView(**_reveal_fields(row))
+    return row.Player, RevealView(**reveal_fields(row))
 
 
 def reveal_next(

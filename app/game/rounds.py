@@ -1,6 +1,8 @@
 """The game service: pick an example and start a round, or load one for its page.
 
 Revealing a round's sentences is app/game/reveals.py; storing the answer, app/game/answers.py.
+A round as they read and show it is a `RevealView` (defined here: a round started in one
+statement comes back as one).
 Every function owns its transaction. The state that decides points (what was revealed, the guess)
 lives on the server; the client only sends intents.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import date
 
 from flask import current_app
 from sqlalchemy import (
@@ -37,6 +40,7 @@ from app.catalog.records import SLUG_RE
 from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
+from app.game.tables import CATEGORIES, EXAMPLES, ROUNDS, SETS
 from app.models import (
     Category,
     Example,
@@ -51,13 +55,47 @@ from app.models.base import UTCDateTime, utcnow
 from app.models.rounds import NORMAL_ROUND
 from app.models.sets import NORMAL_SET
 
-if TYPE_CHECKING:
-    from app.game.reveals import RevealView
-
 RANDOM = "random"
 _START_ATTEMPTS = 5
 # Ids are 32-bit integers in PostgreSQL: a larger one exists nowhere and cannot be looked up.
 MAX_ID = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class RevealView:
+    """A round as a reveal reads and shows it, from one row: no ORM objects but the player.
+
+    Loading the round with its text, category, system, set and player as ORM objects cost a
+    reveal more CPU than anything else it does (docs/performance.md, "CPU per round in
+    process"); a reveal reads a few of their columns. The round's page (`rounds.get_round`) and
+    a study's round still load the objects.
+    """
+
+    id: int
+    player_id: int
+    kind: str
+    participant_id: int | None
+    revealed: int
+    guess: int | None
+    sentences: list[str]
+    n_sentences: int
+    category_name: str
+    # The round's set (None: not in a set) and the round's place in it.
+    set_id: int | None
+    set_kind: str | None
+    set_number: int | None
+    set_size: int | None
+    set_points: int | None
+    set_answered: int | None
+    set_finished: bool
+    set_day: date | None
+    set_level: str | None
+    # The round's place among the player's rounds.
+    order_index: int
+
+    @property
+    def answered(self) -> bool:
+        return self.guess is not None
 
 
 # A text with its category and system, loaded in the same query: every round page needs them.
@@ -109,10 +147,6 @@ _NEXT_PLACES = select(
     .scalar_subquery(),
     select(func.count(Round.id)).where(Round.set_id == bindparam("set_id")).scalar_subquery(),
 )
-# The tables' columns, for the statements here and in app/game/reveals.py and answers.py. Writes
-# go to the tables (no ORM bookkeeping); the service puts the new values onto the loaded objects
-# itself.
-_rounds, _examples, _sets = Round.__table__.c, Example.__table__.c, GameSet.__table__.c
 
 
 def in_one_statement() -> bool:
@@ -142,7 +176,7 @@ def categories_left_for(player: Player) -> list[Category]:
     return [
         category
         for category in categories_with_examples()
-        if db.session.scalar(select(_unplayed(player, category).exists()))
+        if db.session.scalar(select(unplayed(player, category).exists()))
     ]
 
 
@@ -158,7 +192,7 @@ def category_by_slug(slug: str) -> Category | None:
     return db.session.scalar(select(Category).where(Category.slug == slug))
 
 
-def _unplayed(player: Player | None, category: Category | None, level: str | None = None) -> Select:
+def unplayed(player: Player | None, category: Category | None, level: str | None = None) -> Select:
     """The examples of normal play the player (None: a new guest) may be served, in the category
     and of the difficulty level if given: never played, and (unless the operator allows repeats)
     built from no passage the player has already read in any variant."""
@@ -300,7 +334,7 @@ def check_start(player: Player | None, category_slug: str, level: str | None = N
     category = _chosen_category(category_slug)
     if player is not None and open_round(player) is not None:
         return
-    if not db.session.scalar(select(_unplayed(player, category, level).exists())):
+    if not db.session.scalar(select(unplayed(player, category, level).exists())):
         raise _nothing_left(category, level)
 
 
@@ -410,7 +444,6 @@ def create_round(
     return new
 
 
-_categories = Category.__table__.c
 _passages = ExamplePassage.__table__.c
 
 
@@ -430,20 +463,20 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
     category_id = None
     if by_category:
         category_id = (
-            select(_categories.id)
-            .where(_categories.slug == bindparam("category_slug"))
+            select(CATEGORIES.id)
+            .where(CATEGORIES.slug == bindparam("category_slug"))
             .scalar_subquery()
         )
     picked = (
         select(
-            _examples.id,
-            _examples.sentences,
-            _examples.n_sentences,
-            _categories.name.label("category_name"),
+            EXAMPLES.id,
+            EXAMPLES.sentences,
+            EXAMPLES.n_sentences,
+            CATEGORIES.name.label("category_name"),
         )
-        .join_from(Example.__table__, Category.__table__, _categories.id == _examples.category_id)
+        .join_from(Example.__table__, Category.__table__, CATEGORIES.id == EXAMPLES.category_id)
         .where(
-            _examples.id
+            EXAMPLES.id
             == _picked_id(
                 player_id, category_id, avoid_repeats, bindparam("level") if by_level else None
             )
@@ -451,8 +484,8 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
         .cte("picked")
     )
     last = (
-        select(func.max(_rounds.order_index))
-        .where(_rounds.player_id == player_id)
+        select(func.max(ROUNDS.order_index))
+        .where(ROUNDS.player_id == player_id)
         .scalar_subquery()
         .label("last")
     )
@@ -463,9 +496,9 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 ["player_id", "kind", "size", "level", "answered", "points", "exact", "started_at"],
                 select(
                     player_id,
-                    literal(NORMAL_SET, _sets.kind.type),
+                    literal(NORMAL_SET, SETS.kind.type),
                     bindparam("set_size", type_=Integer),
-                    bindparam("set_level", type_=_sets.level.type),
+                    bindparam("set_level", type_=SETS.level.type),
                     literal(0, Integer),
                     literal(0, Integer),
                     literal(0, Integer),
@@ -473,15 +506,15 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 ).select_from(picked),
                 include_defaults=False,
             )
-            .returning(_sets.id)
+            .returning(SETS.id)
             .cte("made")
         )
         places = select(last, made.c.id.label("set_id"), literal(0, Integer).label("in_set"))
         places = places.select_from(made).cte("places")
     else:
         in_set = (
-            select(func.count(_rounds.id))
-            .where(_rounds.set_id == bindparam("set_id"))
+            select(func.count(ROUNDS.id))
+            .where(ROUNDS.set_id == bindparam("set_id"))
             .scalar_subquery()
             .label("in_set")
         )
@@ -507,18 +540,18 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
                 player_id,
                 picked.c.id,
                 func.coalesce(places.c.last, 0) + 1,
-                bindparam("chosen_category", type_=_rounds.chosen_category.type),
-                literal(NORMAL_ROUND, _rounds.kind.type),
+                bindparam("chosen_category", type_=ROUNDS.chosen_category.type),
+                literal(NORMAL_ROUND, ROUNDS.kind.type),
                 places.c.set_id,
                 literal(1, Integer),
                 now,
-                bindparam("reasons", type_=_rounds.reasons.type),
-                literal("", _rounds.explanation.type),
+                bindparam("reasons", type_=ROUNDS.reasons.type),
+                literal("", ROUNDS.explanation.type),
                 literal(0, Integer),
             ).select_from(picked.join(places, true())),
             include_defaults=False,
         )
-        .returning(_rounds.id, _rounds.example_id, _rounds.set_id, _rounds.order_index)
+        .returning(ROUNDS.id, ROUNDS.example_id, ROUNDS.set_id, ROUNDS.order_index)
         .cte("new")
     )
     first_reveal = (
@@ -571,9 +604,6 @@ def start_at_once(
     request opened a round or a set meanwhile; nothing is stored then, and the caller takes the
     full path, which looks for the open round again and refuses as it always does.
     """
-    # Imported here: app/game/reveals.py imports this module.
-    from app.game.reveals import RevealView
-
     if not in_one_statement():
         return None
     by_category = chosen_category != RANDOM

@@ -23,30 +23,31 @@ from flask import (
     session,
     url_for,
 )
-from flask_login import current_user, login_user
+from flask_login import current_user
 from sqlalchemy import exists, select
 
 from app.accounts import profile as profiles
-from app.accounts import service as accounts
 from app.errors import BadRequest, Conflict, NotFound, ServiceError
-from app.extensions import db, limiter
+from app.extensions import db
 from app.game import (
     answers,
+    challenge,
     charts,
     daily,
     hooks,
     insights,
     levels,
+    next_text,
     reveals,
+    round_views,
     rounds,
     sets,
     tally,
     tutorial,
     typing_signals,
 )
+from app.game.guard_views import challenge_day, guest_limits, player_for_play, player_required
 from app.game.home import home_state
-from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
-from app.game.scoring import verdict
 from app.leaderboard import standings
 from app.models import Round
 from app.models.sets import PRACTICE_SET
@@ -55,36 +56,7 @@ bp = Blueprint("game", __name__)
 # What a round earned (0 when it does not count): the one figure every page shows for a round.
 bp.add_app_template_filter(tally.earned, "earned")
 
-FRAGMENT_HEADER = "X-Requested-With"
 TUTORED = "tutored"
-
-
-def _guest_limit() -> str:
-    return current_app.config["GUEST_RATE_LIMIT"]
-
-
-def _has_session() -> bool:
-    return current_user.is_authenticated
-
-
-def _guest_limits(view):
-    """The per-address limit and the site-wide cap on new guests (signed-in players are exempt).
-
-    Flask-Limiter checks limits of equal window in the order they are listed here from the
-    bottom and stops at the first breach, so a request refused by its address's per-minute limit
-    uses up none of the site-wide cap.
-    """
-    view = limiter.limit(_guest_limit, exempt_when=_has_session, methods=["POST"])(view)
-    return limiter.limit(
-        lambda: current_app.config["GUEST_GLOBAL_RATE_LIMIT"],
-        key_func=lambda: "all-guests",
-        exempt_when=_has_session,
-        methods=["POST"],
-    )(view)
-
-
-def _wants_fragment() -> bool:
-    return request.headers.get(FRAGMENT_HEADER) == "fetch"
 
 
 def _needs_tutorial(played: bool = False) -> bool:
@@ -169,29 +141,8 @@ def home():
     return _render_home()
 
 
-def _player_for_play(category: str | None, level: str | None = None) -> None:
-    """Sign in a new guest (or record the signed-in player's consent) before play starts.
-
-    `category` is checked first, when given, so that a refused start stores nothing.
-    """
-    consent = request.form.get("consent") == "yes"
-    signed_in = current_user.is_authenticated
-    if category is not None and (
-        not signed_in or (consent and current_user.research_consent_at is None)
-    ):
-        rounds.check_start(
-            current_user if signed_in else None, category, None if level == levels.ANY else level
-        )
-    if not signed_in:
-        # A new guest holds nothing yet, so its CSRF secret need not change (pages in other
-        # tabs keep working); logins, sign-ups and study joins rotate it.
-        login_user(accounts.create_guest(consent), remember=True)
-    elif consent and current_user.research_consent_at is None:
-        accounts.set_consent(current_user, True)
-
-
 @bp.post("/play")
-@_guest_limits
+@guest_limits
 def start():
     category = request.form.get("category", rounds.RANDOM)
     if current_user.is_authenticated and current_user.kind == "crowd":
@@ -204,11 +155,11 @@ def start():
         session[TUTORED] = True
     level = levels.parse(request.form.get("level"))
     try:
-        _player_for_play(category, level)
+        player_for_play(category, level)
         round_ = sets.play(current_user, category, level)
     except rounds.NoExamplesLeft as done:
         return _played_out(done)
-    return _go_to_round(round_)
+    return round_views.go_to_round(round_)
 
 
 def preloads(load: Callable[[int], object], argument: str):
@@ -242,127 +193,13 @@ def _preload_for_view() -> None:
     g.preloaded = load(request.view_args[argument])
 
 
-def _require_player():
-    if not current_user.is_authenticated:
-        return redirect(url_for("game.home"))
-    return None
-
-
-def _teaching(state: answers.AnswerView) -> dict:
-    """What the reveal of an answered round shows besides the truth: the kind of text, and for
-    a public round the spread and the explanations (one statement)."""
-    n, boundary, guess = state.n_sentences, state.boundary, state.guess
-    kind = insights.describe(boundary, n, state.decoding, state.system_label)
-    context: dict = {"kind": kind, "outcome": insights.outcome(kind, n, boundary, guess)}
-    if state.participant_id is not None:
-        return context
-    spread, explanations = insights.teaching(state.example_id, state.player_id, n, boundary, guess)
-    # Below SPREAD_MIN_OTHERS (1 by default) no spread is shown; at 1, none means no one else.
-    context["first_reader"] = spread is None and current_app.config["SPREAD_MIN_OTHERS"] <= 1
-    if spread is not None:
-        labels = [str(i + 1) for i in range(n)] + ["all human"]
-        context["spread"] = spread
-        context["spread_chart"] = charts.bar_chart(
-            # "human": said all human (short enough to sit under its bar on a phone)
-            [*labels[1:-1], "human"],
-            spread.counts[1:],
-            title="Where other players flagged this text",
-            description=(
-                f"{spread.others} other answers; the first machine sentence is "
-                + (f"sentence {spread.boundary + 1}" if spread.boundary < n else "none")
-                + f"; you answered {labels[spread.guess]}."
-            ),
-            highlight=spread.boundary - 1,
-            marked=spread.guess - 1,
-        )
-    context["explanations"] = explanations
-    return context
-
-
-def _render_round(round_, status: int = 200, error: str | None = None, flag: bool = False):
-    """A round loaded as ORM objects (`rounds.get_round`), drawn from its state."""
-    study_round = round_ if round_.participant_id is not None else None
-    return _render_state(answers.view_of(round_), status, error, flag, study_round)
-
-
-def _render_state(
-    state: reveals.RevealView,
-    status: int = 200,
-    error: str | None = None,
-    flag: bool = False,
-    study_round: Round | None = None,
-):
-    """The round's page (the fragment, for the page's script) drawn from its state: after an
-    answer an `answers.AnswerView`, which has the truth. `study_round`: a study's round, whose
-    page has parts of its own (the `round_page` hook)."""
-    n = state.n_sentences
-    context = {
-        "round": state,
-        "category": {"name": state.category_name},
-        # Only what the player has been shown; the whole text once the round is answered.
-        "sentences": list(state.sentences if state.answered else state.sentences[: state.revealed]),
-        "n": n,
-        "remaining": n - state.revealed,
-        "reasons": REASONS,
-        "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": answers.CONFIDENCE_LEVELS,
-        "flag": flag,
-        "error": error,
-        "form": request.form if error else {},
-        "position": _position_of(state),
-    }
-    if state.answered:
-        context.update(
-            result=verdict(state.guess, state.boundary, n),
-            boundary=state.boundary,
-            **_teaching(state),
-        )
-    if study_round is not None:
-        for extra in hooks.round_page.send(study_round):
-            # A study may show an answered round on its own page (app/crowd/serving.round_context).
-            context.update(extra)
-    template = context.pop("template", None) or (
-        "game/_round.html" if _wants_fragment() else "game/round.html"
-    )
-    return render_template(template, **context), status
-
-
-def _go_to_round(round_):
-    """A round just started: a redirect to its page, or (for the page's script) the round itself
-    with its address in X-Round-URL."""
-    if _wants_fragment():
-        if isinstance(round_, reveals.RevealView):
-            # Started in one statement (`rounds.start_at_once`): drawn from its row.
-            page, status = _render_state(round_)
-        else:
-            page, status = _render_round(round_)
-        return page, status, {"X-Round-URL": url_for("game.show", round_id=round_.id)}
-    return redirect(url_for("game.show", round_id=round_.id))
-
-
 @bp.get("/play/round/<int:round_id>")
 @preloads(rounds.preload_round, "round_id")
+@player_required
 def show(round_id: int):
-    if (redirect_home := _require_player()) is not None:
-        return redirect_home
     round_ = rounds.get_round(current_user, round_id)
-    return _render_round(round_, flag=request.args.get("flag") == "1" and not round_.answered)
-
-
-def _position_of(state: reveals.RevealView) -> sets.Position | None:
-    """Where the round stands in its set, for the header (None: in no set)."""
-    if state.set_id is None:
-        return None
-    return sets.Position(
-        state.set_id,
-        state.set_kind,
-        state.set_number,
-        state.set_size,
-        state.set_points,
-        state.set_answered,
-        state.set_finished,
-        state.set_day,
-        state.set_level,
+    return round_views.render_round(
+        round_, flag=request.args.get("flag") == "1" and not round_.answered
     )
 
 
@@ -401,32 +238,32 @@ def _run_steps(after: list) -> None:
 
 @bp.post("/play/round/<int:round_id>/next")
 @preloads(reveals.preload_reveal, "round_id")
+@player_required
 def reveal(round_id: int):
-    if (redirect_home := _require_player()) is not None:
-        return redirect_home
     try:
         seen = int(request.form.get("seen", ""))
     except ValueError:
-        return _render_round(
+        return round_views.render_round(
             rounds.get_round(current_user, round_id), 400, "The request was incomplete."
         )
     try:
         shown = reveals.reveal_next(current_user, round_id, seen, _preloaded(reveals.RevealView))
     except Conflict as conflict:
-        return _render_round(rounds.get_round(current_user, round_id), 409, conflict.message)
-    if not _wants_fragment():
+        return round_views.render_round(
+            rounds.get_round(current_user, round_id), 409, conflict.message
+        )
+    if not round_views.wants_fragment():
         return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
     if shown.participant_id is not None:
         # A study's round page has parts of its own (the `round_page` hook).
-        return _render_round(rounds.get_round(current_user, round_id))
-    return _render_state(shown)
+        return round_views.render_round(rounds.get_round(current_user, round_id))
+    return round_views.render_state(shown)
 
 
 @bp.post("/play/round/<int:round_id>/answer")
 @preloads(answers.preload_answer, "round_id")
+@player_required
 def answer(round_id: int):
-    if (redirect_home := _require_player()) is not None:
-        return redirect_home
     view = answers.own_round(current_user, round_id, _preloaded(answers.AnswerView))
     # A study's round is the `Round` its hooks read.
     study_round = rounds.get_round(current_user, round_id) if view.participant_id else None
@@ -436,21 +273,23 @@ def answer(round_id: int):
         done = answers.submit_answer(current_user, round_id, parsed, view)
         _run_steps(after)
     except answers.AlreadyAnswered as already:
-        return _render_round(rounds.get_round(current_user, round_id), 409, already.message)
+        return round_views.render_round(
+            rounds.get_round(current_user, round_id), 409, already.message
+        )
     except (BadRequest, Conflict) as refused:
         db.session.rollback()
-        return _render_round(
+        return round_views.render_round(
             rounds.get_round(current_user, round_id),
             refused.status,
             refused.message,
             flag=choice == "machine",
         )
-    if not _wants_fragment():
+    if not round_views.wants_fragment():
         return redirect(url_for("game.show", round_id=round_id, _anchor="result"))
     if done.participant_id is not None:
         # A study's round page has parts of its own (the `round_page` hook).
-        return _render_round(rounds.get_round(current_user, round_id))
-    return _render_state(done)
+        return round_views.render_round(rounds.get_round(current_user, round_id))
+    return round_views.render_state(done)
 
 
 @bp.get("/play/continue")
@@ -465,11 +304,10 @@ def resume():
 
 @bp.post("/sets/<int:set_id>/next")
 @preloads(sets.preload_set, "set_id")
+@player_required
 def next_in_set(set_id: int):
-    if (redirect_home := _require_player()) is not None:
-        return redirect_home
     try:
-        round_ = sets.next_round(current_user, set_id)
+        round_ = next_text.next_round(current_user, set_id)
     except sets.SetFinished as finished:
         if isinstance(finished, sets.DayOver):
             flash(finished.message)
@@ -479,7 +317,7 @@ def next_in_set(set_id: int):
     except daily.FinishCurrentFirst as busy:
         flash(busy.message)
         return redirect(url_for("game.show", round_id=busy.round.id))
-    return _go_to_round(round_)
+    return round_views.go_to_round(round_)
 
 
 def _summary_url(game_set) -> str:
@@ -488,40 +326,52 @@ def _summary_url(game_set) -> str:
     if game_set.day is not None:
         return url_for("game.daily_results", day=game_set.day.isoformat())
     if game_set.challenge_of_id is not None:
-        from app.game import challenge_views
-
-        return challenge_views.page_url(game_set)
+        return _challenge_url(game_set)
     return url_for("game.set_summary", set_id=game_set.id)
+
+
+def _challenge_url(run_or_source) -> str:
+    """The challenge page of a challenger's set or of a friend's run of it."""
+    source = (
+        challenge.source_of(run_or_source)
+        if run_or_source.challenge_of_id is not None
+        else run_or_source
+    )
+    return url_for("game.challenge_page", token=source.challenge_token)
+
+
+def _challenge_panel(game_set) -> dict | None:
+    """What a finished normal set's summary shows about its challenge link."""
+    if game_set.kind != "normal" or not game_set.finished:
+        return None
+    if game_set.challenge_token is None:
+        return {"url": None}
+    runs = challenge.friends_runs(game_set)
+    return {
+        "url": url_for("game.challenge_page", token=game_set.challenge_token, _external=True),
+        "comparison": challenge.compare(game_set, runs, current_user) if runs else None,
+        "friends": challenge.friends_count(game_set),
+    }
 
 
 @bp.get("/sets/<int:set_id>")
 @preloads(sets.preload_set, "set_id")
+@player_required
 def set_summary(set_id: int):
-    if (redirect_home := _require_player()) is not None:
-        return redirect_home
     summary = sets.summary(current_user, set_id)
     if summary.game_set.day is not None or summary.game_set.challenge_of_id is not None:
         return redirect(_summary_url(summary.game_set))
     choice = sets.last_category(summary.game_set, summary.last_chosen)
-    from app.game import challenge_views
-
     return render_template(
         "game/set_summary.html",
         summary=summary,
         choice=choice,
         choice_name=_category_name(choice),
-        challenge=challenge_views.panel(summary.game_set),
+        challenge=_challenge_panel(summary.game_set),
     )
 
 
 # --- The daily challenge ---------------------------------------------------------------------
-
-
-def _day(value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise NotFound("There is no challenge on that day.") from None
 
 
 @bp.get("/daily")
@@ -542,13 +392,13 @@ def daily_page():
 
 
 @bp.post("/daily/start")
-@_guest_limits
+@guest_limits
 def daily_start():
     if current_user.is_authenticated and current_user.kind == "crowd":
         return redirect(url_for("crowd.current"))
     if daily.challenge(daily.today()) is None:
         raise daily.NoChallenge("There is no daily challenge today. Please come back tomorrow.")
-    _player_for_play(None)
+    player_for_play(None)
     try:
         round_ = daily.start(current_user)
     except daily.AlreadyPlayed:
@@ -573,7 +423,7 @@ def _distribution_chart(results, mine: int | None):
 
 @bp.get("/daily/<day>")
 def daily_results(day: str):
-    on = _day(day)
+    on = challenge_day(day)
     if on > daily.today():
         raise daily.NoChallenge(
             f"{on.isoformat()} has not come yet: its daily challenge, if any, opens that day."
@@ -608,7 +458,7 @@ def daily_results(day: str):
 
 
 def _card(day: str, token: str) -> tuple[date, list[int | None]]:
-    on = _day(day)
+    on = challenge_day(day)
     return on, daily.set_points(daily.by_share_token(on, token))
 
 
@@ -666,16 +516,15 @@ def tutorial_page():
 
 
 @bp.post("/explanations/<int:round_id>/vote")
+@player_required
 def vote(round_id: int):
-    if (redirect_home := _require_player()) is not None:
-        return redirect_home
     try:
         voted = insights.vote(current_user, round_id)
     except ServiceError as refused:
-        if _wants_fragment():
+        if round_views.wants_fragment():
             return jsonify(error=refused.message), refused.status
         raise
-    if _wants_fragment():
+    if round_views.wants_fragment():
         return jsonify(round_id=voted.id, upvotes=voted.upvotes, voted=True)
     try:
         back = int(request.form.get("back", ""))
@@ -683,7 +532,3 @@ def vote(round_id: int):
     except (ValueError, NotFound):
         return redirect(url_for("game.home"))
     return redirect(url_for("game.show", round_id=back, _anchor="explanations"))
-
-
-# The daily archive, practice and the reminder live in their own module, on this blueprint.
-from app.game import daily_views  # noqa: E402, F401

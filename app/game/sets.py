@@ -17,10 +17,10 @@ from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
 from app.extensions import commit_keeping, db
-from app.game import daily, practice, reveals, rounds, tally
+from app.game import reveals, rounds, tally
 from app.game.scoring import verdict
 from app.models import Category, Example, GameSet, Player, Round
-from app.models.sets import CHALLENGE_SET, DAILY_SET, NORMAL_SET, PRACTICE_SET
+from app.models.sets import NORMAL_SET
 
 _OPEN_NORMAL_SET = select(GameSet).where(
     GameSet.player_id == bindparam("player_id"),
@@ -118,16 +118,6 @@ _OPEN_SET_AND_ROUND = (
     )
     .where(Player.id == bindparam("player_id"))
 )
-# `OPEN_ROUND_ID` and the category the player last chose in the set (None: no round yet).
-_OPEN_ROUND_AND_LAST_CHOICE = select(
-    OPEN_ROUND_ID,
-    select(Round.chosen_category)
-    .where(Round.set_id == bindparam("set_id"))
-    .order_by(Round.id.desc())
-    .limit(1)
-    .scalar_subquery(),
-)
-
 # A set with its player, for a request whose session names a player (see `preload_set`).
 _SET_WITH_OWNER = (
     select(GameSet, Player)
@@ -323,55 +313,6 @@ def summary_of(game_set: GameSet) -> Summary:
     # last choice, with no query for it (`last_category`).
     last = rows[-1][0].chosen_category if rows and game_set.finished else None
     return Summary(game_set, calls, last)
-
-
-def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
-    """The round to show when the player asks for the next text of a set.
-
-    On PostgreSQL a new round of a normal set comes as the `reveals.RevealView` its fragment is
-    drawn from, started in one statement (`rounds.start_at_once`).
-    Raises SetFinished for a finished set (the caller shows its summary).
-    """
-    game_set = get_own(player, set_id)
-    if game_set.kind == NORMAL_SET and not game_set.finished:
-        # The usual "Next text": whether a round is open and the set's last choice, one statement.
-        open_id, chosen = db.session.execute(
-            _OPEN_ROUND_AND_LAST_CHOICE, {"player_id": player.id, "set_id": game_set.id}
-        ).one()
-        if open_id is not None and (current := rounds.open_round(player)) is not None:
-            return current
-        chosen = chosen or rounds.RANDOM
-        if view := rounds.start_at_once(player, chosen, game_set, game_set.level):
-            return view
-        # SQLite; or a race lost, no text left, no such category: the full path, which looks
-        # for the open round again (a round another request opened is served) and refuses.
-        return rounds.start_round(
-            player,
-            chosen,
-            game_set=game_set,
-            level=game_set.level,
-            looked_up=not rounds.in_one_statement(),
-        )
-    current = rounds.open_round(player)
-    if current is not None:
-        return current
-    if game_set.finished:
-        raise SetFinished(game_set)
-    if game_set.kind == DAILY_SET:
-        if game_set.day != daily.today():
-            # A day's challenge is played on its day: finished later (perhaps with its answers
-            # learned meanwhile) it would count. Its results page says where things stand.
-            raise DayOver(game_set)
-        return daily.next_round(player, game_set)
-    if game_set.kind == PRACTICE_SET:
-        return practice.next_round(player, game_set)
-    if game_set.kind == CHALLENGE_SET:
-        from app.game import challenge  # the challenge service builds on this module
-
-        return challenge.next_round(player, game_set)
-    return rounds.start_round(
-        player, last_category(game_set), game_set=game_set, level=game_set.level, looked_up=True
-    )
 
 
 class SetFinished(rounds.Conflict):

@@ -1,0 +1,127 @@
+"""The round's page as the game's views answer with it: the whole page, or (for the page's
+script, `X-Requested-With: fetch`) the round's fragment; and a round just started, as a redirect
+to its page or as the fragment with its address."""
+
+from __future__ import annotations
+
+from flask import current_app, redirect, render_template, request, url_for
+
+from app.game import answers, charts, hooks, insights, reveals, sets
+from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
+from app.game.scoring import verdict
+from app.models import Round
+
+FRAGMENT_HEADER = "X-Requested-With"
+
+
+def wants_fragment() -> bool:
+    return request.headers.get(FRAGMENT_HEADER) == "fetch"
+
+
+def _teaching(state: answers.AnswerView) -> dict:
+    """What the reveal of an answered round shows besides the truth: the kind of text, and for
+    a public round the spread and the explanations (one statement)."""
+    n, boundary, guess = state.n_sentences, state.boundary, state.guess
+    kind = insights.describe(boundary, n, state.decoding, state.system_label)
+    context: dict = {"kind": kind, "outcome": insights.outcome(kind, n, boundary, guess)}
+    if state.participant_id is not None:
+        return context
+    spread, explanations = insights.teaching(state.example_id, state.player_id, n, boundary, guess)
+    # Below SPREAD_MIN_OTHERS (1 by default) no spread is shown; at 1, none means no one else.
+    context["first_reader"] = spread is None and current_app.config["SPREAD_MIN_OTHERS"] <= 1
+    if spread is not None:
+        labels = [str(i + 1) for i in range(n)] + ["all human"]
+        context["spread"] = spread
+        context["spread_chart"] = charts.bar_chart(
+            # "human": said all human (short enough to sit under its bar on a phone)
+            [*labels[1:-1], "human"],
+            spread.counts[1:],
+            title="Where other players flagged this text",
+            description=(
+                f"{spread.others} other answers; the first machine sentence is "
+                + (f"sentence {spread.boundary + 1}" if spread.boundary < n else "none")
+                + f"; you answered {labels[spread.guess]}."
+            ),
+            highlight=spread.boundary - 1,
+            marked=spread.guess - 1,
+        )
+    context["explanations"] = explanations
+    return context
+
+
+def render_round(round_, status: int = 200, error: str | None = None, flag: bool = False):
+    """A round loaded as ORM objects (`rounds.get_round`), drawn from its state."""
+    study_round = round_ if round_.participant_id is not None else None
+    return render_state(answers.view_of(round_), status, error, flag, study_round)
+
+
+def render_state(
+    state: reveals.RevealView,
+    status: int = 200,
+    error: str | None = None,
+    flag: bool = False,
+    study_round: Round | None = None,
+):
+    """The round's page (the fragment, for the page's script) drawn from its state: after an
+    answer an `answers.AnswerView`, which has the truth. `study_round`: a study's round, whose
+    page has parts of its own (the `round_page` hook)."""
+    n = state.n_sentences
+    context = {
+        "round": state,
+        "category": {"name": state.category_name},
+        # Only what the player has been shown; the whole text once the round is answered.
+        "sentences": list(state.sentences if state.answered else state.sentences[: state.revealed]),
+        "n": n,
+        "remaining": n - state.revealed,
+        "reasons": REASONS,
+        "max_explanation": MAX_EXPLANATION_CHARS,
+        "confidence_levels": answers.CONFIDENCE_LEVELS,
+        "flag": flag,
+        "error": error,
+        "form": request.form if error else {},
+        "position": _position_of(state),
+    }
+    if state.answered:
+        context.update(
+            result=verdict(state.guess, state.boundary, n),
+            boundary=state.boundary,
+            **_teaching(state),
+        )
+    if study_round is not None:
+        for extra in hooks.round_page.send(study_round):
+            # A study may show an answered round on its own page (app/crowd/serving.round_context).
+            context.update(extra)
+    template = context.pop("template", None) or (
+        "game/_round.html" if wants_fragment() else "game/round.html"
+    )
+    return render_template(template, **context), status
+
+
+def go_to_round(round_):
+    """A round just started: a redirect to its page, or (for the page's script) the round itself
+    with its address in X-Round-URL."""
+    if wants_fragment():
+        if isinstance(round_, reveals.RevealView):
+            # Started in one statement (`rounds.start_at_once`): drawn from its row.
+            page, status = render_state(round_)
+        else:
+            page, status = render_round(round_)
+        return page, status, {"X-Round-URL": url_for("game.show", round_id=round_.id)}
+    return redirect(url_for("game.show", round_id=round_.id))
+
+
+def _position_of(state: reveals.RevealView) -> sets.Position | None:
+    """Where the round stands in its set, for the header (None: in no set)."""
+    if state.set_id is None:
+        return None
+    return sets.Position(
+        state.set_id,
+        state.set_kind,
+        state.set_number,
+        state.set_size,
+        state.set_points,
+        state.set_answered,
+        state.set_finished,
+        state.set_day,
+        state.set_level,
+    )
