@@ -20,12 +20,17 @@ from urllib.parse import quote
 
 import pytest
 from flask import Flask
+from sqlalchemy import select
 from werkzeug.routing import Rule
 
 from app.crowd import lookup, review
+from app.extensions import db
+from app.models import Player
+from app.research import validation
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import play_slot
+from tests.game_helpers import others_answer
 from tests.test_fuzz import PASSWORD, PERSONAS, Persona, World, build_world, rules_of
 
 MTURK_ORIGINS = {"https://www.mturk.com", "https://workersandbox.mturk.com"}
@@ -57,6 +62,11 @@ def world(app) -> World:
         assert participant.status == "completed"
         # A bonus given in review, so that the worker's review page lists one.
         review.give_bonus(study, "finisher", 0.1, "headers")
+        # A validation sample of the site's comments, labelled, so that its report renders.
+        others_answer(factories.example(), [3, 4], "It says the same thing twice")
+        lab = db.session.scalar(select(Player).where(Player.username == "lab"))
+        for item in validation.draw(validation.SITE, size=5):
+            validation.record(validation.SITE, item.id, lab, "other")
     cookies = {"session": client.get_cookie("session").value}
     world.personas["finished"] = Persona("finished", cookies, "")
     world.own["finished"] = {"slug": ["pilot"]}
@@ -127,6 +137,8 @@ def page_paths(world: World, rule: Rule, client: str) -> list[str]:
         # The daily share card's token, or the challenge link's.
         "token": world.names["token"][1 if rule.endpoint.startswith("game.challenge") else 0],
         "worker_id": "5f1a2b3c",
+        # A validation sample's scope: the site's comments (a study's slug also works).
+        "scope": "site",
     }
     paths = []
     for slug in slugs:
