@@ -2,14 +2,17 @@
 
 For every `<category>.jsonl` in the demo corpus and every document long enough for N = 10
 sentences: one all-human example, two splice-baseline examples and four continuations by a tiny
-GPT-2 trained on the corpus itself (nucleus p uniform on [0, 1], repetition penalty 1.2). The tiny
-model is trained first when `data/demo/model` is missing (or with --retrain).
+word-level GPT-2 trained on the corpus itself (`generation.tiny.DEMO_CONFIG`; nucleus p uniform on
+[0, 1], repetition penalty 1.2), so every word it writes is a word of the corpus. The tiny model is
+trained first when `data/demo/model` is missing (or with --retrain); the manifest's "model" names
+its weights and how it was trained (its training.json).
 
 `python -m generation.demo` is kept as an alias of `python -m generation demo`.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -43,7 +46,7 @@ def build_demo(
     from generation import models
     from generation.engines.hf import HFEngine
     from generation.pipeline import GenerateOptions, run_baseline, run_generate, run_human
-    from generation.tiny import corpus_texts, train_tiny
+    from generation.tiny import DEMO_CONFIG, corpus_texts, train_tiny
 
     corpus, model, out = Path(corpus), Path(model), Path(out)
     files = sorted(corpus.glob("*.jsonl"))
@@ -51,8 +54,10 @@ def build_demo(
         raise FileNotFoundError(f"{corpus}: no <category>.jsonl files")
     if retrain or not (model / "config.json").exists():
         _log(f"training the tiny model into {model}")
-        train_tiny(corpus_texts(corpus), model, log=_log)
+        train_tiny(corpus_texts(corpus), model, DEMO_CONFIG, log=_log)
     engine = HFEngine(models.load(str(model), device="cpu", dtype="float32"), batch_size=16)
+    training_file = model / "training.json"
+    training = json.loads(training_file.read_text("utf-8")) if training_file.exists() else None
     settings = {"n": N, "seed": seed, "per_doc": PER_DOC, "dataset": DATASET}
     parts: list[Path] = []
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +111,10 @@ def build_demo(
         merged = merge(
             parts,
             out,
-            extra={"demo": settings, "model": {**engine.describe(), "name_or_path": str(model)}},
+            extra={
+                "demo": settings,
+                "model": {**engine.describe(), "name_or_path": str(model), "training": training},
+            },
         )
     _log(f"wrote {merged['examples']} examples to {out}: {merged['counts']['made_by_system']}")
     return merged
