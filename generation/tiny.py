@@ -58,7 +58,7 @@ SAVE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 # The demo's model (`python -m generation demo`): a word-level GPT-2 sized to train in a few
 # minutes on two CPU cores, saved in float16 to stay under 5 MB.
 DEMO_CONFIG = TinyConfig(
-    tokenizer="word", block=128, batch=8, steps=320, lr=4e-3, save_dtype="float16"
+    tokenizer="word", block=128, batch=8, steps=1000, lr=3e-3, save_dtype="float16"
 )
 _LETTERS = re.compile(r"[A-Za-z]+")
 
