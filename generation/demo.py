@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -108,7 +107,7 @@ def build_demo(
     jobs: int | None = None,
 ) -> dict:
     """Build the demo set; the categories run in up to `jobs` worker processes side by side
-    (default: one per category, at most one per CPU), which gives the same records as one by
+    (default: one per category; each uses one thread), which gives the same records as one by
     one, since each category's plan has its own seed."""
     from generation.tiny import DEMO_CONFIG, corpus_texts, train_tiny
 
@@ -122,7 +121,7 @@ def build_demo(
     training_file = model / "training.json"
     training = json.loads(training_file.read_text("utf-8")) if training_file.exists() else None
     settings = {"n": N, "seed": seed, "per_doc": PER_DOC, "dataset": DATASET}
-    jobs = jobs or max(1, min(len(files), os.cpu_count() or 1))
+    jobs = jobs or len(files)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".demo-") as work:
         spawn = multiprocessing.get_context("spawn")  # no fork of a process that holds torch
