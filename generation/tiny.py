@@ -1,20 +1,18 @@
-"""A tiny GPT-2 (or Llama) trained on a small corpus in well under a minute on a CPU (the demo's
-model is the GPT-2; the tests also build a Llama, to check that any causal LM works).
+"""A tiny GPT-2 (or Llama) trained on a small corpus on a CPU (the demo's model is a GPT-2; the
+tests also build a Llama, to check that any causal LM works).
 
-A tokenizer is trained with the `tokenizers` library, a 2-layer model is trained on random windows
-of the corpus, and both are saved with `save_pretrained`, so they load with the same
-`from_pretrained(path)` code as any Hugging Face model. The tokenizer is a byte-level BPE
-(`tokenizer="bpe"`, as GPT-2's) or a word-level one (`"word"`: every piece GPT-2's pre-tokenizer
-cuts from the corpus, a word with its leading space or a punctuation mark, is one token), with
-which the model can only write words of the corpus (on the demo corpus, 7,939 pieces; a
-96-wide model trained this way wrote 1.4% of its words outside the corpus's vocabulary, all
-of them pieces run together such as "theThe", against 42% for the shipped BPE model).
+A tokenizer is built with the `tokenizers` library: byte-level BPE (the default, as GPT-2's), or
+word-level ("word", the demo's), whose vocabulary is every word and punctuation mark of the corpus,
+so every token the model writes is a word of the corpus. A 2-layer model is trained on random
+windows of the corpus, and both are saved with `save_pretrained`, so they load with the same
+`from_pretrained(path)` code as any Hugging Face model.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,37 +48,67 @@ class TinyConfig:
     lr: float = 5e-3
     seed: int = 2026
     architecture: str = "gpt2"  # or "llama"
-    tokenizer: str = "bpe"  # or "word" (see the module's docstring)
+    tokenizer: str = "bpe"  # or "word"
+    save_dtype: str = "float32"  # or "float16": half the bytes on disk; loads as any dtype
 
 
 ARCHITECTURES = ("gpt2", "llama")
 TOKENIZERS = ("bpe", "word")
-WORD_VOCAB = 16384  # room for every piece of a corpus of a few hundred KB (the demo's has 7,939)
+SAVE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+# The demo's model (`python -m generation demo`): a word-level GPT-2 sized to train in a few
+# minutes on two CPU cores, saved in float16 to stay under 5 MB.
+DEMO_CONFIG = TinyConfig(
+    tokenizer="word", block=128, batch=8, steps=1000, lr=3e-3, save_dtype="float16"
+)
+_LETTERS = re.compile(r"[A-Za-z]+")
 
 
-def train_tokenizer(texts: list[str], vocab_size: int, kind: str = "bpe"):
-    """A GPT-2-style byte-level BPE tokenizer, or a word-level one over the same pre-tokenizer
-    (`kind="word"`: every piece of the corpus, up to `vocab_size` of the most frequent), wrapped
-    for transformers. Text decodes back exactly in both."""
+def words(text: str) -> list[str]:
+    """The words of a text as the vocabulary check counts them: runs of letters, lowercased."""
+    return [w.lower() for w in _LETTERS.findall(text)]
+
+
+def out_of_vocabulary(sentences: list[str], vocabulary: set[str]) -> tuple[int, int]:
+    """(words not in `vocabulary`, all words) over `sentences`, counted by `words`."""
+    found = [w for sentence in sentences for w in words(sentence)]
+    return sum(w not in vocabulary for w in found), len(found)
+
+
+def train_word_tokenizer(texts: list[str]):
+    """A word-level tokenizer, wrapped for transformers: GPT-2's byte-level pre-tokenizer splits
+    words, numbers and punctuation (each word keeping the space before it), and the vocabulary is
+    every piece of the corpus, so corpus text round-trips exactly and decoding re-joins
+    punctuation without stray spaces."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    if kind == "word":
-        tokenizer = Tokenizer(models.WordLevel(unk_token=EOS))
-        trainer = trainers.WordLevelTrainer(
-            vocab_size=vocab_size, min_frequency=1, special_tokens=[EOS], show_progress=False
-        )
-    else:
-        tokenizer = Tokenizer(models.BPE())
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size,
-            min_frequency=2,
-            special_tokens=[EOS],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        )
+    tokenizer = Tokenizer(models.WordLevel(unk_token=EOS))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.WordLevelTrainer(
+        vocab_size=10**7, min_frequency=1, special_tokens=[EOS], show_progress=False
+    )
+    tokenizer.train_from_iterator(texts, trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token=EOS, eos_token=EOS, unk_token=EOS
+    )
+
+
+def train_tokenizer(texts: list[str], vocab_size: int):
+    """A GPT-2-style byte-level BPE tokenizer, wrapped for transformers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(texts, trainer)
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, bos_token=EOS, eos_token=EOS, unk_token=EOS
@@ -126,10 +154,15 @@ def train_tiny(texts: list[str], out: Path, config: TinyConfig = TinyConfig(), l
         raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}")
     if config.tokenizer not in TOKENIZERS:
         raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
+    if config.save_dtype not in SAVE_DTYPES:
+        raise ValueError(f"save_dtype must be one of {', '.join(SAVE_DTYPES)}")
     started = time.perf_counter()
     random.seed(config.seed)
     torch.manual_seed(config.seed)
-    tokenizer = train_tokenizer(texts, config.vocab_size, config.tokenizer)
+    if config.tokenizer == "word":
+        tokenizer = train_word_tokenizer(texts)
+    else:
+        tokenizer = train_tokenizer(texts, config.vocab_size)
     ids: list[int] = []
     for text in texts:
         ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -162,7 +195,7 @@ def train_tiny(texts: list[str], out: Path, config: TinyConfig = TinyConfig(), l
     model.eval()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
+    model.to(SAVE_DTYPES[config.save_dtype]).save_pretrained(out)
     tokenizer.save_pretrained(out)
     summary = {
         "config": asdict(config),

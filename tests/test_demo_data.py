@@ -18,6 +18,7 @@ from app.game import daily
 from app.models import Category, Example, ExamplePassage
 from generation.demo import DATASET, TINY_SYSTEM, N
 from generation.sentences import split_sentences
+from generation.tiny import corpus_texts, out_of_vocabulary, words
 
 DEMO = PROJECT_ROOT / "data" / "demo"
 
@@ -79,6 +80,35 @@ def test_manifest_and_shipped_model_are_small_and_complete():
     model_bytes = sum(p.stat().st_size for p in (DEMO / "model").iterdir())
     assert model_bytes < 5_000_000
     assert (DEMO / "model" / "config.json").exists()
+
+
+def test_machine_sentences_are_in_words_of_the_corpus():
+    """At most 2% of the words the tiny model wrote are not words of the corpus (its word-level
+    tokenizer writes only corpus pieces; a word can still be made of two pieces run together)."""
+    vocabulary = {w for text in corpus_texts(DEMO / "corpus") for w in words(text)}
+    machine = [
+        sentence
+        for record in read_records(DEMO / "examples.jsonl")
+        if record.system == TINY_SYSTEM
+        for sentence in record.sentences[record.boundary :]
+    ]
+    unknown, total = out_of_vocabulary(machine, vocabulary)
+    assert len(machine) >= 1000 and total >= 10_000
+    assert unknown / total <= 0.02, f"{unknown} of {total} machine words are not corpus words"
+
+
+def test_shipped_tokenizer_round_trips_the_corpus():
+    """The shipped model's tokenizer, loaded as any Hugging Face tokenizer, writes every corpus
+    text back exactly, with no unknown token."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(DEMO / "model")
+    manifest = json.loads((DEMO / "examples.jsonl.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["model"]["training"]["config"]["tokenizer"] == "word"
+    for text in corpus_texts(DEMO / "corpus"):
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert tokenizer.unk_token_id not in ids
+        assert tokenizer.decode(ids) == text
 
 
 def test_demo_imports_with_the_cli(runner, ctx):

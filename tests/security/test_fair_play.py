@@ -85,10 +85,10 @@ def careful_guess(boundary: int, n: int, rng: random.Random) -> int:
 
 def test_no_constant_strategy_beats_all_human_on_the_demo_set():
     """Flagging the same sentence every time, or "all human", scores no excess on the demo set,
-    while "all human" alone scores 2.08 points a round there (more than many readers)."""
+    while "all human" alone scores 1.83 points a round there (close to RoFT's readers' 2.08)."""
     records = [json.loads(line) for line in DEMO.read_text().splitlines()]
     all_human = [points(len(r["sentences"]), r["boundary"]) for r in records]
-    assert round(sum(all_human) / len(records), 2) == 2.08
+    assert round(sum(all_human) / len(records), 2) == 1.83
     for k in range(1, 11):
         total = sum(
             skill.excess(min(k, len(r["sentences"])), r["boundary"], len(r["sentences"]))
