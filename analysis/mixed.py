@@ -24,6 +24,7 @@ logistic GLM with two-way clustered standard errors. Every result carries `libra
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -127,7 +128,13 @@ class MixedResult:
 
 @functools.cache
 def r_available() -> str | None:
-    """The R and lme4 versions when R, lme4, lmerTest and rpy2 are all importable, else None."""
+    """The R and lme4 versions when R, lme4, lmerTest and rpy2 are all importable, else None.
+
+    Starting R sets LD_LIBRARY_PATH to R's and the system's library folders in this process's
+    environment; every program started afterwards (a server, a worker, a test's subprocess) would
+    inherit it and could load the system's libpython instead of its own. R's libraries are loaded
+    by then, so the variable is put back as it was."""
+    library_path = os.environ.get("LD_LIBRARY_PATH")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -141,6 +148,11 @@ def r_available() -> str | None:
         return str(version[0])
     except Exception:  # no R, no rpy2, or no lme4: the fallback is named
         return None
+    finally:
+        if library_path is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = library_path
 
 
 def design(

@@ -160,6 +160,8 @@ def read_labels(path) -> list[tuple[str, str]]:
     import csv
     from pathlib import Path
 
+    from roftcore.spreadsheet import restore
+
     path = Path(path)
     try:
         handle = path.open(encoding="utf-8-sig", newline="")
@@ -185,7 +187,7 @@ def read_labels(path) -> list[tuple[str, str]]:
                     )
                 if not (row.get(text) or "").strip():
                     raise LabelsError(f"{path}:{reader.line_num}: the explanation is empty")
-                rows.append((row[text].strip(), label))
+                rows.append((restore(row[text]).strip(), label))
         except UnicodeDecodeError:
             raise LabelsError(f"{path}: not UTF-8 text") from None
         except csv.Error as error:

@@ -13,6 +13,7 @@ from flask.cli import AppGroup
 from app.accounts import service as accounts
 from app.errors import ServiceError
 from app.research import validation
+from roftcore.spreadsheet import neutralise_row
 
 group = AppGroup(
     "validation",
@@ -96,7 +97,9 @@ def export_command(scope: str, out: Path) -> None:
     with out.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["explanation", "label"])
-        writer.writerows(seen.values())
+        # Players' words: a cell that would start a spreadsheet formula is neutralised (the
+        # analysis's read_labels restores it).
+        writer.writerows(neutralise_row(row) for row in seen.values())
     click.echo(f"{len(seen)} labelled comments written to {out}.")
 
 

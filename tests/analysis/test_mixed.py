@@ -141,3 +141,21 @@ def test_data_lme4_refuses_falls_back_and_says_why():
     result = mixed.fit(frame, x, names, [1], "points")
     assert result is not None and not result.library.startswith("R ")
     assert "lme4 could not fit this data (number of levels" in result.warnings[0]
+
+
+def test_starting_r_leaves_the_environment_of_later_programs_alone():
+    """R sets LD_LIBRARY_PATH when it starts; a program started afterwards (a server, a test's
+    subprocess) must still load its own Python's libraries."""
+    import os
+    import subprocess
+    import sys
+
+    before = os.environ.get("LD_LIBRARY_PATH")
+    mixed.r_available.cache_clear()
+    mixed.r_available()
+    assert os.environ.get("LD_LIBRARY_PATH") == before
+    assert "/usr/lib/R" not in os.environ.get("LD_LIBRARY_PATH", "")  # nor from an earlier start
+    child = subprocess.run(
+        [sys.executable, "-c", "import ssl, sqlite3; print('ok')"], capture_output=True, text=True
+    )
+    assert child.stdout.strip() == "ok", child.stderr[-500:]

@@ -109,3 +109,24 @@ def test_an_item_id_beyond_the_database_integers_is_not_found(seeded):
     validation.draw("site", 3)
     with pytest.raises(NotFound):
         validation.record("site", 2**80, one, "grammar")
+
+
+def test_exported_labels_are_safe_in_a_spreadsheet_and_read_back_as_written(app, seeded, tmp_path):
+    from analysis.validation import read_labels
+    from tests import factories
+    from tests.game_helpers import others_answer
+
+    _, one, _ = seeded
+    formula = "=HYPERLINK(1) it repeats the same words"
+    others_answer(factories.example(), [3], formula)
+    for item in validation.draw("site", validation.MAX_SIZE):
+        validation.record("site", item.id, one, "repetition")
+    out = tmp_path / "labels.csv"
+    result = app.test_cli_runner().invoke(args=["validation", "export", "site", str(out)])
+    assert result.exit_code == 0, result.output
+    written = out.read_text(encoding="utf-8")
+    # The cell starts with an apostrophe, so a spreadsheet shows it as text, not a formula.
+    assert f"\n'{formula}" in written
+    # The analysis reads it back as the player wrote it.
+    read = dict(read_labels(out))
+    assert [t for t in read if t.startswith(formula)] and not [t for t in read if "'=" in t]
