@@ -12,6 +12,7 @@ from flask import Flask, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import RateLimitExceeded
 from flask_wtf.csrf import CSRFError
+from itsdangerous import URLSafeTimedSerializer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
@@ -47,6 +48,21 @@ class FramedSessionInterface(SecureCookieSessionInterface):
     # which `hmac` runs in C: a Python function as the digest sends each HMAC through its
     # pure-Python fallback. The same signatures, made and checked in less time.
     digest_method = staticmethod(hashlib.sha1)
+
+    # The keys and the serializer built with them (replaced as a whole: threads share it).
+    _signing: tuple[tuple, URLSafeTimedSerializer | None] | None = None
+
+    def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
+        """Flask's serializer, built once per secret key and fallbacks rather than for every
+        request: building one serializes a test value (itsdangerous checks that its serializer
+        writes text), a quarter of reading the cookie. A change of the keys builds a new one,
+        so a cookie signed with a dropped key is refused as before."""
+        keys = (app.secret_key, tuple(app.config["SECRET_KEY_FALLBACKS"] or ()))
+        signing = self._signing
+        if signing is None or signing[0] != keys:
+            signing = (keys, super().get_signing_serializer(app))
+            self._signing = signing
+        return signing[1]
 
     def _framed(self) -> bool:
         return request.is_secure and (

@@ -78,6 +78,20 @@ def test_a_known_session_cookie_is_refused_after_its_key_is_dropped(app, client)
     assert not signed_in(copied)
 
 
+def test_a_session_cookie_follows_the_keys_and_their_fallbacks(app, client):
+    """The serializer is kept per set of keys: a new key with the old one as a fallback still
+    reads the cookie, and dropping the fallback refuses it."""
+    signup(client, username="ada")
+    copied = thief_of(app, client, names=("session",))
+    assert signed_in(copied)
+    old = app.secret_key
+    app.secret_key = app.config["SECRET_KEY"] = "a new key for this deployment"
+    app.config["SECRET_KEY_FALLBACKS"] = [old]
+    assert signed_in(copied)
+    app.config["SECRET_KEY_FALLBACKS"] = []
+    assert not signed_in(copied)
+
+
 def test_a_known_cookie_never_shares_nested_values_between_requests(app):
     """Two requests with the same cookie get equal sessions, and changing a list in one (in
     place, as a view may) leaves the other's, and the next request's, as the cookie says."""
