@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, g, redirect, render_template, request, session, url_for
+from flask import Flask, abort, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import RateLimitExceeded
 from flask_wtf.csrf import CSRFError
@@ -143,6 +143,7 @@ def create_app(overrides: dict | None = None) -> Flask:
             begin_only_for_writes(engine)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     login_manager.init_app(app)
+    _register_form_check(app)  # before Flask-WTF's check, which reads the form
     csrf.init_app(app)
     _register_csrf_reuse(app)
     limiter.init_app(app)
@@ -179,6 +180,17 @@ def create_app(overrides: dict | None = None) -> Flask:
     _register_links(app)
     _register_compression(app)
     return app
+
+
+def _register_form_check(app: Flask) -> None:
+    """A form part whose name cannot be read (a multipart header with a line break in it) gets
+    a 400 that says so, before anything reads the form: Flask-WTF's token check would stop on
+    the nameless field with an error (a 500)."""
+
+    @app.before_request
+    def refuse_nameless_form_fields() -> None:
+        if request.method in ("POST", "PUT", "PATCH", "DELETE") and None in request.form:
+            abort(400, description="The form has a field without a readable name.")
 
 
 def _register_csrf_reuse(app: Flask) -> None:
