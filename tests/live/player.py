@@ -22,8 +22,8 @@ CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')
 ROUND_PATH_RE = re.compile(r"^/play/round/(\d+)$")
 PROGRESS_RE = re.compile(r"Sentence (\d+) of (\d+)")
 POINTS_RE = re.compile(r'<span class="points-badge">(\d+)</span>')
-FLAGGED_RE = re.compile(r"You flagged sentence (\d+)\.")
-ALL_HUMAN_TEXT = "You said the whole text was human-written."
+# The answered round's guess (the flagged sentence's index; N: all human), as the page marks it.
+GUESS_RE = re.compile(r'<section class="result"[^>]* data-guess="(\d+)"')
 REDIRECTS = (301, 302, 303, 307, 308)
 
 
@@ -91,8 +91,8 @@ class RoundPage:
         progress = PROGRESS_RE.search(text)
         if answered:
             n = text.count('<li class="sentence ')
-            flagged = FLAGGED_RE.search(text)
-            guess = int(flagged.group(1)) - 1 if flagged else n if ALL_HUMAN_TEXT in text else None
+            marked = GUESS_RE.search(text)
+            guess = int(marked.group(1)) if marked else None
             points = POINTS_RE.search(text)
             return cls(response, int(found.group(1)), n, None, True, int(points.group(1)), guess)
         if progress is None:
