@@ -13,6 +13,7 @@ platform withholds (DATA_EXPIRED, CONSENT_REVOKED, blank) are empty.
 from __future__ import annotations
 
 import csv
+import io
 import re
 from pathlib import Path
 
@@ -79,7 +80,8 @@ def read(path: Path) -> dict[str, dict[str, str]]:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         raise DemographicsError(f"{path}: cannot read the file ({error})") from None
-    rows = csv.reader(text.splitlines())
+    # A quoted cell may hold a line break: the reader counts the file's lines itself.
+    rows = csv.reader(io.StringIO(text, newline=""))
     header = next(rows, None)
     if not header:
         raise DemographicsError(f"{path}: the file is empty")
@@ -99,7 +101,8 @@ def read(path: Path) -> dict[str, dict[str, str]]:
             "Nationality, Language, Student status, Employment status)"
         )
     found: dict[str, dict[str, str]] = {}
-    for line, row in enumerate(rows, start=2):
+    for row in rows:
+        line = rows.line_num
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):

@@ -89,6 +89,7 @@ def test_without_the_file_the_columns_are_empty_and_the_card_says_so(ctx, tmp_pa
         ("Participant id,Age\nP1,30\nP2\n", "line 3: 1 cells where the header has 2"),
         ("Participant id,Age\nP1,30\nP1,45\n", "line 3: worker P1 appears again"),
         ("", "the file is empty"),
+        ('Participant id,Sex\nP1,"Female\nsee notes"\nP2,Male\nP3,Male,extra\n', "line 5: 3 cells"),
     ],
 )
 def test_a_bad_file_is_named_with_its_line_and_nothing_is_written(
