@@ -308,7 +308,9 @@ def worker(spec: dict) -> None:
         result = play(command.get("rounds", 0), command.get("sets", 0))
         print(json.dumps(result), flush=True)
     for kind, profiler in profilers.items():
-        profiler.dump_stats(profile_files[kind])
+        profiler.create_stats()
+        if profiler.stats:  # none for a kind the turns never requested (home, with --rounds)
+            profiler.dump_stats(profile_files[kind])
     with flask_app.app_context():
         db.session.remove()
         db.engine.dispose()
