@@ -1,4 +1,9 @@
-"""Sign-up, login, logout and profiles."""
+"""Sign-up, login, logout and profiles.
+
+Form fields are read from `request.form` as given: the service each goes to (`service.sign_up`,
+`authenticate`, `change_password`, `lifecycle.delete_account`, `survey.parse_answers`) checks it
+and words the refusal, so a WTForms class would be a second copy of those rules.
+"""
 
 from __future__ import annotations
 

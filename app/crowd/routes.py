@@ -1,4 +1,9 @@
-"""Study pages for crowd workers: landing and consent, instructions, rounds, completion."""
+"""Study pages for crowd workers: landing and consent, instructions, rounds, completion.
+
+Form fields are read from `request.form` as given and checked where they are used
+(`parse_entry`, `admission`, `ratings.save_ratings`), whose rules depend on the study's own
+settings; a fixed WTForms class could not state them.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,10 @@
 Every action is a plain form post that answers with a redirect, so the game works without
 JavaScript. The round page's script sends the same posts with `X-Requested-With: fetch` and gets
 the updated round back as an HTML fragment instead (one request per sentence, no reload).
+
+Form fields are read from `request.form` as given: an answer is parsed and checked by
+`answers.parse_answer` alone (the page, the script and the tests share it), and these are the
+round's hot requests, where a WTForms class would add its cost to every post.
 """
 
 from __future__ import annotations

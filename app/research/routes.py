@@ -1,4 +1,8 @@
-"""The researchers' pages."""
+"""The researchers' pages.
+
+Form fields are read from `request.form` as given: the review and validation services check
+them and word the refusal (a WTForms class would be a second copy of those rules).
+"""
 
 from __future__ import annotations
 
