@@ -383,3 +383,33 @@ def test_the_challenger_sees_every_friend_and_the_set_summary_agrees(game):
         # A friend sees the challenger (by name) and themselves.
         theirs = challenge.compare(source, [challenge.own_run(friends[2], source)], friends[2])
         assert [c.name for c in theirs.columns] == ["ann", "You"]
+
+
+def test_a_run_starts_once_per_friend_and_ends_early_at_the_texts_it_answered(game):
+    with game.app_context():
+        challenger, friend = factories.player(), factories.player()
+        source = GameSet(player_id=challenger.id, kind="normal", size=3)
+        db.session.add(source)
+        db.session.commit()
+
+        def theirs():
+            return db.session.scalars(
+                select(GameSet).where(GameSet.challenge_of_id == source.id)
+            ).one()
+
+        run = sets.start_set(friend, CHALLENGE_SET, 3, theirs, challenge_of=source)
+        run_id, friend_id = run.id, friend.id
+        # A second start of the same run (a double click) gets the first one back.
+        again = sets.start_set(friend, CHALLENGE_SET, 3, theirs, challenge_of=source)
+        assert again.id == run_id
+        assert (
+            db.session.scalar(select(func.count(GameSet.id)).where(GameSet.kind == CHALLENGE_SET))
+            == 1
+        )
+        again.answered = 1
+        db.session.commit()
+        sets.finish_early(again)
+        db.session.remove()
+        ended = db.session.get(GameSet, run_id)
+        assert (ended.size, ended.answered, ended.finished) == (1, 1, True)
+        assert ended.player_id == friend_id and ended.day is None

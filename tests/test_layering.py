@@ -7,7 +7,24 @@
 - **no import cycle** between modules (a function-level import counts: it is a dependency too);
 - **no private names across modules**: `from x import _name`, or `x._name` on an imported module;
 - the game's constants (round and set kinds) live in app/models, so a package can name them
-  without the game's services, and the game's hooks module imports nothing from app/crowd.
+  without the game's services, and the game's hooks module imports nothing from app/crowd;
+- **SQL only in the round core**: the round core is the modules of `ROUND_CORE`: a round's
+  start and load (app/game/rounds.py), its reveals (reveals.py), its answer (answers.py) and its
+  set (sets.py). Every statement that changes a round's life is built there. No other module of
+  app/game (views included) may
+  (a) write textual SQL: call sqlalchemy's `text(...)` or `literal_column(...)`, or
+      `.exec_driver_sql(...)`;
+  (b) build a write on the round's own tables (`ROUND_TABLES`: Round, Reveal and GameSet, the
+      tables `rounds`, `reveals` and `game_sets`, named from app.models, or their `__table__`):
+      sqlalchemy's `insert(...)`, `update(...)` or `delete(...)` of any dialect on one of them,
+      or `.insert()`, `.update()`, `.delete()` called on something that names one
+      (`Round.__table__.update()`, `db.session.query(Round).delete()`);
+  (c) make a new Round, Reveal or GameSet object (the ORM's insert).
+  Reading those tables with the ORM (`select(Round)...`) is free, and so is writing other
+  tables: a text's fitted level (app/game/levels.py updates `examples`) or an explanation's vote
+  row belong to their features. A change to a loaded object's attribute is an ORM write that
+  the source does not show by type, so the check does not see it. Each breach is listed as
+  "sql outside the round core: module:line what"; this contract has no exception list.
 
 Imports under `if TYPE_CHECKING:` are left out (they never run). Where the tree still breaks a
 contract, the import is listed in tests/layering.toml; the list can only shrink: an entry that
@@ -46,6 +63,12 @@ SERVICE_PACKAGES = (
     "app.accounts",
     "app.research",
 )
+# The round core: the only modules of app/game that write textual SQL or change the round's
+# own tables (see the module's docstring).
+ROUND_CORE = ("app.game.rounds", "app.game.reveals", "app.game.answers", "app.game.sets")
+# The round's own tables, as app.models names their classes.
+ROUND_TABLES = ("Round", "Reveal", "GameSet")
+WRITES = ("insert", "update", "delete")
 # Views that are not named as views are (blueprints without a routes module, the app factory).
 VIEWS = {"app", "app.cli", "app.health", "app.pages"}
 
@@ -230,6 +253,84 @@ def private_uses(private: list[Import]) -> set[str]:
     return {f"{imp.source} -> {imp.target}.{imp.name}" for imp in private}
 
 
+def sql_outside_core(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """'module:line what' for each use of SQL against the round core's contract (see the
+    module's docstring) in a module of app/game outside `ROUND_CORE`."""
+    found = []
+    for module, (source, _) in sorted(sources.items()):
+        if not (module == "app.game" or module.startswith("app.game.")) or module in ROUND_CORE:
+            continue
+        tree = _parse(source)
+        names = _sql_names(tree)
+        for node in _runtime_nodes(tree):
+            what = _sql_use(node, names) if isinstance(node, ast.Call) else None
+            if what:
+                found.append(f"{module}:{node.lineno} {what}")
+    return found
+
+
+@dataclass
+class _SqlNames:
+    """What a module's names stand for, as far as the SQL contract goes."""
+
+    sql: dict[str, str]  # a local name -> the sqlalchemy name it binds (`text`, `update`...)
+    sql_modules: set[str]  # local names bound from sqlalchemy (`sa`, `postgresql`, `func`...)
+    tables: set[str]  # local names bound to a round table (`Round`, `table = Round.__table__`)
+
+
+def _sql_names(tree: ast.Module) -> _SqlNames:
+    names = _SqlNames({}, set(), set())
+    for node in _runtime_nodes(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "sqlalchemy":
+                    names.sql_modules.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            package = node.module.split(".")
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if package[0] == "sqlalchemy":
+                    names.sql[local] = alias.name
+                    names.sql_modules.add(local)
+                elif package[:2] == ["app", "models"] and alias.name in ROUND_TABLES:
+                    names.tables.add(local)
+    for node in _runtime_nodes(tree):  # `table = Round.__table__`, `R = Round`
+        value = node.value if isinstance(node, ast.Assign) else None
+        if isinstance(value, ast.Attribute) and value.attr == "__table__":
+            value = value.value
+        if isinstance(value, ast.Name) and value.id in names.tables:
+            names.tables.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def _sql_use(call: ast.Call, names: _SqlNames) -> str | None:
+    """The SQL against the contract a call is ('textual SQL text()'...), or None."""
+    func = call.func
+    method = func.attr if isinstance(func, ast.Attribute) else None
+    if isinstance(func, ast.Name):
+        sql_name = names.sql.get(func.id)
+    elif isinstance(func, ast.Attribute) and _names_in(func.value) & names.sql_modules:
+        sql_name = func.attr  # `sa.text`, `postgresql.insert`
+    else:
+        sql_name = None
+    if sql_name in ("text", "literal_column") or method == "exec_driver_sql":
+        return f"textual SQL {ast.unparse(func)}()"
+    on_a_table = any(_names_in(arg) & names.tables for arg in (*call.args, *call.keywords))
+    if (sql_name in WRITES and on_a_table) or (
+        isinstance(func, ast.Attribute)
+        and method in WRITES
+        and _names_in(func.value) & names.tables
+    ):
+        return f"a write on a round table: {ast.unparse(call)}"
+    if isinstance(func, ast.Name) and func.id in names.tables:
+        return f"a new {func.id}"
+    return None
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
 def exceptions() -> dict[str, set[str]]:
     data = tomllib.loads(EXCEPTIONS.read_text(encoding="utf-8"))
     return {key: set(data.get(key, [])) for key in ("layers", "cycles", "private")}
@@ -252,6 +353,7 @@ def check(
     uses = private_uses(private)
     problems += [f"private name: {use}" for use in sorted(uses - allowed["private"])]
     problems += [f"stale private exception: {use}" for use in sorted(allowed["private"] - uses)]
+    problems += [f"sql outside the round core: {use}" for use in sql_outside_core(sources)]
     return problems
 
 
@@ -372,3 +474,47 @@ def test_an_exception_whose_import_is_gone_fails():
         "stale cycles exception: app.game.extra -> app.extensions",
         "stale private exception: app.game.extra -> app.extensions._gone",
     ]
+
+
+_SA = "from sqlalchemy import insert, literal_column, select, text, update\n"
+_MODELS = "from app.extensions import db\nfrom app.models import Example, GameSet, Reveal, Round\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('db.session.execute(text("SELECT 1"))\n', "app.game.extra:4 textual SQL text()"),
+        ('Q = select(literal_column("1"))\n', "app.game.extra:4 textual SQL literal_column()"),
+        ('db.session.connection().exec_driver_sql("DELETE FROM rounds")\n', "exec_driver_sql()"),
+        (
+            "db.session.execute(update(Round).values(upvotes=Round.upvotes + 1))\n",
+            "app.game.extra:4 a write on a round table: update(Round)",
+        ),
+        ("Q = insert(Reveal.__table__)\n", "a write on a round table: insert(Reveal.__table__)"),
+        ("T = GameSet.__table__\nQ = T.delete()\n", "app.game.extra:5 a write on a round table: "),
+        ("db.session.query(Round).delete()\n", "a write on a round table: db.session.query("),
+        ("db.session.add(GameSet(player_id=1, size=5))\n", "app.game.extra:4 a new GameSet"),
+    ],
+)
+def test_sql_outside_the_round_core_fails(body, expected):
+    problems = check(_with(app__game__extra=_SA + _MODELS + body))
+    assert [p for p in problems if p.startswith("sql outside the round core: ")], problems
+    assert [p for p in problems if expected in p], problems
+
+
+def test_sql_inside_the_round_core_is_the_core_s_own():
+    sources = project_sources()
+    source, is_package = sources["app.game.rounds"]
+    added = "\n" + _SA + _MODELS + 'db.session.execute(update(Round).values(guess=text("1")))\n'
+    sources["app.game.rounds"] = (source + added, is_package)
+    assert check(sources) == []
+
+
+def test_reading_the_round_s_tables_and_writing_others_outside_the_core_passes():
+    body = (
+        "Q = select(Round.id, GameSet.points).join(GameSet, GameSet.id == Round.set_id)\n"
+        "db.session.execute(update(Example).values(level=None))\n"
+        "draw = object()\ndraw.text((0, 0), 'Real or Fake Text')\n"
+        "seen = set()\nseen.update({1})\n"
+    )
+    assert check(_with(app__game__extra=_SA + _MODELS + body)) == []

@@ -11,7 +11,7 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from app.extensions import db
-from app.game import typing_signals
+from app.game import answers
 from app.game.typing_signals import MAX_TYPED_CHARS, MAX_TYPING_MS, Typing, parse
 from app.models import Round
 from tests import factories
@@ -134,5 +134,5 @@ def test_without_the_script_nothing_is_stored(app):
     client.post(f"/play/round/{round_id}/answer", data=data)
     assert _stored(app, round_id) == (3, None, None, None)
     with app.app_context():
-        typing_signals.store(round_id, Typing())  # nothing reported: nothing written
+        answers.record_typing(round_id, Typing())  # nothing reported: nothing written
         assert db.session.get(Round, round_id).typed_chars is None

@@ -3,6 +3,10 @@
 Every function owns its transaction. Points come from the stored boundary and the sentences the
 server revealed, never from the client. The answer is counted on its text (the annotation count)
 and in its set's running figures in the same transaction.
+
+Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, reveals.py,
+answers.py and sets.py), the only modules of app/game that write textual SQL or change the
+round's own tables (rounds, reveals, game_sets); the other modules call the core for that.
 """
 
 from __future__ import annotations
@@ -439,3 +443,16 @@ def _count_in_set(set_id: int, result: Verdict | None) -> tuple | None:
         },
     ).one_or_none()
     return tuple(figures) if figures is not None else None
+
+
+def record_typing(round_id: int, typing: Typing) -> None:
+    """Keep how an answered round's explanation was entered (app/game/typing_signals.py) with
+    the round, only when the script reported any, and commit."""
+    if not typing.reported:
+        return
+    db.session.execute(
+        update(Round)
+        .where(Round.id == round_id, Round.guess.is_not(None))
+        .values(explanation_pasted=typing.pasted, typing_ms=typing.ms, typed_chars=typing.chars)
+    )
+    db.session.commit()

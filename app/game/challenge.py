@@ -25,11 +25,10 @@ from flask import current_app
 from sqlalchemy import exists, func, select
 
 from app.errors import BadRequest, Conflict, NotFound
-from app.extensions import add_or_theirs, db
+from app.extensions import db
 from app.game import rounds, sets
 from app.leaderboard import integrity
 from app.models import Example, ExamplePassage, GameSet, PassageRead, Player, Round
-from app.models.base import utcnow
 from app.models.sets import CHALLENGE_SET, NORMAL_SET
 
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{16,32}")
@@ -202,10 +201,9 @@ def start(player: Player, token: str) -> Round:
                 "You have already played every text of this challenge, so there is nothing "
                 "new to compare."
             )
-        run = GameSet(
-            player_id=player.id, kind=CHALLENGE_SET, size=playable, challenge_of_id=source.id
+        run = sets.start_set(
+            player, CHALLENGE_SET, playable, lambda: own_run(player, source), challenge_of=source
         )
-        run = add_or_theirs(run, lambda: own_run(player, source))
     if run.finished:
         raise AlreadyPlayed(run)
     return next_round(player, run)
@@ -233,9 +231,7 @@ def next_round(player: Player, run: GameSet) -> Round:
             return current
         raise Conflict("Could not start the next text right now; please try again.")
     # Every text is played (some elsewhere, after the run began): the run ends here.
-    run.size = run.answered
-    run.finished_at = run.finished_at or utcnow()
-    db.session.commit()
+    sets.finish_early(run)
     raise sets.SetFinished(run)
 
 

@@ -24,8 +24,8 @@ from sqlalchemy.exc import IntegrityError
 
 from app.catalog.pools import DAILY
 from app.errors import Conflict, NotFound
-from app.extensions import add_or_theirs, db
-from app.game import rounds, tally
+from app.extensions import db
+from app.game import rounds, sets, tally
 from app.models import DailyChallenge, Example, ExamplePassage, GameSet, Player, Round, System
 from app.models.rounds import NORMAL_ROUND
 from app.models.sets import DAILY_SET
@@ -468,9 +468,9 @@ def start(player: Player) -> Round:
         current = rounds.open_round(player)
         if current is not None:
             raise FinishCurrentFirst(current)
-        game_set = GameSet(player_id=player.id, kind=DAILY_SET, size=len(found.example_ids))
-        game_set.day = day
-        game_set = add_or_theirs(game_set, lambda: own_set(player, day))
+        game_set = sets.start_set(
+            player, DAILY_SET, len(found.example_ids), lambda: own_set(player, day), day=day
+        )
     if game_set.finished:
         raise AlreadyPlayed(game_set)
     return next_round(player, game_set)

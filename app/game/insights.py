@@ -14,12 +14,10 @@ from sqlalchemy import (
     Integer,
     bindparam,
     func,
-    literal_column,
+    literal,
     null,
     select,
-    text,
     union_all,
-    update,
 )
 from sqlalchemy.exc import IntegrityError
 
@@ -323,9 +321,9 @@ def _explanation_of(row) -> Explanation:
 # `spread` and `explanations_for` in one statement: the best explanations (part 0, in their
 # order), then the other answers' counts by guess (part 1, in `guess` and `upvotes`).
 _best = _BEST_EXPLANATIONS.subquery()
-_TEACHING = union_all(
+_PARTS = union_all(
     select(
-        literal_column("0", Integer).label("part"),
+        literal(0, Integer).label("part"),
         _best.c.id,
         _best.c.explanation,
         _best.c.reasons,
@@ -335,7 +333,7 @@ _TEACHING = union_all(
         _best.c.voted,
     ),
     _OTHER_GUESSES.with_only_columns(
-        literal_column("1", Integer).label("part"),
+        literal(1, Integer).label("part"),
         null().label("id"),
         null().label("explanation"),
         null().label("reasons"),
@@ -344,7 +342,11 @@ _TEACHING = union_all(
         null().label("points"),
         null().label("voted"),
     ),
-).order_by(text("part"), text("upvotes DESC"), text("points DESC"), text("id"))
+)
+_IN_PARTS = _PARTS.selected_columns
+_TEACHING = _PARTS.order_by(
+    _IN_PARTS.part, _IN_PARTS.upvotes.desc(), _IN_PARTS.points.desc(), _IN_PARTS.id
+)
 
 
 def teaching(
@@ -391,7 +393,7 @@ def vote(voter: Player, round_id: int) -> Round:
     except IntegrityError:
         db.session.rollback()
         raise Conflict("You have already up-voted this explanation.") from None
-    db.session.execute(update(Round).where(Round.id == target.id).values(upvotes=Round.upvotes + 1))
+    rounds.add_upvote(target.id)
     db.session.commit()
     db.session.refresh(target)
     return target

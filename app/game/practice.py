@@ -17,8 +17,8 @@ from datetime import date
 from sqlalchemy import func, select
 
 from app.errors import Conflict, NotFound
-from app.extensions import add_or_theirs, db
-from app.game import daily, rounds
+from app.extensions import db
+from app.game import daily, rounds, sets
 from app.game.scoring import verdict
 from app.models import DailyChallenge, Example, GameSet, Player, Round
 from app.models.rounds import PRACTICE_ROUND
@@ -126,9 +126,9 @@ def start(player: Player, day: date) -> GameSet:
         current = rounds.open_round(player)
         if current is not None:
             raise daily.FinishCurrentFirst(current)
-        game_set = GameSet(player_id=player.id, kind=PRACTICE_SET, size=len(found.example_ids))
-        game_set.day = day
-        game_set = add_or_theirs(game_set, lambda: own_set(player, day))
+        game_set = sets.start_set(
+            player, PRACTICE_SET, len(found.example_ids), lambda: own_set(player, day), day=day
+        )
         if game_set is None:
             raise PlayedOnTheDay(day)
     return game_set

@@ -5,6 +5,10 @@ A round as they read and show it is a `RevealView` (defined here: a round starte
 statement comes back as one).
 Every function owns its transaction. The state that decides points (what was revealed, the guess)
 lives on the server; the client only sends intents.
+
+Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, reveals.py,
+answers.py and sets.py), the only modules of app/game that write textual SQL or change the
+round's own tables (rounds, reveals, game_sets); the other modules call the core for that.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from sqlalchemy import (
     literal,
     select,
     true,
+    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
@@ -699,3 +704,9 @@ def _commit_keeping_round(player: Player, current: Round) -> None:
     # The set was loaded with the round, or given with a new one.
     game_set = current.game_set if current.set_id is not None else None
     commit_keeping(player, current, example, example.category, example.system, game_set)
+
+
+def add_upvote(round_id: int) -> None:
+    """Count one up-vote more on the round's explanation (no commit; app/game/insights.py
+    checks the vote and keeps who cast it)."""
+    db.session.execute(update(Round).where(Round.id == round_id).values(upvotes=Round.upvotes + 1))

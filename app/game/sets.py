@@ -1,13 +1,19 @@
 """Sets: play comes in runs of a few texts with a running score and a summary at the end.
 
 A player has at most one unfinished normal set; choosing a category continues it (its next text
-comes from the chosen category). The daily challenge is a set too (`app/game/daily.py`). The
+comes from the chosen category). The daily challenge, a past day's practice and a friend's
+challenge are sets too (app/game/daily.py, practice.py, challenge.py), started by `start_set`. The
 rounds service adds each answer to its set's figures in the answer's transaction and finishes a
 full set.
+
+Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, reveals.py,
+answers.py and sets.py), the only modules of app/game that write textual SQL or change the
+round's own tables (rounds, reveals, game_sets); the other modules call the core for that.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
@@ -16,10 +22,11 @@ from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.errors import NotFound
-from app.extensions import commit_keeping, db
+from app.extensions import add_or_theirs, commit_keeping, db
 from app.game import reveals, rounds, tally
 from app.game.scoring import verdict
 from app.models import Category, Example, GameSet, Player, Round
+from app.models.base import utcnow
 from app.models.sets import NORMAL_SET
 
 _OPEN_NORMAL_SET = select(GameSet).where(
@@ -55,6 +62,35 @@ def _normal_set(player: Player, looked_up: bool = False, level: str | None = Non
             continue
         return new
     raise rounds.Conflict("Could not start a set right now; please try again.")
+
+
+def start_set(
+    player: Player,
+    kind: str,
+    size: int,
+    theirs: Callable[[], GameSet | None],
+    day: date | None = None,
+    challenge_of: GameSet | None = None,
+) -> GameSet | None:
+    """A new set of `kind` with `size` texts for the player, committed: a daily or practice set
+    plays `day`'s challenge, a friend's challenge run the texts of `challenge_of`. When another
+    request of the player made the same set at the same moment, theirs, as `theirs()` finds it."""
+    new = GameSet(
+        player_id=player.id,
+        kind=kind,
+        size=size,
+        day=day,
+        challenge_of_id=challenge_of.id if challenge_of is not None else None,
+    )
+    return add_or_theirs(new, theirs)
+
+
+def finish_early(game_set: GameSet) -> None:
+    """End the set at the texts answered so far (its other texts were all played elsewhere),
+    and commit."""
+    game_set.size = game_set.answered
+    game_set.finished_at = game_set.finished_at or utcnow()
+    db.session.commit()
 
 
 def play(

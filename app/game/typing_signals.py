@@ -14,11 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import update
-
-from app.extensions import db
-from app.models import Round
-
 # Six hours: longer than any round stays open; more is clamped to it.
 MAX_TYPING_MS = 6 * 60 * 60 * 1000
 # Ten times the longest explanation: typing, deleting and typing again counts every keystroke.
@@ -76,15 +71,3 @@ def parse(form: Mapping[str, object], explanation: str) -> Typing:
         ms=_whole(form.get("typing_ms"), MAX_TYPING_MS),
         chars=_whole(form.get("typing_chars"), MAX_TYPED_CHARS),
     )
-
-
-def store(round_id: int, typing: Typing) -> None:
-    """Keep the signals with the answered round (only when the script reported any)."""
-    if not typing.reported:
-        return
-    db.session.execute(
-        update(Round)
-        .where(Round.id == round_id, Round.guess.is_not(None))
-        .values(explanation_pasted=typing.pasted, typing_ms=typing.ms, typed_chars=typing.chars)
-    )
-    db.session.commit()

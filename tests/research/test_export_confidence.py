@@ -84,8 +84,8 @@ def test_typing_signals_round_trip_and_stay_empty_when_not_reported(sure, tmp_pa
     app, stored = sure
     first, second, *_ = sorted(stored)
     with app.app_context():
-        typing_signals.store(first, typing_signals.Typing(True, 4200, 17))
-        typing_signals.store(second, typing_signals.Typing(False, None, 0))
+        answers.record_typing(first, typing_signals.Typing(True, 4200, 17))
+        answers.record_typing(second, typing_signals.Typing(False, None, 0))
         exports.export(exports.ExportOptions(out=tmp_path / fmt, format=fmt))
     frame = _read(tmp_path / fmt, fmt).set_index("round_id")
 
