@@ -361,49 +361,9 @@ def parse_settings(data: dict, source: str = "study") -> StudyConfig:
     max_rounds = data.get("max_rounds")
     if max_rounds is not None:
         max_rounds = _number(data, "max_rounds", source, None, int, low=rounds, high=1000)
-    codes = data.get("completion_codes", {})
-    if not isinstance(codes, dict):
-        raise StudyConfigError(source, "completion_codes", "must be a table of outcome = code")
-    for outcome, code in codes.items():
-        if outcome not in OUTCOMES:
-            raise StudyConfigError(
-                source, f"completion_codes.{outcome}", f"outcome must be one of {OUTCOMES}"
-            )
-        if not isinstance(code, str) or not CODE_RE.fullmatch(code):
-            raise StudyConfigError(
-                source, f"completion_codes.{outcome}", "must be 4–64 letters, digits, - or _"
-            )
-    completion_url = data.get("completion_url")
-    if completion_url is None and platform == "prolific":
-        completion_url = PROLIFIC_COMPLETE
-    if completion_url is not None:
-        if not isinstance(completion_url, str) or not completion_url.startswith("https://"):
-            raise StudyConfigError(source, "completion_url", "must be an https:// address")
-        named = set(re.findall(r"\{([^{}]*)\}", completion_url))
-        if unknown := sorted(named - set(COMPLETION_PLACEHOLDERS)):
-            raise StudyConfigError(
-                source,
-                "completion_url",
-                f"unknown placeholder {{{unknown[0]}}}: use {{code}} and / or {{pid}}",
-            )
-        if not named:
-            raise StudyConfigError(
-                source, "completion_url", "must contain {code} or {pid} (or both)"
-            )
-    screening = data.get("screening")
-    if screening is not None:
-        if not isinstance(screening, dict):
-            raise StudyConfigError(source, "screening", "must be a table")
-        _known(screening, SCREENING_KEYS, source, "screening")
-        options = _strings(screening, "options", f"{source}: screening")
-        accept = _strings(screening, "accept", f"{source}: screening")
-        if len(options) < 2 or not set(accept) <= set(options) or not accept:
-            raise StudyConfigError(
-                source, "screening", "needs at least two options and accepted ones among them"
-            )
-        screening = Screening(
-            _text(screening, "question", f"{source}: screening", required=True), options, accept
-        )
+    codes = _completion_codes(data, source)
+    completion_url = _completion_url(data, source, platform)
+    screening = _screening(data, source)
     likert, likert_when = _likert(data, source)
     config = StudyConfig(
         slug=slug,
@@ -450,6 +410,61 @@ def parse_settings(data: dict, source: str = "study") -> StudyConfig:
             "is required for Prolific: copy the code Prolific shows for completed submissions",
         )
     return config
+
+
+def _completion_codes(data: dict, source: str) -> dict[str, str]:
+    codes = data.get("completion_codes", {})
+    if not isinstance(codes, dict):
+        raise StudyConfigError(source, "completion_codes", "must be a table of outcome = code")
+    for outcome, code in codes.items():
+        if outcome not in OUTCOMES:
+            raise StudyConfigError(
+                source, f"completion_codes.{outcome}", f"outcome must be one of {OUTCOMES}"
+            )
+        if not isinstance(code, str) or not CODE_RE.fullmatch(code):
+            raise StudyConfigError(
+                source, f"completion_codes.{outcome}", "must be 4–64 letters, digits, - or _"
+            )
+    return codes
+
+
+def _completion_url(data: dict, source: str, platform: str) -> str | None:
+    completion_url = data.get("completion_url")
+    if completion_url is None and platform == "prolific":
+        completion_url = PROLIFIC_COMPLETE
+    if completion_url is not None:
+        if not isinstance(completion_url, str) or not completion_url.startswith("https://"):
+            raise StudyConfigError(source, "completion_url", "must be an https:// address")
+        named = set(re.findall(r"\{([^{}]*)\}", completion_url))
+        if unknown := sorted(named - set(COMPLETION_PLACEHOLDERS)):
+            raise StudyConfigError(
+                source,
+                "completion_url",
+                f"unknown placeholder {{{unknown[0]}}}: use {{code}} and / or {{pid}}",
+            )
+        if not named:
+            raise StudyConfigError(
+                source, "completion_url", "must contain {code} or {pid} (or both)"
+            )
+    return completion_url
+
+
+def _screening(data: dict, source: str) -> Screening | None:
+    screening = data.get("screening")
+    if screening is None:
+        return None
+    if not isinstance(screening, dict):
+        raise StudyConfigError(source, "screening", "must be a table")
+    _known(screening, SCREENING_KEYS, source, "screening")
+    options = _strings(screening, "options", f"{source}: screening")
+    accept = _strings(screening, "accept", f"{source}: screening")
+    if len(options) < 2 or not set(accept) <= set(options) or not accept:
+        raise StudyConfigError(
+            source, "screening", "needs at least two options and accepted ones among them"
+        )
+    return Screening(
+        _text(screening, "question", f"{source}: screening", required=True), options, accept
+    )
 
 
 # -- the platforms' rules -------------------------------------------------------------------
