@@ -162,6 +162,7 @@ def create_app(overrides: dict | None = None) -> Flask:
     from app.research.routes import bp as research_bp
 
     blueprints = (pages_bp, game_bp, accounts_bp, leaderboard_bp, research_bp, crowd_bp, health_bp)
+    _load_commands()  # first: register_blueprint copies each blueprint's commands onto app.cli
     for blueprint in blueprints:
         app.register_blueprint(blueprint)
     from app.crowd import hooks as crowd_hooks
@@ -180,6 +181,20 @@ def create_app(overrides: dict | None = None) -> Flask:
     _register_links(app)
     _register_compression(app)
     return app
+
+
+def _load_commands() -> None:
+    """Import each package's command-line modules; each adds its commands to its blueprint's
+    `cli` when imported (once, whatever the number of apps). The blueprints have `cli_group=None`,
+    so their commands sit at the top of `flask` (`flask study`, `flask export`...); the crowd's
+    `*_cli` modules add theirs to the one `study` group of app/crowd/cli.py."""
+    from app.accounts import cli as accounts_cli  # noqa: F401
+    from app.crowd import cli as crowd_cli  # noqa: F401
+    from app.crowd import fraud_cli, plan_cli, prolific_cli  # noqa: F401
+    from app.game import cli as game_cli  # noqa: F401
+    from app.leaderboard import cli as leaderboard_cli  # noqa: F401
+    from app.research import cli as research_cli  # noqa: F401
+    from app.research import validation_cli  # noqa: F401
 
 
 def _register_form_check(app: Flask) -> None:

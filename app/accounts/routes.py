@@ -33,7 +33,7 @@ from app.game import daily, insights, progression, reason_accuracy
 from app.leaderboard import standings
 from app.models import Player
 
-bp = Blueprint("accounts", __name__)
+bp = Blueprint("accounts", __name__, cli_group=None)  # its commands: app/accounts/cli.py
 
 login_manager.login_view = "accounts.login"
 login_manager.login_message = "Please log in to see that page."

@@ -5,32 +5,28 @@ from __future__ import annotations
 import json
 
 import click
-from flask import Flask
 
 from app.crowd import fraud, lookup
+from app.crowd.cli import study_group
 from app.errors import ServiceError
 
 
-def register_flags_command(app: Flask) -> None:
-    """Add `flags` to the `flask study` group (registered by app/crowd/cli.py)."""
-    group = app.cli.commands["study"]
-
-    @group.command("flags")
-    @click.argument("slug")
-    @click.option("--json", "as_json", is_flag=True, help="Print the flags as JSON.")
-    def flags(slug: str, as_json: bool) -> None:
-        """Show the workers of study SLUG who share a browser with another participant id, whose
-        explanations copy another worker's, who pasted into the explanation box or typed it
-        faster than a person types, or who answer faster than the text can be read, with
-        the rounds and texts behind each flag. Flags are for a person to look into; they never
-        reject anyone (see docs/running-a-study.md, "Fraud signals")."""
-        try:
-            study = lookup.get_study(slug)
-        except ServiceError as missing:
-            raise click.ClickException(f"no study called {slug!r}") from missing
-        flagged = fraud.study_flags(study)
-        if as_json:
-            click.echo(json.dumps([w.to_json() for w in flagged], indent=2))
-            return
-        for line in fraud.flag_lines(flagged):
-            click.echo(line)
+@study_group.command("flags")
+@click.argument("slug")
+@click.option("--json", "as_json", is_flag=True, help="Print the flags as JSON.")
+def flags(slug: str, as_json: bool) -> None:
+    """Show the workers of study SLUG who share a browser with another participant id, whose
+    explanations copy another worker's, who pasted into the explanation box or typed it
+    faster than a person types, or who answer faster than the text can be read, with
+    the rounds and texts behind each flag. Flags are for a person to look into; they never
+    reject anyone (see docs/running-a-study.md, "Fraud signals")."""
+    try:
+        study = lookup.get_study(slug)
+    except ServiceError as missing:
+        raise click.ClickException(f"no study called {slug!r}") from missing
+    flagged = fraud.study_flags(study)
+    if as_json:
+        click.echo(json.dumps([w.to_json() for w in flagged], indent=2))
+        return
+    for line in fraud.flag_lines(flagged):
+        click.echo(line)

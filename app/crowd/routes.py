@@ -24,7 +24,7 @@ from app.extensions import db, limiter
 from app.game.rounds import MAX_ID
 from app.models import Participant, Round, Study
 
-bp = Blueprint("crowd", __name__, url_prefix="/study")
+bp = Blueprint("crowd", __name__, url_prefix="/study", cli_group=None)  # commands: *cli.py
 
 
 _warned_about: set[str] = set()  # PUBLIC_URL values this process has warned about

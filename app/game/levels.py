@@ -1,10 +1,10 @@
 """Difficulty levels: easy, medium and hard sets, from how players did on each text.
 
-`refresh()` (the `flask difficulty refresh` command) fits the item-response model of
-roftcore/difficulty.py on every counted answer (a replay or an uncounted round says nothing about
-a text) and stores each text's estimated difficulty; the texts of normal play with at least
-LEVEL_MIN_ANSWERS answers get a level, the thirds of them by difficulty. Pages only read the
-stored levels.
+`refresh()` (the `flask difficulty refresh` command, app/game/cli.py) fits the item-response
+model of roftcore/difficulty.py on every counted answer (a replay or an uncounted round says
+nothing about a text) and stores each text's estimated difficulty; the texts of normal play with
+at least LEVEL_MIN_ANSWERS answers get a level, the thirds of them by difficulty. Pages only read
+the stored levels.
 
 A player chooses a level like a category: the next texts of their set come from that level (and
 the chosen category) among the texts they may still read, with the passage rules of normal play.
@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import click
 from flask import current_app
-from flask.cli import AppGroup
 from sqlalchemy import bindparam, func, select, update
 
 from app.errors import BadRequest
@@ -168,31 +166,4 @@ def offer(player: Player | None, category_slug: str) -> Offer:
         [Choice(lv, LABELS[lv], rated.get(lv, 0), left.get(lv, 0)) for lv in LEVELS],
         size,
         current_app.config["LEVEL_MIN_ANSWERS"],
-    )
-
-
-# --- The operator's command ------------------------------------------------------------------
-
-difficulty_cli = AppGroup("difficulty", help="Difficulty levels of texts (easy, medium, hard).")
-
-
-@difficulty_cli.command("refresh")
-@click.option(
-    "--min-answers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Counted answers a text needs for a level (default: LEVEL_MIN_ANSWERS, 10).",
-)
-def refresh_command(min_answers: int | None) -> None:
-    """Estimate each text's difficulty from counted answers and store easy/medium/hard."""
-    done = refresh(min_answers)
-    click.echo(
-        f"Fitted {done.texts} text(s) on {done.answers} counted answer(s)"
-        + ("" if done.converged else " (the fit did not converge; run it again later)")
-        + "."
-    )
-    click.echo(
-        f"Rated (at least {done.min_answers} answers): "
-        + ", ".join(f"{count} {level}" for level, count in done.levels.items())
-        + "."
     )

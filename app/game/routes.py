@@ -56,7 +56,7 @@ from app.leaderboard import standings
 from app.models import Round
 from app.models.sets import PRACTICE_SET
 
-bp = Blueprint("game", __name__)
+bp = Blueprint("game", __name__, cli_group=None)  # its commands: app/game/cli.py
 # What a round earned (0 when it does not count): the one figure every page shows for a round.
 bp.add_app_template_filter(tally.earned, "earned")
 

@@ -10,7 +10,7 @@ from app.game.rounds import categories_with_examples, category_by_slug
 from app.leaderboard import skill, standings
 from app.models.base import utcnow
 
-bp = Blueprint("leaderboard", __name__)
+bp = Blueprint("leaderboard", __name__, cli_group=None)  # commands: app/leaderboard/cli.py
 
 PERIOD_NAMES = {"week": "This week", "month": "This month", "all": "All time"}
 MEASURE_NAMES = {"skill": "Skill", "points": "Most played"}

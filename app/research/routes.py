@@ -27,7 +27,7 @@ from app.game import insights
 from app.leaderboard import integrity
 from app.research import overview
 
-bp = Blueprint("research", __name__, url_prefix="/research")
+bp = Blueprint("research", __name__, url_prefix="/research", cli_group=None)  # commands: *cli.py
 
 
 @bp.before_request

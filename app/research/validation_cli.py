@@ -7,12 +7,12 @@ import csv
 from pathlib import Path
 
 import click
-from flask import Flask
 from flask.cli import AppGroup
 
 from app.accounts import service as accounts
 from app.errors import ServiceError
 from app.research import validation
+from app.research.routes import bp
 from roftcore.spreadsheet import neutralise_row
 
 group = AppGroup(
@@ -21,6 +21,7 @@ group = AppGroup(
     "study's slug, or 'site'), label it blind, report the coder's agreement and corrected "
     "reason shares.",
 )
+bp.cli.add_command(group)
 
 
 def _researcher(username: str):
@@ -101,7 +102,3 @@ def export_command(scope: str, out: Path) -> None:
         # analysis's read_labels restores it).
         writer.writerows(neutralise_row(row) for row in seen.values())
     click.echo(f"{len(seen)} labelled comments written to {out}.")
-
-
-def register_validation_cli(app: Flask) -> None:
-    app.cli.add_command(group)
