@@ -108,29 +108,6 @@ def render_landing(study, entry, params: dict, error: str | None = None):
     return page, 400 if error else 200
 
 
-@bp.before_app_request
-def _no_reveal_after_time():
-    """A worker out of time, or marked returned, reveals no more sentences: the game's reveal
-    is refused here, as their answer would be (verdicts.record_answer)."""
-    if request.endpoint != "game.reveal" or request.method != "POST":
-        return None
-    if not current_user.is_authenticated or getattr(current_user, "kind", None) != "crowd":
-        return None
-    participant = db.session.scalar(
-        select(Participant).where(Participant.player_id == current_user.id)
-    )
-    if participant is None:
-        return None
-    admission.check_time(participant)
-    if participant.status not in lookup.LEFT:
-        return None
-    study = participant.study
-    page = render_template(
-        "crowd/left.html", study=study, config=lookup.config_of(study), participant=participant
-    )
-    return page, 409
-
-
 @bp.get("/current")
 def current():
     """Back to the study this browser joined."""

@@ -52,3 +52,8 @@ answer_form = Hook("answer_form")
 # (round) when a study's round (participant_id set) is drawn, as its `Round`: each handler
 # returns a dict to add to the page's context (a "template" key replaces the page's template).
 round_page = Hook("round_page")
+
+# (player) before a sentence is revealed to them: a handler may refuse the reveal by returning
+# the page to show instead, as its context with a "template" key (sent with status 409); None
+# lets the reveal go on.
+reveal_asked = Hook("reveal_asked")

@@ -244,6 +244,9 @@ def _run_steps(after: list) -> None:
 @preloads(reveals.preload_reveal, "round_id")
 @player_required
 def reveal(round_id: int):
+    for refused in hooks.reveal_asked.send(current_user):
+        if refused is not None:
+            return render_template(refused.pop("template"), **refused), 409
     try:
         seen = int(request.form.get("seen", ""))
     except ValueError:

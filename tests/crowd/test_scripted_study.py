@@ -178,6 +178,7 @@ def run_study(app, runner, clock, tmp_path) -> dict:
     clock.advance(31 * 60)
     refused = slow.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "2"})
     assert refused.status_code == 409
+    assert "The time for this study (30 minutes) has run out" in refused.text  # not a bare refusal
     late = slow.post(
         f"/play/round/{round_id}/answer",
         data={"csrf_token": token, "seen": "2", "choice": "machine", "explanation": "late"},
