@@ -20,7 +20,8 @@ from app.crowd.prolific import send_to_prolific
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.study_file import load_study_file
 from app.errors import ServiceError
-from app.research.exports import ExportError, ExportOptions, export, pseudonym, pseudonym_key
+from app.research.exports import ExportError, ExportOptions, export
+from app.research.pseudonyms import pseudonym, pseudonym_key
 
 
 def study_named(slug: str):
