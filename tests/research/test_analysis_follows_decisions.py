@@ -14,7 +14,7 @@ import pytest
 from analysis import cleaning
 from analysis.__main__ import main
 from analysis.load import load
-from app.crowd import review, verify
+from app.crowd import review, verify, verify_runs, verify_submissions
 from app.extensions import db
 from app.models import Participant
 from app.research import export_options, exports, pseudonyms
@@ -54,12 +54,12 @@ def export(ctx, tmp_path):
             play_slot(study, participant, pass_check=plan != "fail", flag_at=None)
         pace(participant, 25)  # a careful pace: the speed filter keeps everyone
     listed = [
-        verify.Submission(worker, code, status, {"Submission id": f"s-{worker}"})
+        verify_submissions.Submission(worker, code, status, {"Submission id": f"s-{worker}"})
         for worker, (_, status, code) in WORKERS.items()
         if status
     ]
-    verify.apply_decisions(study, verify.decide(study, listed))
-    review.decide(study, "w-review-ok", verify.APPROVE)
+    verify_runs.apply_decisions(study, verify.decide(study, listed))
+    review.decide(study, "w-review-ok", verify_submissions.APPROVE)
     exports.export(export_options.ExportOptions(out=tmp_path / "dump", format="csv"))
     key = pseudonyms.pseudonym_key()
     names = {
