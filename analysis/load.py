@@ -117,9 +117,10 @@ ROUNDS_BASENAMES = ("rounds.parquet", "rounds.csv")
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
 
-# A worker's decision has one spelling in the analysis: the export's (app/crowd/verify.py writes
-# approve, reject, review, returned, pending). A preregistered plan may name the first two in the
-# past tense (app/crowd/preregistration.DECISIONS): both go through `canonical_decision`.
+# A worker's decision has one spelling in the analysis: the export's (approve, reject, review,
+# returned, pending: app/crowd/verify_submissions.py). A preregistered plan may name the first
+# two in the past tense (app/crowd/preregistration.DECISIONS): both go through
+# `canonical_decision`.
 DECISION_ALIASES = {"approved": "approve", "rejected": "reject"}
 
 

@@ -8,7 +8,7 @@ Builds a fresh database with the migrations (`flask db upgrade`) and fills it wi
 --players named players plus --guests guests, and --rounds answered rounds (heavy-tailed rounds per
 player, a skill per player, about 20% exact guesses, one every 30 s up to BENCH_NOW). The
 statistics and the boards (`board_totals`, `board_counts`) are then filled from the rounds with
-INSERT ... SELECT ... GROUP BY, as migration 0006 fills them: what `standings.record_answer` would
+INSERT ... SELECT ... GROUP BY, as migration 0006 fills them: what `recording.record_answer` would
 have kept. Filling is not timed. The site's clock is set to BENCH_NOW (2026-11-20), so "this week"
 and "this month" are the boards of that day.
 
@@ -60,7 +60,7 @@ from flask_migrate import upgrade  # noqa: E402
 from app import create_app  # noqa: E402
 from app.extensions import db  # noqa: E402
 from app.game.scoring import MAX_POINTS, Verdict  # noqa: E402
-from app.leaderboard import skill, standings  # noqa: E402
+from app.leaderboard import recording, skill, standings  # noqa: E402
 from app.leaderboard.standings import TOP_N, Standing  # noqa: E402
 from app.models import Category, Example, Player, Round  # noqa: E402
 
@@ -711,7 +711,7 @@ def write_and_floor_ms(args: argparse.Namespace, rng: np.random.Generator) -> li
         range(args.warmup + args.repeat), desc="record_answer", leave=False, disable=None
     ):
         answer = partial(
-            standings.record_answer,
+            recording.record_answer,
             int(rng.choice(ids)),
             int(rng.choice(categories)),
             verdict,
@@ -764,11 +764,11 @@ def fold_ms(args: argparse.Namespace, rng: np.random.Generator) -> Row:
     ids = db.session.scalars(select(Player.id).where(Player.username.is_not(None))).all()
     categories = db.session.scalars(select(Category.id)).all()
     verdicts = [Verdict(points=p, distance=0, message="") for p in range(6)]
-    standings.fold()  # the pending deltas of --pending-deltas
+    recording.fold()  # the pending deltas of --pending-deltas
     folded: list[float] = []
     for _ in tqdm(range(args.folds), desc="fold", leave=False, disable=None):
         for _ in range(args.fold_answers):
-            standings.record_answer(
+            recording.record_answer(
                 int(rng.choice(ids)),
                 int(rng.choice(categories)),
                 verdicts[int(rng.integers(6))],
@@ -879,7 +879,8 @@ def run(args: argparse.Namespace, folder: Path) -> None:
     data = synthesize(args.rounds, args.players, args.guests, args.examples, args.seed)
     built = time.perf_counter() - started
 
-    standings.utcnow = lambda: BENCH_NOW  # the boards of BENCH_NOW's week and month
+    # The boards of BENCH_NOW's week and month, read and written.
+    standings.utcnow = recording.utcnow = lambda: BENCH_NOW
     app = create_app(bench_config(url, "NullCache"))
     with app.app_context():
         upgrade(directory=str(ROOT / "migrations"), revision="head")

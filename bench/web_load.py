@@ -663,7 +663,7 @@ def seed_tree(spec: dict) -> None:
             )
         ).all()
 
-        # The rounds, with the statistics and boards `standings.record_answer` would keep.
+        # The rounds, with the statistics and boards `recording.record_answer` would keep.
         now = datetime.now(UTC)
         rounds: list[dict] = []
         stats: defaultdict[tuple, list[int]] = defaultdict(lambda: [0] * 6)

@@ -27,7 +27,7 @@ from sqlalchemy import event, select, text, update
 from app.extensions import db
 from app.game import answers, reveals, rounds
 from app.game.scoring import Verdict
-from app.leaderboard import fairness, standings
+from app.leaderboard import fairness, recording
 from app.models import BoardTotal, Example, Player, PlayerTotal, Round
 from app.models.base import utcnow
 from tests import factories
@@ -98,9 +98,9 @@ def test_an_answer_sharing_counts_goes_through_while_an_unlisting_answer_is_open
         # A year ago (all-time boards only): both 3 points in "stories"; Bob 4 more in "poems",
         # so that their all-time overall rows (3 and 7) share no count.
         last_year = utcnow() - timedelta(days=400)
-        standings.record_answer(ada.id, ids["stories"], Verdict(3, 1, ""), when=last_year)
-        standings.record_answer(bob.id, ids["stories"], Verdict(3, 1, ""), when=last_year)
-        standings.record_answer(bob.id, poems, Verdict(4, 1, ""), when=last_year)
+        recording.record_answer(ada.id, ids["stories"], Verdict(3, 1, ""), when=last_year)
+        recording.record_answer(bob.id, ids["stories"], Verdict(3, 1, ""), when=last_year)
+        recording.record_answer(bob.id, poems, Verdict(4, 1, ""), when=last_year)
         # One more fast round makes Ada's record implausible (more than half of them fast).
         db.session.execute(
             update(PlayerTotal)
@@ -234,7 +234,7 @@ def test_answer_aborted_as_a_deadlock_victim_is_retried_and_stored_once(client, 
         _postgres_only()
         example = factories.example(boundary=2, category_slug="news")
         rival = factories.player("rival")
-        standings.record_answer(rival.id, example.category_id, Verdict(5, 0, ""))
+        recording.record_answer(rival.id, example.category_id, Verdict(5, 0, ""))
         db.session.commit()
         example_id, category_id = example.id, example.category_id
     round_id = start(client)
@@ -302,7 +302,7 @@ def test_many_concurrent_answers_sign_ups_and_folds_keep_the_counts_exact(app):
                 for slug in CATEGORIES:
                     # Few values per category (shared counts), sums spread over more values.
                     points = values.randint(2, 4)
-                    standings.record_answer(
+                    recording.record_answer(
                         player.id,
                         examples[slug].category_id,
                         Verdict(points, 1, ""),
@@ -363,7 +363,7 @@ def test_many_concurrent_answers_sign_ups_and_folds_keep_the_counts_exact(app):
     def fold(barrier: threading.Barrier) -> None:
         with app.app_context():
             barrier.wait(WAIT)
-            folded.append(standings.fold())
+            folded.append(recording.fold())
             db.session.remove()
 
     with app.app_context():

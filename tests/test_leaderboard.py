@@ -14,7 +14,7 @@ from app.accounts import service as accounts
 from app.extensions import cache, db
 from app.game import answers, reveals, rounds
 from app.game.scoring import Verdict
-from app.leaderboard import skill, standings
+from app.leaderboard import recording, skill, standings
 from app.models import BoardCount, BoardCountDelta, BoardTotal, Category, Player
 from app.models.standings import OVERALL_SCOPE
 from tests import factories
@@ -47,7 +47,7 @@ def add_total(
 ) -> None:
     """Totals for one round through `record_answer`, with no round behind them (no commit)."""
     category = category or factories.category()
-    standings.record_answer(
+    recording.record_answer(
         player.id, category.id, Verdict(points, 0, ""), excess, when=when, detection=detection
     )
 
@@ -83,7 +83,7 @@ def stored_counts() -> dict[tuple[str, int, str, int], int]:
 def folded_counts() -> dict[tuple[str, int, str, int], int]:
     """Fold the deltas (committing), then `board_counts` as it is, rows at 0 included."""
     db.session.commit()
-    assert standings.fold() is not None
+    assert recording.fold() is not None
     assert db.session.scalar(select(func.count()).select_from(BoardCountDelta)) == 0
     return {
         (c.period, c.scope, c.measure, c.value): c.players
@@ -518,7 +518,7 @@ def test_an_answers_writes_are_one_statement_that_psycopg_keeps_parsed():
     from psycopg import _queries
     from sqlalchemy.dialects import postgresql
 
-    compiled = standings._answer_statement().compile(dialect=postgresql.dialect())
+    compiled = recording._answer_statement().compile(dialect=postgresql.dialect())
     assert "unnest" in str(compiled)
     assert len(str(compiled).encode()) <= _queries.MAX_CACHED_STATEMENT_LENGTH
     assert len(compiled.params) <= _queries.MAX_CACHED_STATEMENT_PARAMS

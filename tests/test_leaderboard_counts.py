@@ -18,7 +18,7 @@ from sqlalchemy import delete, event, func, select, text
 
 from app.extensions import db
 from app.game.scoring import Verdict
-from app.leaderboard import skill, standings
+from app.leaderboard import recording, skill, standings
 from app.models import (
     BoardCount,
     BoardCountDelta,
@@ -111,7 +111,7 @@ def _run(sequence: list[tuple], fold_every: int) -> None:
                     off.append(implausible and player.restored_at is None)
                     return off[-1]
 
-                standings.record_answer(
+                recording.record_answer(
                     player.id,
                     categories[category],
                     Verdict(points, int(points == 5), ""),
@@ -123,9 +123,9 @@ def _run(sequence: list[tuple], fold_every: int) -> None:
                     # As app/leaderboard/integrity.py does: the rows have left the boards.
                     player.unlisted_at, player.unlisted_reason = now, "implausible"
                 db.session.commit()
-                standings.fold_if_due()
+                recording.fold_if_due()
         elif kind == "fold":
-            assert standings.fold() is not None
+            assert recording.fold() is not None
         else:
             slot = args[0]
             if slots[slot] is None:
@@ -167,10 +167,10 @@ def test_a_key_whose_count_is_emptied_by_deltas_is_not_the_next_value_above(ctx)
     news = factories.category("news")
     ada, bob, cyd = (factories.player(name) for name in ("ada", "bob", "cyd"))
     for player, points in ((ada, 3), (bob, 4), (cyd, 5)):
-        standings.record_answer(player.id, news.id, Verdict(points, 0, ""))
+        recording.record_answer(player.id, news.id, Verdict(points, 0, ""))
     db.session.commit()
     assert folded_counts()["all", 0, POINTS, 4] == 1
-    standings.record_answer(bob.id, news.id, Verdict(5, 0, ""))  # bob: 4 -> 9
+    recording.record_answer(bob.id, news.id, Verdict(5, 0, ""))  # bob: 4 -> 9
     db.session.commit()
     mine = standings.standing_of(ada, **{"measure": POINTS})
     assert (mine.rank, mine.gap) == (3, 2)
@@ -184,18 +184,18 @@ def test_answers_fold_when_their_deltas_take_an_id_that_is_a_multiple(ctx):
     ada = factories.player("ada")
     pending = []
     for points in (1, 2, 3, 4):
-        standings.record_answer(ada.id, news.id, Verdict(points, 0, ""))
+        recording.record_answer(ada.id, news.id, Verdict(points, 0, ""))
         db.session.commit()
-        standings.fold_if_due()
+        recording.fold_if_due()
         pending.append(db.session.scalar(select(func.count()).select_from(BoardCountDelta)))
     # The first answer appends 6 deltas (points on the overall and category boards of three
     # periods), each later one 12 (6 values left, 6 entered): ids 1-6 fold at 5, 7-18 at 10 and
     # 15, 19-30 at 20, 25 and 30, 31-42 at 35 and 40.
     assert pending == [0, 0, 0, 0]
     ctx.config["BOARD_FOLD_EVERY"] = 1000
-    standings.record_answer(ada.id, news.id, Verdict(5, 0, ""))
+    recording.record_answer(ada.id, news.id, Verdict(5, 0, ""))
     db.session.commit()
-    standings.fold_if_due()
+    recording.fold_if_due()
     assert db.session.scalar(select(func.count()).select_from(BoardCountDelta)) == 12
     _check_every_standing()
 
@@ -208,7 +208,7 @@ def test_an_answer_moves_its_counts_in_one_insert_and_touches_no_count_row(ctx):
     news = factories.category("news")
     ada = factories.player("ada")
     for _ in range(skill.MIN_ROUNDS):
-        standings.record_answer(ada.id, news.id, Verdict(2, 0, ""), detection=(1, 2, 0, 0))
+        recording.record_answer(ada.id, news.id, Verdict(2, 0, ""), detection=(1, 2, 0, 0))
     db.session.commit()
     before = db.session.scalar(select(func.max(BoardCountDelta.id)))
     statements: list[str] = []
@@ -218,7 +218,7 @@ def test_an_answer_moves_its_counts_in_one_insert_and_touches_no_count_row(ctx):
 
     event.listen(db.engine, "before_cursor_execute", record)
     try:
-        standings.record_answer(ada.id, news.id, Verdict(5, 0, ""), detection=(1, 5, 0, 0))
+        recording.record_answer(ada.id, news.id, Verdict(5, 0, ""), detection=(1, 5, 0, 0))
     finally:
         event.remove(db.engine, "before_cursor_execute", record)
     # One statement appends the deltas (on PostgreSQL the same one that writes the rows), and
@@ -235,7 +235,7 @@ def test_an_answer_moves_its_counts_in_one_insert_and_touches_no_count_row(ctx):
 def test_the_fold_command(ctx):
     news = factories.category("news")
     ada = factories.player("ada")
-    standings.record_answer(ada.id, news.id, Verdict(3, 0, ""))
+    recording.record_answer(ada.id, news.id, Verdict(3, 0, ""))
     db.session.commit()
     runner = ctx.test_cli_runner()
     result = runner.invoke(args=["boards", "fold"])
@@ -250,7 +250,7 @@ def test_the_fold_command(ctx):
 def test_a_failed_fold_is_logged_and_leaves_the_deltas(ctx, caplog):
     news = factories.category("news")
     ada = factories.player("ada")
-    standings.record_answer(ada.id, news.id, Verdict(3, 0, ""))
+    recording.record_answer(ada.id, news.id, Verdict(3, 0, ""))
     db.session.commit()
 
     def refuse(conn, cursor, statement, parameters, context, executemany):
@@ -259,8 +259,8 @@ def test_a_failed_fold_is_logged_and_leaves_the_deltas(ctx, caplog):
 
     event.listen(db.engine, "before_cursor_execute", refuse)
     try:
-        db.session.info[standings._FOLD_DUE] = True
-        standings.fold_if_due()  # does not raise
+        db.session.info[recording._FOLD_DUE] = True
+        recording.fold_if_due()  # does not raise
     finally:
         event.remove(db.engine, "before_cursor_execute", refuse)
     assert "folding the leaderboard counts failed" in caplog.text
@@ -283,11 +283,11 @@ def test_migration_0017_keeps_the_counts_both_ways(make_app, tmp_path, backend):
         players = [factories.player(name) for name in ("ada", "bob", "cyd", None)]
         for index, player in enumerate(players):
             for category in (news, stories, news):
-                standings.record_answer(player.id, category.id, Verdict(index % 3 + 1, 0, ""))
+                recording.record_answer(player.id, category.id, Verdict(index % 3 + 1, 0, ""))
         db.session.commit()
-        assert standings.fold() is not None
+        assert recording.fold() is not None
         # Pending: Bob moves (emptying his old values), Cyd leaves, the guest joins.
-        standings.record_answer(players[1].id, news.id, Verdict(5, 0, ""))
+        recording.record_answer(players[1].id, news.id, Verdict(5, 0, ""))
         db.session.delete(players[2])
         players[3].username = "dee"
         db.session.commit()
@@ -337,11 +337,11 @@ def test_a_second_fold_takes_nothing_and_answers_go_on_while_one_folds(app):
         news = factories.category("news").id
         players = [factories.player(f"p{index}").id for index in range(6)]
         for index, player_id in enumerate(players):
-            standings.record_answer(player_id, news, Verdict(index % 3, 0, ""))
+            recording.record_answer(player_id, news, Verdict(index % 3, 0, ""))
         db.session.commit()
-        assert standings.fold() is not None
+        assert recording.fold() is not None
         for index, player_id in enumerate(players):
-            standings.record_answer(player_id, news, Verdict(index % 2 + 1, 0, ""))
+            recording.record_answer(player_id, news, Verdict(index % 2 + 1, 0, ""))
         db.session.commit()
         before = _pending()
 
@@ -363,13 +363,13 @@ def test_a_second_fold_takes_nothing_and_answers_go_on_while_one_folds(app):
         with app.app_context():
             if name != "a":
                 assert a_took.wait(WAIT)
-            results[name] = standings.fold()
+            results[name] = recording.fold()
             db.session.remove()
 
     def answer() -> None:
         with app.app_context():
             assert a_took.wait(WAIT)
-            standings.record_answer(players[0], news, Verdict(5, 0, ""))
+            recording.record_answer(players[0], news, Verdict(5, 0, ""))
             db.session.commit()
             results["answered"] = True
             db.session.remove()
@@ -414,7 +414,7 @@ def test_folds_racing_answers_lose_and_double_no_delta(app):
     def folder() -> None:
         with app.app_context():
             while not stop.is_set():
-                folded.append(standings.fold())
+                folded.append(recording.fold())
             db.session.remove()
 
     def answerer(index: int) -> None:
@@ -422,14 +422,14 @@ def test_folds_racing_answers_lose_and_double_no_delta(app):
             try:
                 for turn in range(25):
                     player_id = players[(index + turn) % len(players)]
-                    standings.record_answer(
+                    recording.record_answer(
                         player_id,
                         categories[turn % len(categories)],
                         Verdict((index * turn) % 6, 0, ""),
                         detection=((1, 5, 0, 0), (0, 0, 1, 1), (1, 0, 0, 0))[turn % 3],
                     )
                     db.session.commit()
-                    standings.fold_if_due()
+                    recording.fold_if_due()
             except Exception as error:  # the test reports what failed
                 errors.append(repr(error)[:300])
                 db.session.rollback()

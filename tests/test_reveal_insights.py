@@ -13,7 +13,7 @@ from app.accounts import service as accounts
 from app.extensions import db
 from app.game import insights
 from app.models import Example, Player, Round
-from app.research import exports
+from app.research import export_options, exports
 from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import answer, others_answer, play_over_http
@@ -181,7 +181,7 @@ def test_a_hidden_explanation_is_never_shown_and_is_marked_in_exports(app, text,
         ).first()
         shown_id = shown.id
         insights.vote(db.session.get(Player, author), shown_id)
-        exports.export(exports.ExportOptions(out=tmp_path / "x"))
+        exports.export(export_options.ExportOptions(out=tmp_path / "x"))
     rounds = pd.read_csv(tmp_path / "x" / "rounds.csv").set_index("round_id")
     assert bool(rounds.loc[target_id, "explanation_hidden"]) is True
     assert rounds["explanation_hidden"].sum() == 1

@@ -17,7 +17,7 @@ from app.extensions import db
 from app.game import reasons as app_reasons
 from app.game import scoring as app_scoring
 from app.models import Example
-from app.research import exports
+from app.research import export_files, export_options, exports
 from roftcore import boundary, reasons, records
 from tests import factories
 from tests.research.helpers import consent, play
@@ -94,7 +94,7 @@ def test_provenance_and_label_are_validated():
             records.validate(record(**changes), 3)
 
 
-@pytest.mark.parametrize("fmt", exports.FORMATS)
+@pytest.mark.parametrize("fmt", export_options.FORMATS)
 def test_provenance_goes_through_import_into_the_database_and_every_export(
     app, runner, tmp_path, fmt
 ):
@@ -110,11 +110,11 @@ def test_provenance_goes_through_import_into_the_database_and_every_export(
         player = consent(factories.player())
         for _ in range(2):
             play(player, 5)
-        result = exports.export(exports.ExportOptions(out=tmp_path / "out", format=fmt))
+        result = exports.export(export_options.ExportOptions(out=tmp_path / "out", format=fmt))
     if fmt == "sqlite":
         import sqlite3
 
-        with sqlite3.connect(tmp_path / "out" / exports.SQLITE_NAME) as conn:
+        with sqlite3.connect(tmp_path / "out" / export_files.SQLITE_NAME) as conn:
             tables = {t: pd.read_sql(f"SELECT * FROM {t}", conn) for t in ("rounds", "examples")}
     else:
         read = pd.read_csv if fmt == "csv" else pd.read_parquet

@@ -10,7 +10,7 @@ from app.accounts import service, survey
 from app.errors import BadRequest
 from app.extensions import db
 from app.models import Player, PlayerSurvey
-from app.research import exports
+from app.research import export_options, exports, pseudonyms
 from tests import factories
 from tests.conftest import csrf_token
 from tests.research.helpers import consent, play
@@ -158,9 +158,9 @@ def test_export_carries_the_answers_and_minus_one_when_not_given(app, tmp_path):
         service.save_survey(partial, survey.parse_answers({"native_speaker": "1"}))
         for player in (answered, partial, silent):
             play(player, 3)
-        key = exports.pseudonym_key()
-        names = [exports.pseudonym(p.id, key) for p in (answered, partial, silent)]
-        exports.export(exports.ExportOptions(out=tmp_path / "out", format="csv"))
+        key = pseudonyms.pseudonym_key()
+        names = [pseudonyms.pseudonym(p.id, key) for p in (answered, partial, silent)]
+        exports.export(export_options.ExportOptions(out=tmp_path / "out", format="csv"))
     rounds = pd.read_csv(tmp_path / "out" / "rounds.csv").set_index("annotator")
     columns = [*survey.NAMES, "read_guide"]
     expected = [

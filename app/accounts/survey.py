@@ -1,7 +1,7 @@
 """The optional player survey: RoFT's five questions, and the validation of a submitted form.
 
 Every question may be left unanswered ("Prefer not to say"); an answer is stored as its number
-and exported as is, with -1 for a question not answered (see app/research/exports.py).
+and exported as is, with -1 for a question not answered (see app/research/export_schema.py).
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.routes import bp
 from app.crowd.study_file import load_study_file
 from app.errors import ServiceError
-from app.research.exports import ExportError, ExportOptions, export, pseudonym, pseudonym_key
+from app.research.exports import ExportError, ExportOptions, export
+from app.research.pseudonyms import pseudonym, pseudonym_key
 
 
 def study_named(slug: str):

@@ -25,8 +25,8 @@ OUTCOMES = ("exact_hit", "points", "distance")
 FACTORS = ("system", "category", "boundary")
 CONTRASTS = ("condition", "condition:order", *FACTORS)
 MODELS = ("mixed",)
-# The decisions `flask study verify` and `review` record (app/crowd/verify.py), and the past
-# tense a plan may use for the first two.
+# The decisions `flask study verify` and `review` record (app/crowd/verify_submissions.py), and
+# the past tense a plan may use for the first two.
 DECISIONS = ("approve", "reject", "review", "returned", "pending", "approved", "rejected")
 KEYS = (
     "hypotheses", "outcome", "contrast", "control", "model", "alpha", "exclude_decisions",

@@ -36,21 +36,11 @@ from sqlalchemy.exc import IntegrityError
 
 from app.crowd import links
 from app.crowd.admission import mark_left
+from app.crowd.ledger import FAILED, PAID, REQUESTED, REVIEW_PREFIX, SENT, money
 from app.crowd.lookup import FINISHED, config_of
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import latest_decisions
-from app.crowd.verify import (
-    APPROVE,
-    FAILED,
-    LEFT_STATUSES,
-    PAID,
-    REJECT,
-    REQUESTED,
-    REVIEW_PREFIX,
-    SENT,
-    Decision,
-    money,
-)
+from app.crowd.verify_submissions import APPROVE, LEFT_STATUSES, REJECT, Decision
 from app.errors import BadRequest, Conflict
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Study, StudyBonus

@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from app.crowd import fraud, schedule, verify
+from app.crowd import fraud, ledger, schedule, verify, verify_submissions
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of
 from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
@@ -45,7 +45,7 @@ def waiting(study: Study) -> list[Waiting]:
     found = []
     for w in worker_stats(study):
         row = current.get(w.participant_id)
-        if row is not None and row.decision == verify.REVIEW:
+        if row is not None and row.decision == verify_submissions.REVIEW:
             found.append(Waiting(w, list(row.reasons)))
     return found
 
@@ -58,7 +58,7 @@ def bonus_limit(config: StudyConfig) -> int:
     return round(max(config.reward, cap) * 100)
 
 
-REVIEW_PREFIX = verify.REVIEW_PREFIX  # the ledger reasons of bonuses given in review
+REVIEW_PREFIX = ledger.REVIEW_PREFIX  # the ledger reasons of bonuses given in review
 MAX_AMOUNT = 1_000_000  # beyond any bonus: a figure this large is not money
 
 
@@ -88,7 +88,7 @@ def _worker(study: Study, worker_id: str) -> WorkerStats:
 
 
 def _new_run(study: Study, now) -> int:
-    run = verify.next_run(study)
+    run = ledger.next_run(study)
     db.session.add(StudyRun(study_id=study.id, run=run, source="review", created_at=now))
     return run
 
@@ -98,10 +98,10 @@ def decide(
 ) -> int | None:
     """Record a person's approve or reject for one worker; returns the run, or None when that
     decision (with that message) is already the one in force."""
-    if decision not in (verify.APPROVE, verify.REJECT):
+    if decision not in (verify_submissions.APPROVE, verify_submissions.REJECT):
         raise BadRequest("a review decides approve or reject")
     message = " ".join(_plain(message, "message").split())
-    if decision == verify.REJECT:
+    if decision == verify_submissions.REJECT:
         if len(message) < verify.MIN_MESSAGE:
             raise BadRequest(
                 f"a rejection needs a message of at least {verify.MIN_MESSAGE} characters "
@@ -167,8 +167,8 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
     limit = bonus_limit(config)
     if minor > limit:
         raise BadRequest(
-            f"a bonus from review is at most {verify.money(limit)} {config.currency} (the "
-            f"study's reward or bonus cap, whichever is larger); {verify.money(minor)} is more"
+            f"a bonus from review is at most {ledger.money(limit)} {config.currency} (the "
+            f"study's reward or bonus cap, whichever is larger); {ledger.money(minor)} is more"
         )
     w = _worker(study, worker_id)
     key = f"{REVIEW_PREFIX}{reason}"[:120]
@@ -191,7 +191,7 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
             run=run,
             amount_minor=minor,
             reason=key,
-            state=verify.REQUESTED,
+            state=ledger.REQUESTED,
             issued_at=now,
         )
         db.session.add(row)
@@ -199,7 +199,7 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
     except IntegrityError:
         # A second request at the same moment: the database keeps one row per live key.
         db.session.rollback()
-        if key in verify.live_reasons(study, w.participant_id):
+        if key in ledger.live_reasons(study, w.participant_id):
             raise Conflict(
                 f"{worker_id} already has a bonus for {reason!r}: it is paid once"
             ) from None
@@ -217,7 +217,11 @@ def give_bonus(study: Study, worker_id: str, amount: float, reason: str) -> Stud
 # What the page's worker list can show: the worker's current decision (the newest of verify's
 # and a person's), "undecided" when there is none.
 SHOW = ("all", "review", "approved", "rejected", "undecided")
-_STATE = {verify.REVIEW: "review", verify.APPROVE: "approved", verify.REJECT: "rejected"}
+_STATE = {
+    verify_submissions.REVIEW: "review",
+    verify_submissions.APPROVE: "approved",
+    verify_submissions.REJECT: "rejected",
+}
 
 
 def state_of(decision: str | None) -> str:
@@ -323,9 +327,9 @@ def _bonuses(study: Study, participant_id: int) -> list[BonusView]:
     return [
         BonusView(
             b.run,
-            verify.money(b.amount_minor)
+            ledger.money(b.amount_minor)
             if b.amount_minor >= 0
-            else "-" + verify.money(-b.amount_minor),
+            else "-" + ledger.money(-b.amount_minor),
             b.reason,
             b.state,
         )

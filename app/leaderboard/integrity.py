@@ -30,7 +30,7 @@ from sqlalchemy import Select, bindparam, func, insert, or_, select
 
 from app.errors import NotFound
 from app.extensions import cache, db
-from app.leaderboard import fairness, standings
+from app.leaderboard import fairness, recording, standings
 from app.leaderboard import skill as skill_rule
 from app.models import Example, Player, PlayerTotal, TruthView
 from app.models.base import utcnow
@@ -216,11 +216,11 @@ def count(
     now: datetime,
 ) -> None:
     """Add a counted answer to the totals and boards, and review the player's record in the same
-    step (the boards' counts move once per transaction: see `standings.record_answer`)."""
+    step (the boards' counts move once per transaction: see `recording.record_answer`)."""
     judged = player.unlisted_at is not None or player.restored_at is not None
     reasons: list[str] = []
 
-    def review(stats: standings.PlayerStats) -> bool:
+    def review(stats: recording.PlayerStats) -> bool:
         if judged or stats.rounds < fairness.JUDGE_AFTER:
             return False
         reason = fairness.implausible(stats.rounds, stats.exact, stats.fast_rounds, site_rate())
@@ -228,7 +228,7 @@ def count(
             reasons.append(reason)
         return reason is not None
 
-    standings.record_answer(
+    recording.record_answer(
         player.id,
         example.category_id,
         verdict,

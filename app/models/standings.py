@@ -20,7 +20,7 @@ answers queued on each other (and two writers taking shared counts in different 
 deadlock). An insert into an append-only table takes no lock another writer waits on. The fold is
 the only writer of `BoardCount`, one at a time.
 
-`standings.record_answer` keeps all of them in step with each answer, and the events at the end
+`recording.record_answer` keeps all of them in step with each answer, and the events at the end
 of this module when a player joins or leaves the boards (sign-up, unlisting, restoring, deletion).
 """
 

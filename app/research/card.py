@@ -1,6 +1,6 @@
 """What lets others pick an export up: its dataset card and its Croissant metadata (pure).
 
-Both are made from the one schema table (`exports.schema`): a table added there gets its card
+Both are made from the one schema table (`export_schema.schema`): a table added there gets its card
 section, its `configs`/`dataset_info` entry and its Croissant record set without any change here.
 
 - `README.md` is a Hugging Face dataset card: a YAML header (licence, task categories, size
@@ -189,7 +189,7 @@ def card_header(doc: dict, counts: dict[str, int], fmt: str, license: str) -> li
 
 
 def field_tables(doc: dict, heading: str) -> list[str]:
-    """One Markdown table of fields per table of the schema (`exports.schema`), each under a
+    """One Markdown table of fields per table of the schema (`export_schema.schema`), each under a
     `heading` ("##", "###") with the table's name: the card and the data dictionary share it."""
     lines: list[str] = []
     for table, columns in doc["tables"].items():

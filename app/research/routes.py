@@ -21,7 +21,7 @@ from flask import (
 from flask_login import current_user, login_required
 
 from app import paging
-from app.crowd import fraud, links, lookup, reports, review, verify
+from app.crowd import fraud, ledger, links, lookup, reports, review, verify, verify_submissions
 from app.errors import ServiceError
 from app.game import insights
 from app.leaderboard import integrity
@@ -118,7 +118,7 @@ def _worker_page(found, worker_id: str, status: int = 200, error: str | None = N
             config=config,
             categories=review.CATEGORIES,
             min_message=verify.MIN_MESSAGE,
-            bonus_limit=verify.money(review.bonus_limit(config)),
+            bonus_limit=ledger.money(review.bonus_limit(config)),
             error=error,
             form=form,
             show=request.values.get("show", "review"),
@@ -156,7 +156,7 @@ def review_approve(slug: str, worker_id: str):
     found = lookup.get_study(slug)
 
     def act() -> str:
-        run = review.decide(found, worker_id, verify.APPROVE)
+        run = review.decide(found, worker_id, verify_submissions.APPROVE)
         if run is None:
             return f"{worker_id} was already approved; nothing new was recorded."
         return (
@@ -175,7 +175,7 @@ def review_reject(slug: str, worker_id: str):
         run = review.decide(
             found,
             worker_id,
-            verify.REJECT,
+            verify_submissions.REJECT,
             request.form.get("message", ""),
             request.form.get("category") or None,
         )
@@ -196,7 +196,7 @@ def review_bonus(slug: str, worker_id: str):
     def act() -> str:
         amount = review.parse_amount(request.form.get("amount", ""))
         row = review.give_bonus(found, worker_id, amount, request.form.get("reason", ""))
-        money = verify.money(row.amount_minor)
+        money = ledger.money(row.amount_minor)
         return (
             f"Bonus of {money} {lookup.config_of(found).currency} for {worker_id} recorded "
             f"(run {row.run}). It is owed in the ledger: the next `flask study verify --apply` "

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from app.crowd import admission, conditions, lookup, preregistration, reports, serving
 from app.extensions import db
 from app.models import Example, Participant, Round, Study, StudyPlan
-from app.research import exports
+from app.research import export_options, exports
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
@@ -123,7 +123,7 @@ def test_export_carries_conditions_and_the_frozen_plan(ctx, tmp_path):
     for participant in workers:
         for _ in range(2):
             play_slot(study, participant)
-    exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv", study="pilot"))
+    exports.export(export_options.ExportOptions(out=tmp_path / "dump", format="csv", study="pilot"))
     folder = tmp_path / "dump"
     rounds = pd.read_csv(folder / "rounds.csv")
     table = pd.read_csv(folder / "workers.csv")
@@ -150,7 +150,7 @@ def test_a_study_without_conditions_exports_empty_conditions_and_no_plan(ctx, tm
     participant = join(study)
     assert participant.condition is None
     play_slot(study, participant)
-    exports.export(exports.ExportOptions(out=tmp_path / "d", format="parquet"))
+    exports.export(export_options.ExportOptions(out=tmp_path / "d", format="parquet"))
     rounds = pd.read_parquet(tmp_path / "d" / "rounds.parquet")
     workers = pd.read_parquet(tmp_path / "d" / "workers.parquet")
     assert rounds["condition"].isna().all() and workers["condition"].isna().all()

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from app.crowd import hints, serving
 from app.extensions import db
 from app.models import Example, Round
-from app.research import exports
+from app.research import export_options, exports
 from tests.conftest import csrf_token
 from tests.crowd.helpers import answer, join, make_pool, make_study
 from tests.crowd.test_crowd_http import join_http
@@ -77,7 +77,7 @@ def test_hints_are_stored_shown_to_the_hint_condition_and_exported(app, ctx, run
             assert "detector_hints" not in context and "study_models" not in context
         answer(round_, round_.example.n_sentences)
 
-    exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
+    exports.export(export_options.ExportOptions(out=tmp_path / "dump", format="csv"))
     rounds = pd.read_csv(tmp_path / "dump" / "rounds.csv")
     by_condition = rounds.set_index("condition")["detector_hints"]
     assert pd.isna(by_condition["alone"])

@@ -12,7 +12,7 @@ import io
 import pytest
 from sqlalchemy import select
 
-from app.crowd import lookup, schedule, serving, verdicts, verify
+from app.crowd import lookup, schedule, serving, verdicts, verify, verify_submissions
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
 from app.models.rounds import CHECK_ROUND
@@ -86,16 +86,16 @@ def test_an_honest_early_guess_voids_the_check_and_a_spare_takes_its_place(study
     played = db.session.scalars(select(Round).where(Round.participant_id == worker.id)).all()
     spare = [r for r in played if r.example_id in study.pool["spare_checks"]]
     assert len(spare) == 1 and spare[0].kind == CHECK_ROUND
-    decision = verify.decide(study, [verify.Submission("w-honest")])[0]
-    assert decision.decision == verify.APPROVE, decision.reasons
+    decision = verify.decide(study, [verify_submissions.Submission("w-honest")])[0]
+    assert decision.decision == verify_submissions.APPROVE, decision.reasons
 
 
 def test_voiding_check_after_check_goes_to_review_never_through(study):
     worker = join(study, "w-voids", "s1")
     play(study, worker, early_on_checks=2)
     assert worker.checks_void == 2 and worker.checks_failed == 0
-    decision = verify.decide(study, [verify.Submission("w-voids")])[0]
-    assert decision.decision == verify.REVIEW
+    decision = verify.decide(study, [verify_submissions.Submission("w-voids")])[0]
+    assert decision.decision == verify_submissions.REVIEW
     assert "answered 2 attention checks before their instruction was shown" in "; ".join(
         decision.reasons
     )

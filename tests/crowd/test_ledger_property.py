@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import delete, func, select
 
-from app.crowd import lookup, review, verify
+from app.crowd import ledger, lookup, review, verify, verify_files, verify_runs, verify_submissions
 from app.crowd.prolific import send_to_prolific
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import worker_stats
@@ -99,7 +99,7 @@ class Researcher(RuleBasedStateMachine):
         self.review_given: dict[tuple[str, str], tuple[int, int]] = {}  # key -> (run, amount)
 
     def submissions(self):
-        return verify.from_prolific_api(self.fake.submissions.values())
+        return verify_submissions.from_prolific_api(self.fake.submissions.values())
 
     def owed(self) -> dict[str, int]:
         """The score bonus by the rule, and the screen-out payment of the screened-out."""
@@ -122,9 +122,9 @@ class Researcher(RuleBasedStateMachine):
     def write_bonus_csv(self) -> tuple[int | None, list[tuple[str, int]]]:
         """verify --apply, and the bonus.csv it writes, as the researcher would upload it."""
         decisions = verify.decide(self.study, self.submissions())
-        applied = verify.apply_decisions(self.study, decisions)
+        applied = verify_runs.apply_decisions(self.study, decisions)
         with tempfile.TemporaryDirectory() as out:
-            verify.write_files(Path(out), self.study, decisions, "st1", applied, None)
+            verify_files.write_files(Path(out), self.study, decisions, "st1", applied, None)
             text = (Path(out) / "bonus.csv").read_text()
         lines = []
         for line in text.splitlines():
@@ -151,7 +151,7 @@ class Researcher(RuleBasedStateMachine):
     def verify_and_send_through_the_api(self, failure):
         self.fake.fail_next = failure
         decisions = verify.decide(self.study, self.submissions())
-        verify.apply_decisions(self.study, decisions, via_api=True)
+        verify_runs.apply_decisions(self.study, decisions, via_api=True)
         try:
             send_to_prolific(self.client, self.study, "st1", decisions)
         except ProlificError:
@@ -170,19 +170,19 @@ class Researcher(RuleBasedStateMachine):
         # As the docs advise: --drop-bonuses only when that run's bonus.csv was never uploaded.
         drop = drop and latest not in self.uploaded_runs
         before = self.review_rows()
-        verify.undo_last_run(self.study, drop_bonuses=drop)
+        verify_runs.undo_last_run(self.study, drop_bonuses=drop)
         after = self.review_rows()
         if drop:
             self.files.pop(latest, None)  # that bonus.csv is thrown away
         for key, (run, _amount) in list(self.review_given.items()):
             row = before[key]
-            if run == latest and row.state == verify.REQUESTED:
+            if run == latest and row.state == ledger.REQUESTED:
                 # Undoing the review that gave it, before anything paid it: cancelled.
                 assert key not in after
                 del self.review_given[key]
-            elif row.state == verify.ISSUED and verify.file_run(row) == latest and drop:
+            elif row.state == ledger.ISSUED and ledger.file_run(row) == latest and drop:
                 # Taken out of a bonus.csv thrown away: owed again, for the next file or apply.
-                assert after[key].state == verify.REQUESTED
+                assert after[key].state == ledger.REQUESTED
             else:
                 assert after[key].state == row.state, key
 
@@ -211,7 +211,7 @@ class Researcher(RuleBasedStateMachine):
             assert (worker, reason) in self.review_given  # that reason is paid once
             return
         assert (worker, reason) not in self.review_given
-        assert row.state == verify.REQUESTED  # owed: the next bonus.csv or apply pays it
+        assert row.state == ledger.REQUESTED  # owed: the next bonus.csv or apply pays it
         self.review_given[(worker, reason)] = (row.run, 15)
 
     @precondition(lambda self: self.cap < len(CAPS) - 1)
@@ -258,11 +258,11 @@ class Researcher(RuleBasedStateMachine):
         paid = paid_per_worker(self.fake, self.uploads)
         decided = {d.worker_id: d.decision for d in verify.decide(self.study, self.submissions())}
         for worker in ("w-a", "w-b"):
-            assert decided[worker] == verify.APPROVE, (worker, decided)
+            assert decided[worker] == verify_submissions.APPROVE, (worker, decided)
             assert paid.get(worker, 0) == owed[worker], (worker, paid, owed)
         assert paid.get("w-lazy", 0) == 0  # rejected: no bonus
         # Screened out: asked to return, and paid the screen-out payment once.
-        assert decided["w-out"] == verify.RETURNED
+        assert decided["w-out"] == verify_submissions.RETURNED
         assert paid.get("w-out", 0) == owed["w-out"] == SCREEN_OUT_PAY
 
     def upload_a_bonus_csv_now(self, run):
@@ -353,4 +353,4 @@ def test_the_api_path_records_what_prolific_answered_and_never_pays_a_row_twice(
     assert again.exit_code == 0, again.output
     assert "0 bonus(es) paid" in again.output
     assert fake.paid == [("w-a", 0.2)]  # the sent row is never sent again
-    assert verify.given_bonuses(study) == {worker.id: 20}
+    assert ledger.given_bonuses(study) == {worker.id: 20}

@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from app.crowd import admission, fill, lookup, serving, slots, verdicts, verify
+from app.crowd import admission, fill, lookup, serving, slots, verdicts, verify, verify_submissions
 from app.crowd.reports import worker_stats
 from app.extensions import db
 from app.models import ExamplePassage, ParticipantStatus, Round, Study, StudySlot
@@ -113,8 +113,10 @@ def test_a_worker_the_pool_cannot_serve_is_not_admitted_and_gets_a_code(app, run
     assert "not admitted: the pool had no complete schedule" in stats["w-late"].trouble
     page = sign_in(app).get("/research/studies/pilot").get_data(as_text=True)
     assert "not admitted: the pool had no complete schedule" in page
-    decided = verify.decide(study, [verify.Submission("w-late", "C3OUT003", "AWAITING REVIEW")])
-    assert decided[0].decision == verify.REVIEW
+    decided = verify.decide(
+        study, [verify_submissions.Submission("w-late", "C3OUT003", "AWAITING REVIEW")]
+    )
+    assert decided[0].decision == verify_submissions.REVIEW
     assert any("the pool had no complete schedule" in r for r in decided[0].reasons)
 
 
@@ -146,8 +148,10 @@ def test_a_schedule_stored_short_finishes_the_worker_with_the_completed_code(run
     assert verdicts.completion_code(worker) == "C1DONE01"
     played = db.session.scalars(select(Round.id).where(Round.participant_id == worker.id))
     assert len(list(played)) == gap
-    decided = verify.decide(study, [verify.Submission("w-old", "C1DONE01", "AWAITING REVIEW")])
-    assert decided[0].decision == verify.APPROVE
+    decided = verify.decide(
+        study, [verify_submissions.Submission("w-old", "C1DONE01", "AWAITING REVIEW")]
+    )
+    assert decided[0].decision == verify_submissions.APPROVE
     assert any(f"the pool ran out at round {gap + 1}" in r for r in decided[0].reasons)
 
 
@@ -210,21 +214,21 @@ def test_every_kind_of_worker_ends_with_the_right_code_and_decision(runner, ctx,
     assert lazy.status == ParticipantStatus.failed_checks and lazy.rounds_done < 8
     assert late.status == ParticipantStatus.timed_out and verdicts.completion_code(late) is None
     rows = [
-        verify.Submission("careful", "C1DONE01", "AWAITING REVIEW"),
-        verify.Submission("lazy", "C2FAIL02", "AWAITING REVIEW"),
-        verify.Submission("returning", "C1DONE01", "AWAITING REVIEW"),
-        verify.Submission("late", "NOCODE", "AWAITING REVIEW"),
-        verify.Submission("out", "C3OUT003", "AWAITING REVIEW"),
-        verify.Submission("ghost", None, "RETURNED"),
+        verify_submissions.Submission("careful", "C1DONE01", "AWAITING REVIEW"),
+        verify_submissions.Submission("lazy", "C2FAIL02", "AWAITING REVIEW"),
+        verify_submissions.Submission("returning", "C1DONE01", "AWAITING REVIEW"),
+        verify_submissions.Submission("late", "NOCODE", "AWAITING REVIEW"),
+        verify_submissions.Submission("out", "C3OUT003", "AWAITING REVIEW"),
+        verify_submissions.Submission("ghost", None, "RETURNED"),
     ]
     decided = {d.worker_id: d for d in verify.decide(study, rows)}
     assert {w: d.decision for w, d in decided.items()} == {
-        "careful": verify.APPROVE,
-        "lazy": verify.REJECT,
-        "returning": verify.APPROVE,
-        "late": verify.REVIEW,
-        "out": verify.RETURNED,
-        "ghost": verify.RETURNED,
+        "careful": verify_submissions.APPROVE,
+        "lazy": verify_submissions.REJECT,
+        "returning": verify_submissions.APPROVE,
+        "late": verify_submissions.REVIEW,
+        "out": verify_submissions.RETURNED,
+        "ghost": verify_submissions.RETURNED,
     }
     assert any("ran out of time after 1 round" in r for r in decided["late"].reasons)
     assert decided["out"].bonus_minor == 30

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.crowd import lookup, schedule, serving, verdicts, verify
+from app.crowd import lookup, schedule, serving, verdicts, verify, verify_runs, verify_submissions
 from app.crowd.config import StudyConfigError
 from app.crowd.study_file import parse_study
 from app.models import ParticipantStatus
@@ -20,12 +20,16 @@ def test_a_returned_submission_of_a_worker_who_never_joined_is_returned(ctx):
     decided = verify.decide(
         study,
         [
-            verify.Submission("ghost-r", None, "RETURNED"),
-            verify.Submission("ghost-t", None, "TIMED-OUT"),
-            verify.Submission("ghost-a", "C1DONE01", "AWAITING REVIEW"),
+            verify_submissions.Submission("ghost-r", None, "RETURNED"),
+            verify_submissions.Submission("ghost-t", None, "TIMED-OUT"),
+            verify_submissions.Submission("ghost-a", "C1DONE01", "AWAITING REVIEW"),
         ],
     )
-    assert [d.decision for d in decided] == [verify.RETURNED, verify.RETURNED, verify.REVIEW]
+    assert [d.decision for d in decided] == [
+        verify_submissions.RETURNED,
+        verify_submissions.RETURNED,
+        verify_submissions.REVIEW,
+    ]
     assert "never joined on the site" in decided[0].reasons[0]
 
 
@@ -63,8 +67,10 @@ def test_a_missing_code_is_named_with_its_cause(ctx):
     worker = join(study, "w-mid", "s1")
     play_slot(study, worker)
     play_slot(study, worker)
-    (decision,) = verify.decide(study, [verify.Submission("w-mid", "NOCODE", "AWAITING REVIEW")])
-    assert decision.decision == verify.REVIEW
+    (decision,) = verify.decide(
+        study, [verify_submissions.Submission("w-mid", "NOCODE", "AWAITING REVIEW")]
+    )
+    assert decision.decision == verify_submissions.REVIEW
     assert (
         "no code entered (NOCODE): the site gives none before the last round: they stopped "
         "after 2 of 6 rounds"
@@ -84,17 +90,19 @@ def test_a_screened_out_worker_is_paid_the_screen_out_payment_once(ctx):
     out = join(study, "w-out", "s1", screening="No")
     assert out.status == ParticipantStatus.screened_out
     assert verdicts.completion_code(out) == "C3OUT003"
-    rows = [verify.Submission("w-out", "C3OUT003", "AWAITING REVIEW")]
+    rows = [verify_submissions.Submission("w-out", "C3OUT003", "AWAITING REVIEW")]
     (first,) = verify.decide(study, rows)
-    assert first.decision == verify.RETURNED and first.bonus_minor == 30
+    assert first.decision == verify_submissions.RETURNED and first.bonus_minor == 30
     assert "screened out by screening: ask them to return the submission" in first.reasons[0]
-    verify.apply_decisions(study, [first])
+    verify_runs.apply_decisions(study, [first])
     (again,) = verify.decide(study, rows)
-    assert again.decision == verify.RETURNED and again.bonus_minor == 0  # paid once
+    assert again.decision == verify_submissions.RETURNED and again.bonus_minor == 0  # paid once
     # Prolific's own screen-out (paid by Prolific): nothing more from the ledger.
     other = join(study, "w-out2", "s2", screening="No")
     assert other.status == ParticipantStatus.screened_out
-    (settled,) = verify.decide(study, [verify.Submission("w-out2", "C3OUT003", "SCREENED OUT")])
+    (settled,) = verify.decide(
+        study, [verify_submissions.Submission("w-out2", "C3OUT003", "SCREENED OUT")]
+    )
     assert settled.bonus_minor == 0
     assert lookup.config_of(study).screened_out_pay == 0.3
 

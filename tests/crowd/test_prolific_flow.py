@@ -12,7 +12,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from app.crowd import prolific, studies, verify
+from app.crowd import prolific, studies, verify, verify_runs, verify_submissions
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.errors import Conflict
 from app.extensions import db
@@ -252,9 +252,9 @@ def test_a_crash_between_set_up_and_pay_pays_that_set_up_once(
     fake = stand_in
     prolific_id = started(runner, study, fake)
     decisions = verify.decide(
-        study, verify.from_prolific_api(client_of(app).submissions(prolific_id))
+        study, verify_submissions.from_prolific_api(client_of(app).submissions(prolific_id))
     )
-    verify.apply_decisions(study, decisions, via_api=True)
+    verify_runs.apply_decisions(study, decisions, via_api=True)
 
     def dies(*args):
         raise KeyboardInterrupt  # the machine goes down right after the set-up was recorded
@@ -277,9 +277,9 @@ def test_a_crash_during_the_pay_call_is_left_to_the_operator(runner, study, stan
     fake = stand_in
     prolific_id = started(runner, study, fake)
     decisions = verify.decide(
-        study, verify.from_prolific_api(client_of(app).submissions(prolific_id))
+        study, verify_submissions.from_prolific_api(client_of(app).submissions(prolific_id))
     )
-    verify.apply_decisions(study, decisions, via_api=True)
+    verify_runs.apply_decisions(study, decisions, via_api=True)
 
     class Dies(ProlificClient):
         def pay_bulk_bonus(self, payment_id):
@@ -373,8 +373,8 @@ def test_two_runs_that_read_the_same_bonuses_pay_them_once(runner, study, stand_
     nothing."""
     fake = stand_in
     prolific_id = started(runner, study, fake)
-    submissions = verify.from_prolific_api(client_of(app).submissions(prolific_id))
-    verify.apply_decisions(study, verify.decide(study, submissions), via_api=True)
+    submissions = verify_submissions.from_prolific_api(client_of(app).submissions(prolific_id))
+    verify_runs.apply_decisions(study, verify.decide(study, submissions), via_api=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(prolific, "_pay", lambda *args: None)  # stop after the set-up
         prolific.pay_requested(client_of(app), study, prolific_id)

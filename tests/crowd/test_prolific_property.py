@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from sqlalchemy import delete, func, select
 
-from app.crowd import prolific, studies, verify
+from app.crowd import prolific, studies, verify, verify_runs, verify_submissions
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import worker_stats
 from app.extensions import db
@@ -88,9 +88,9 @@ class Researcher(RuleBasedStateMachine):
     def apply(self, failure):
         self._inject(failure)
         try:
-            submissions = verify.from_prolific_api(self.client.submissions("st1"))
+            submissions = verify_submissions.from_prolific_api(self.client.submissions("st1"))
             decisions = verify.decide(self.study, submissions)
-            verify.apply_decisions(self.study, decisions, via_api=True)
+            verify_runs.apply_decisions(self.study, decisions, via_api=True)
             prolific.send_to_prolific(self.client, self.study, "st1", decisions)
         except ProlificError:
             assert failure is not None
@@ -100,7 +100,7 @@ class Researcher(RuleBasedStateMachine):
     @rule(drop=st.booleans())
     def undo_verify(self, drop):
         try:
-            verify.undo_last_run(self.study, drop_bonuses=drop)
+            verify_runs.undo_last_run(self.study, drop_bonuses=drop)
         except Exception as error:  # nothing left to undo
             assert "no recorded verify run" in str(error)
 

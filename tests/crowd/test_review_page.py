@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.accounts import service as accounts
-from app.crowd import review, studies, verify
+from app.crowd import review, studies, verify, verify_files, verify_runs, verify_submissions
 from app.errors import Conflict
 from app.extensions import db
 from app.models import StudyBonus, StudyDecision
@@ -301,9 +301,9 @@ def test_an_mturk_review_bonus_goes_into_verifys_sendbonus_file(ctx, tmp_path):
     for _ in range(3):
         play_slot(study, worker, flag_at=None)
     review.give_bonus(study, "A1TURKER", 0.25, "clear, careful notes")
-    decisions = verify.decide(study, [verify.Submission("A1TURKER", None, "SUBMITTED")])
-    applied = verify.apply_decisions(study, decisions)
-    verify.write_files(tmp_path, study, decisions, "batch.csv", applied, None)
+    decisions = verify.decide(study, [verify_submissions.Submission("A1TURKER", None, "SUBMITTED")])
+    applied = verify_runs.apply_decisions(study, decisions)
+    verify_files.write_files(tmp_path, study, decisions, "batch.csv", applied, None)
     assert (tmp_path / "mturk-bonus.csv").read_text() == (
         'WorkerId,AssignmentId,BonusAmount,Reason\nA1TURKER,ASSIGN77,0.25,"clear, careful notes"\n'
     )

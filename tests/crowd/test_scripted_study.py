@@ -22,7 +22,7 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import select
 
-from app.crowd import admission, fraud, lookup, serving, slots, verdicts, verify
+from app.crowd import admission, fraud, ledger, lookup, serving, slots, verdicts, verify
 from app.crowd.reports import worker_stats
 from app.extensions import db
 from app.game import answers, reveals, rounds
@@ -312,7 +312,7 @@ def test_a_scripted_study_ends_fairly_and_pays_once(app, runner, clock, tmp_path
     _decisions, third = verify_run(runner, path, tmp_path / "three", "--apply")
     assert third == {}
     with app.app_context():
-        given = verify.given_bonuses(lookup.get_study("pilot"))
+        given = ledger.given_bonuses(lookup.get_study("pilot"))
         by_worker = {
             p.worker_id: given.get(p.id, 0) for p in db.session.scalars(select(Participant))
         }

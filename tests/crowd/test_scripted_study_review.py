@@ -36,7 +36,7 @@ from app.crowd import fraud, lookup, verdicts, verify
 from app.crowd.reports import worker_stats
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, StudyBonus
-from app.research import exports
+from app.research import export_options, exports, pseudonyms
 from tests.conftest import csrf_token
 from tests.crowd.test_scripted_study import clock, run_study  # noqa: F401 (a fixture)
 
@@ -221,10 +221,10 @@ def test_every_review_is_decided_on_the_page_and_the_files_and_analysis_follow(
 
     # The research export and the analysis leave out exactly the workers not approved.
     with app.app_context():
-        exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
-        key = exports.pseudonym_key()
+        exports.export(export_options.ExportOptions(out=tmp_path / "dump", format="csv"))
+        key = pseudonyms.pseudonym_key()
         names = {
-            exports.pseudonym(p.player_id, key): p.worker_id
+            pseudonyms.pseudonym(p.player_id, key): p.worker_id
             for p in db.session.scalars(select(Participant))
         }
     frame = load(tmp_path / "dump")

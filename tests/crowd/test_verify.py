@@ -16,7 +16,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from app.crowd import admission, lookup, serving, verdicts, verify
+from app.crowd import admission, ledger, lookup, serving, verdicts, verify, verify_submissions
 from app.errors import Conflict
 from app.extensions import db
 from app.models import ParticipantStatus, Round, StudyBonus, StudyDecision
@@ -178,7 +178,7 @@ def test_apply_stores_decisions_apart_and_a_second_run_agrees(study, runner, tmp
 
 
 def ledger_total(participant) -> int:
-    return verify.given_bonuses(participant.study).get(participant.id, 0)
+    return ledger.given_bonuses(participant.study).get(participant.id, 0)
 
 
 def test_undo_verify_reverts_the_latest_run_but_keeps_paid_bonuses(study, runner, tmp_path):
@@ -250,7 +250,7 @@ def test_extra_rounds_do_not_change_the_bonus_as_the_finish_page_says(runner, ct
     worker = join(made, "w-keen", "s1")
     for _ in range(6):
         play_slot(made, worker, flag_at=None)
-    before = verify.decide(made, [verify.Submission("w-keen")])[0].bonus_minor
+    before = verify.decide(made, [verify_submissions.Submission("w-keen")])[0].bonus_minor
     assert before == 20
     page = serving.extra_rounds_left(made, worker)
     assert page == 4
@@ -259,7 +259,7 @@ def test_extra_rounds_do_not_change_the_bonus_as_the_finish_page_says(runner, ct
         answer(round_, round_.example.boundary)  # right every time: would raise the bonus
     db.session.refresh(worker)
     assert worker.rounds_done == 10
-    after = verify.decide(made, [verify.Submission("w-keen")])[0]
+    after = verify.decide(made, [verify_submissions.Submission("w-keen")])[0]
     assert after.bonus_minor == before  # "does not change your code or payment"
 
 
@@ -336,14 +336,18 @@ def test_plain_id_lists_and_bad_input(runner, ctx, tmp_path):
 
 
 def test_statuses_are_read_in_any_spelling():
-    assert verify.normal_status("Awaiting review") == "AWAITING REVIEW"
-    assert verify.normal_status("TIMED_OUT") == verify.normal_status("timed out") == "TIMED-OUT"
-    assert verify.normal_status(" ") is None
-    kept, dropped = verify.one_per_worker(
+    assert verify_submissions.normal_status("Awaiting review") == "AWAITING REVIEW"
+    assert (
+        verify_submissions.normal_status("TIMED_OUT")
+        == verify_submissions.normal_status("timed out")
+        == "TIMED-OUT"
+    )
+    assert verify_submissions.normal_status(" ") is None
+    kept, dropped = verify_submissions.one_per_worker(
         [
-            verify.Submission("a", status="RETURNED"),
-            verify.Submission("a", status="AWAITING REVIEW"),
-            verify.Submission("b"),
+            verify_submissions.Submission("a", status="RETURNED"),
+            verify_submissions.Submission("a", status="AWAITING REVIEW"),
+            verify_submissions.Submission("b"),
         ]
     )
     assert dropped == 1 and [(s.worker_id, s.status) for s in kept] == [

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from app.extensions import db
 from app.game.scoring import Verdict
-from app.leaderboard import standings
+from app.leaderboard import recording, standings
 from app.models import Player
 from tests import factories
 
@@ -24,7 +24,7 @@ def test_skill_board_then_account_settings(app, live_server, page, browser, shot
         ):
             player = factories.player(name)
             for _ in range(12):
-                standings.record_answer(
+                recording.record_answer(
                     player.id, news, Verdict(4, 1, ""), excess, detection=detection
                 )
         db.session.commit()
@@ -36,7 +36,7 @@ def test_skill_board_then_account_settings(app, live_server, page, browser, shot
     with app.app_context():
         reader = db.session.query(Player).filter_by(username="keen_reader").one()
         for _ in range(10):
-            standings.record_answer(reader.id, news, Verdict(5, 0, ""), 1, detection=(1, 3, 0, 0))
+            recording.record_answer(reader.id, news, Verdict(5, 0, ""), 1, detection=(1, 3, 0, 0))
         db.session.commit()
         standings.invalidate("news")
 

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.accounts import service as accounts
-from app.crowd import studies, verify
+from app.crowd import studies, verify, verify_files, verify_runs, verify_submissions
 from app.crowd.study_file import parse_study
 from tests.crowd.helpers import join, play_slot
 from tests.e2e.conftest import audit
@@ -24,11 +24,15 @@ REJECTION = (
 )
 
 
-def submissions() -> list[verify.Submission]:
+def submissions() -> list[verify_submissions.Submission]:
     # Both finished on the site but entered codes the study never gave: verify asks a person.
     return [
-        verify.Submission("w-typo", "WRONG123", "AWAITING REVIEW", {"Submission id": "s1"}),
-        verify.Submission("w-other", "WRONG456", "AWAITING REVIEW", {"Submission id": "s2"}),
+        verify_submissions.Submission(
+            "w-typo", "WRONG123", "AWAITING REVIEW", {"Submission id": "s1"}
+        ),
+        verify_submissions.Submission(
+            "w-other", "WRONG456", "AWAITING REVIEW", {"Submission id": "s2"}
+        ),
     ]
 
 
@@ -40,7 +44,7 @@ def reviewing(app, live_server):
             worker = join(study, name, f"session-{name}")
             while studies.next_round(study, worker) is not None:
                 play_slot(study, worker, flag_at=None)
-        verify.apply_decisions(study, verify.decide(study, submissions()))
+        verify_runs.apply_decisions(study, verify.decide(study, submissions()))
         accounts.sign_up("lab", PASSWORD, consent=False, researcher=True)
     return live_server
 
@@ -57,7 +61,7 @@ def files_after_verify(app, out) -> dict[str, str]:
     with app.app_context():
         study = studies.get_study("pilot")
         decided = verify.decide(study, submissions())
-        verify.write_files(out, study, decided, "test", None, None)
+        verify_files.write_files(out, study, decided, "test", None, None)
     return {p.name: p.read_text() for p in out.iterdir()}
 
 

@@ -14,10 +14,10 @@ import pytest
 from analysis import cleaning
 from analysis.__main__ import main
 from analysis.load import load
-from app.crowd import review, verify
+from app.crowd import review, verify, verify_runs, verify_submissions
 from app.extensions import db
 from app.models import Participant
-from app.research import exports
+from app.research import export_options, exports, pseudonyms
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
 from tests.crowd.test_verify import pace
 
@@ -54,16 +54,16 @@ def export(ctx, tmp_path):
             play_slot(study, participant, pass_check=plan != "fail", flag_at=None)
         pace(participant, 25)  # a careful pace: the speed filter keeps everyone
     listed = [
-        verify.Submission(worker, code, status, {"Submission id": f"s-{worker}"})
+        verify_submissions.Submission(worker, code, status, {"Submission id": f"s-{worker}"})
         for worker, (_, status, code) in WORKERS.items()
         if status
     ]
-    verify.apply_decisions(study, verify.decide(study, listed))
-    review.decide(study, "w-review-ok", verify.APPROVE)
-    exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
-    key = exports.pseudonym_key()
+    verify_runs.apply_decisions(study, verify.decide(study, listed))
+    review.decide(study, "w-review-ok", verify_submissions.APPROVE)
+    exports.export(export_options.ExportOptions(out=tmp_path / "dump", format="csv"))
+    key = pseudonyms.pseudonym_key()
     names = {
-        exports.pseudonym(p.player_id, key): p.worker_id
+        pseudonyms.pseudonym(p.player_id, key): p.worker_id
         for p in db.session.scalars(db.select(Participant))
     }
     return tmp_path / "dump", names
@@ -154,7 +154,7 @@ def test_a_study_nobody_approved_says_what_to_do(ctx, tmp_path, capsys):
     for _ in range(4):
         play_slot(study, worker, flag_at=None)
     pace(worker, 25)
-    exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
+    exports.export(export_options.ExportOptions(out=tmp_path / "dump", format="csv"))
     assert main(["report", str(tmp_path / "dump"), "--out", str(tmp_path / "r")]) == 2
     error = capsys.readouterr().err
     assert "no crowd worker is approved yet" in error and "--all-workers" in error

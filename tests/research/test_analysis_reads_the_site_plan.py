@@ -11,7 +11,7 @@ from analysis.load import load, read_preregistration
 from app.crowd import hints, lookup, serving
 from app.extensions import db
 from app.models import Example, StudyDecision
-from app.research import exports
+from app.research import export_options, exports
 from tests.crowd.helpers import answer, join, make_pool, make_study
 from tests.crowd.test_detector_hint import write_detections
 
@@ -50,7 +50,9 @@ def test_the_analysis_reads_the_sites_plan_conditions_and_hints(ctx, tmp_path):
             )
         )
     db.session.commit()
-    exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv", study=study.slug))
+    exports.export(
+        export_options.ExportOptions(out=tmp_path / "dump", format="csv", study=study.slug)
+    )
 
     prereg = read_preregistration(tmp_path / "dump")
     version = prereg["versions"][0]

@@ -12,20 +12,20 @@ import pytest
 import yaml
 
 from app.extensions import db
-from app.research import card, exports
+from app.research import card, export_files, export_options, export_schema, exports
 from tests import factories
 from tests.research.helpers import consent, play
 
 TABLES = ("rounds", "examples", "players", "votes", "workers")
 
 
-def export_to(app, folder, fmt: str, **options) -> exports.ExportResult:
+def export_to(app, folder, fmt: str, **options) -> export_options.ExportResult:
     with app.app_context():
-        return exports.export(exports.ExportOptions(out=folder, format=fmt, **options))
+        return exports.export(export_options.ExportOptions(out=folder, format=fmt, **options))
 
 
 def schema_tables(private: bool = False) -> dict[str, list[dict]]:
-    return exports.schema(private)["tables"]
+    return export_schema.schema(private)["tables"]
 
 
 def front_matter(path) -> tuple[dict, str]:
@@ -169,7 +169,7 @@ def test_the_licence_comes_from_the_config(played, tmp_path):
 
 
 def test_a_new_table_gets_its_card_and_croissant_entries_from_the_schema_alone():
-    doc = exports.schema()
+    doc = export_schema.schema()
     doc["tables"]["workers"] = [
         {"name": "worker", "type": "string", "unit": "", "description": "pseudonym"},
         {"name": "rounds", "type": "integer", "unit": "rounds", "description": "rounds played"},
@@ -243,7 +243,7 @@ def test_mlcroissant_validates_the_metadata_and_reads_the_records(played, tmp_pa
     issues = dataset.metadata.ctx.issues
     assert not issues.errors and not issues.warnings, issues.report()
     if fmt == "sqlite":  # Croissant reads no records from SQLite: the file is listed alone
-        assert [f.name for f in dataset.metadata.distribution] == [exports.SQLITE_NAME]
+        assert [f.name for f in dataset.metadata.distribution] == [export_files.SQLITE_NAME]
         assert not dataset.metadata.record_sets
         return
     rows = list(dataset.records(record_set="rounds"))

@@ -13,7 +13,7 @@ import pytest
 from app.extensions import db
 from app.game import answers, reveals, rounds, typing_signals
 from app.models import Round
-from app.research import exports
+from app.research import export_options, exports
 from tests import factories
 from tests.research.helpers import consent
 
@@ -55,7 +55,7 @@ def _read(folder, fmt: str) -> pd.DataFrame:
 def test_confidence_round_trips_and_is_null_when_not_given(sure, tmp_path, fmt):
     app, stored = sure
     with app.app_context():
-        exports.export(exports.ExportOptions(out=tmp_path / fmt, format=fmt))
+        exports.export(export_options.ExportOptions(out=tmp_path / fmt, format=fmt))
     frame = _read(tmp_path / fmt, fmt)
     got = {
         int(round_id): (None if pd.isna(value) else int(value))
@@ -70,7 +70,7 @@ def test_confidence_round_trips_and_is_null_when_not_given(sure, tmp_path, fmt):
 def test_confidence_is_in_the_dictionary_and_the_card(sure, tmp_path):
     app, _ = sure
     with app.app_context():
-        exports.export(exports.ExportOptions(out=tmp_path / "x", format="csv"))
+        exports.export(export_options.ExportOptions(out=tmp_path / "x", format="csv"))
     schema = json.loads((tmp_path / "x" / "schema.json").read_text())
     column = next(c for c in schema["tables"]["rounds"] if c["name"] == "confidence")
     assert column["type"] == "integer" and column["unit"] == "percent"
@@ -86,7 +86,7 @@ def test_typing_signals_round_trip_and_stay_empty_when_not_reported(sure, tmp_pa
     with app.app_context():
         answers.record_typing(first, typing_signals.Typing(True, 4200, 17))
         answers.record_typing(second, typing_signals.Typing(False, None, 0))
-        exports.export(exports.ExportOptions(out=tmp_path / fmt, format=fmt))
+        exports.export(export_options.ExportOptions(out=tmp_path / fmt, format=fmt))
     frame = _read(tmp_path / fmt, fmt).set_index("round_id")
 
     def value(round_id: int, column: str):

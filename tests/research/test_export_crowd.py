@@ -10,7 +10,7 @@ from analysis.load import load
 from app.crowd import admission, ratings
 from app.extensions import db
 from app.models import Example, ParticipantStatus, Player
-from app.research import exports
+from app.research import export_options, export_schema, exports, pseudonyms
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
 
 LIKERT = {
@@ -36,7 +36,7 @@ def test_study_rounds_export_with_checks_ratings_and_pseudonyms(ctx, tmp_path):
         done = play_slot(study, failer, pass_check=False, rating=None)
         ratings.save_ratings(failer, done, {"rating_fluency": "2"})
 
-    result = exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
+    result = exports.export(export_options.ExportOptions(out=tmp_path / "dump", format="csv"))
     rounds = pd.read_csv(tmp_path / "dump" / "rounds.csv")
     assert len(rounds) == 10
     assert set(rounds["study"]) == {"pilot"}
@@ -67,7 +67,7 @@ def test_study_rounds_export_with_checks_ratings_and_pseudonyms(ctx, tmp_path):
     frame = load(tmp_path / "dump")
     assert len(frame) == 10
     filtered = exports.export(
-        exports.ExportOptions(out=tmp_path / "only", format="csv", study="pilot")
+        export_options.ExportOptions(out=tmp_path / "only", format="csv", study="pilot")
     )
     assert filtered.counts["rounds"] == 10
 
@@ -76,7 +76,7 @@ def test_data_dictionary_doc_lists_every_exported_column():
     from app import PROJECT_ROOT
 
     doc = (PROJECT_ROOT / "docs" / "data-dictionary.md").read_text(encoding="utf-8")
-    for table, columns in exports.schema()["tables"].items():
+    for table, columns in export_schema.schema()["tables"].items():
         for column in columns:
             name = column["name"] if isinstance(column, dict) else column
             assert f"`{name}`" in doc, f"{table}.{name} is missing from docs/data-dictionary.md"
@@ -106,7 +106,7 @@ def test_private_exports_carry_platform_ids_and_decisions_join_pseudonymous_ones
     )  # fmt: skip
     assert verified.exit_code == 0, verified.output
 
-    exports.export(exports.ExportOptions(out=tmp_path / "plain", format="csv"))
+    exports.export(export_options.ExportOptions(out=tmp_path / "plain", format="csv"))
     plain = pd.read_csv(tmp_path / "plain" / "rounds.csv")
     assert "worker_id" not in plain and "platform_status" not in plain
     decisions = pd.read_csv(out / "decisions.csv")
@@ -123,7 +123,9 @@ def test_private_exports_carry_platform_ids_and_decisions_join_pseudonymous_ones
         per_round.to_dict()
     )
 
-    exports.export(exports.ExportOptions(out=tmp_path / "private", format="csv", private=True))
+    exports.export(
+        export_options.ExportOptions(out=tmp_path / "private", format="csv", private=True)
+    )
     private = pd.read_csv(tmp_path / "private" / "rounds.csv")
     ids = dict(zip(private["worker_id"], private["platform_status"], strict=False))
     assert ids == {"PROLIFIC5f00aa11": "AWAITING REVIEW", "PROLIFIC5f00bb22": "AWAITING REVIEW"}
@@ -157,13 +159,13 @@ def test_workers_table_has_every_participant_with_status_even_without_rounds(ctx
     for _ in range(4):
         play_slot(study, done, flag_at=None)
     assert done.status == ParticipantStatus.completed
-    key = exports.pseudonym_key()
-    names = {exports.pseudonym(p.player_id, key): p.status.value for p in (screened, gone, done)}
+    key = pseudonyms.pseudonym_key()
+    names = {pseudonyms.pseudonym(p.player_id, key): p.status.value for p in (screened, gone, done)}
 
-    result = exports.export(exports.ExportOptions(out=tmp_path / "dump", format="csv"))
+    result = exports.export(export_options.ExportOptions(out=tmp_path / "dump", format="csv"))
     assert result.counts["workers"] == 3
     workers = pd.read_csv(tmp_path / "dump" / "workers.csv", keep_default_na=False)
-    assert list(workers.columns) == list(exports.WORKER_COLUMNS)
+    assert list(workers.columns) == list(export_schema.WORKER_COLUMNS)
     assert dict(zip(workers["annotator"], workers["participant_status"], strict=True)) == names
     by_status = workers.set_index("participant_status")
     assert by_status.loc["screened_out", "rounds_done"] == 0
@@ -187,7 +189,9 @@ def test_workers_table_has_every_participant_with_status_even_without_rounds(ctx
         text = (tmp_path / "dump" / name).read_text(encoding="utf-8", errors="ignore")
         assert "PROLIFIC" not in text and "s-x" not in text
 
-    exports.export(exports.ExportOptions(out=tmp_path / "private", format="parquet", private=True))
+    exports.export(
+        export_options.ExportOptions(out=tmp_path / "private", format="parquet", private=True)
+    )
     private = pd.read_parquet(tmp_path / "private" / "workers.parquet")
     ids = dict(zip(private["worker_id"], private["participant_status"], strict=True))
     assert ids == {
@@ -201,10 +205,10 @@ def test_workers_table_has_every_participant_with_status_even_without_rounds(ctx
     # The rounds' consent rule: a player without research consent is left out unless asked.
     db.session.get(Player, gone.player_id).research_consent_at = None
     db.session.commit()
-    kept = exports.export(exports.ExportOptions(out=tmp_path / "consented", format="csv"))
+    kept = exports.export(export_options.ExportOptions(out=tmp_path / "consented", format="csv"))
     assert kept.counts["workers"] == 2
     every = exports.export(
-        exports.ExportOptions(out=tmp_path / "all", format="csv", include_unconsented=True)
+        export_options.ExportOptions(out=tmp_path / "all", format="csv", include_unconsented=True)
     )
     assert every.counts["workers"] == 3
 
@@ -214,10 +218,10 @@ def test_a_study_without_workers_exports_an_empty_typed_workers_table(ctx, tmp_p
     busy = make_study(rounds=4, attention_check_rate=0.5)
     join(busy, worker="PROLIFICbusy0001", session="s-b")
     make_study(slug="quiet", rounds=4, attention_check_rate=0.5)
-    columns = exports.schema()["tables"]["workers"]
+    columns = export_schema.schema()["tables"]["workers"]
     for fmt in ("parquet", "csv"):
         folder = tmp_path / fmt
-        result = exports.export(exports.ExportOptions(out=folder, format=fmt, study="quiet"))
+        result = exports.export(export_options.ExportOptions(out=folder, format=fmt, study="quiet"))
         assert result.counts["workers"] == 0
     arrow = pq.read_schema(tmp_path / "parquet" / "workers.parquet")
     assert arrow.names == [c["name"] for c in columns]
@@ -228,4 +232,4 @@ def test_a_study_without_workers_exports_an_empty_typed_workers_table(ctx, tmp_p
     text = pd.read_csv(tmp_path / "csv" / "workers.csv")
     assert list(text.columns) == [c["name"] for c in columns] and len(text) == 0
     # The filter applies: the other study's worker is not in it, but is in an unfiltered export.
-    assert exports.export(exports.ExportOptions(out=tmp_path / "all")).counts["workers"] == 1
+    assert exports.export(export_options.ExportOptions(out=tmp_path / "all")).counts["workers"] == 1

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from app.research import demographics, exports
+from app.research import demographics, export_options, exports
 from tests.crowd.helpers import join, make_pool, make_study, play_slot
 
 # Prolific's column names; answers made up by the team.
@@ -36,7 +36,7 @@ def test_the_study_export_joins_demographics_by_worker_and_keeps_ids_out(ctx, tm
     path.write_text(PROLIFIC_CSV, encoding="utf-8")
     out = tmp_path / "dump"
     result = exports.export(
-        exports.ExportOptions(out=out, study=study.slug, demographics=path, private=True)
+        export_options.ExportOptions(out=out, study=study.slug, demographics=path, private=True)
     )
     workers = pd.read_csv(out / "workers.csv", keep_default_na=False).set_index("worker_id")
     assert workers.loc["PIDAAA111", "age_band"] == "18-24"
@@ -60,7 +60,9 @@ def test_the_study_export_joins_demographics_by_worker_and_keeps_ids_out(ctx, tm
 
     # Shared (not private): the same answers under pseudonyms, and no platform id anywhere.
     shared = tmp_path / "shared"
-    made = exports.export(exports.ExportOptions(out=shared, study=study.slug, demographics=path))
+    made = exports.export(
+        export_options.ExportOptions(out=shared, study=study.slug, demographics=path)
+    )
     rows = pd.read_csv(shared / "workers.csv", keep_default_na=False)
     assert sorted(rows["age_band"]) == ["", "18-24", "65+"]
     for name in made.files:
@@ -70,7 +72,7 @@ def test_the_study_export_joins_demographics_by_worker_and_keeps_ids_out(ctx, tm
 
 def test_without_the_file_the_columns_are_empty_and_the_card_says_so(ctx, tmp_path):
     study = run_study()
-    exports.export(exports.ExportOptions(out=tmp_path / "d", study=study.slug))
+    exports.export(export_options.ExportOptions(out=tmp_path / "d", study=study.slug))
     rows = pd.read_csv(tmp_path / "d" / "workers.csv", keep_default_na=False)
     assert set(rows["age_band"]) == {""} and set(rows["country"]) == {""}
     facts = json.loads((tmp_path / "d" / "manifest.json").read_text())["study"]

@@ -13,7 +13,7 @@ from analysis.load import ROFT_COLUMNS, load
 from analysis.report import headline
 from app.extensions import db
 from app.models import Example, Player, Round
-from app.research import exports
+from app.research import export_options, export_schema, exports
 from tests import factories
 from tests.research.helpers import consent, play
 
@@ -65,7 +65,7 @@ def db_numbers() -> dict:
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "sqlite"])
 def test_round_trip_gives_the_database_numbers(played, tmp_path, fmt):
     with played.app_context():
-        result = exports.export(exports.ExportOptions(out=tmp_path / fmt, format=fmt))
+        result = exports.export(export_options.ExportOptions(out=tmp_path / fmt, format=fmt))
         expected = db_numbers()
     assert result.counts["rounds"] == 7
     frame = load(tmp_path / fmt)
@@ -81,7 +81,7 @@ def test_round_trip_gives_the_database_numbers(played, tmp_path, fmt):
 
 def test_rounds_table_starts_with_the_roft_columns(played, tmp_path):
     with played.app_context():
-        exports.export(exports.ExportOptions(out=tmp_path / "x", format="csv"))
+        exports.export(export_options.ExportOptions(out=tmp_path / "x", format="csv"))
     rounds = pd.read_csv(tmp_path / "x" / "rounds.csv")
     assert tuple(rounds.columns[:20]) == ROFT_COLUMNS
     assert (rounds["true_boundary_index"] == rounds["boundary"] - 1).all()
@@ -101,8 +101,8 @@ def test_default_export_has_no_names_or_password_material(played, tmp_path):
     with played.app_context():
         hashes = [h for h in db.session.scalars(select(Player.password_hash)) if h]
         ids = list(db.session.scalars(select(Player.id)))
-        for fmt in exports.FORMATS:
-            exports.export(exports.ExportOptions(out=tmp_path / "out" / fmt, format=fmt))
+        for fmt in export_options.FORMATS:
+            exports.export(export_options.ExportOptions(out=tmp_path / "out" / fmt, format=fmt))
     assert hashes
     blobs = [p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()]
     # 5 common files each (schema.json, schema.md, manifest.json, README.md, croissant.json);
@@ -114,7 +114,7 @@ def test_default_export_has_no_names_or_password_material(played, tmp_path):
         for digest in hashes:
             assert digest.split("$")[-1].encode() not in blob
     players = pd.read_csv(tmp_path / "out" / "csv" / "players.csv")
-    assert set(players.columns) == set(exports.PLAYER_COLUMNS)
+    assert set(players.columns) == set(export_schema.PLAYER_COLUMNS)
     assert players["annotator"].str.match(r"^p_[0-9a-f]{20}$").all()
     assert not set(map(str, ids)) & set(players["annotator"])
     assert "pseudonymised" in (tmp_path / "out" / "csv" / "README.md").read_text()
@@ -122,10 +122,10 @@ def test_default_export_has_no_names_or_password_material(played, tmp_path):
 
 def test_pseudonyms_are_stable_and_keyed(played, tmp_path, make_app):
     with played.app_context():
-        exports.export(exports.ExportOptions(out=tmp_path / "a"))
-        exports.export(exports.ExportOptions(out=tmp_path / "b"))
+        exports.export(export_options.ExportOptions(out=tmp_path / "a"))
+        exports.export(export_options.ExportOptions(out=tmp_path / "b"))
         played.config["EXPORT_PSEUDONYM_KEY"] = "another key"
-        exports.export(exports.ExportOptions(out=tmp_path / "c"))
+        exports.export(export_options.ExportOptions(out=tmp_path / "c"))
     a, b, c = (pd.read_csv(tmp_path / x / "players.csv")["annotator"] for x in "abc")
     assert list(a) == list(b)
     assert not set(a) & set(c)
@@ -133,7 +133,7 @@ def test_pseudonyms_are_stable_and_keyed(played, tmp_path, make_app):
 
 def test_private_export_names_players_and_says_so(played, tmp_path):
     with played.app_context():
-        exports.export(exports.ExportOptions(out=tmp_path / "p", private=True))
+        exports.export(export_options.ExportOptions(out=tmp_path / "p", private=True))
     rounds = pd.read_csv(tmp_path / "p" / "rounds.csv")
     assert "zelda_secret_name" in set(rounds["username"])
     card_body = (tmp_path / "p" / "README.md").read_text().split("\n---\n", 1)[1]
@@ -145,14 +145,18 @@ def test_private_export_names_players_and_says_so(played, tmp_path):
 def test_consent_and_filters(played, tmp_path):
     with played.app_context():
         all_players = exports.export(
-            exports.ExportOptions(out=tmp_path / "all", include_unconsented=True)
+            export_options.ExportOptions(out=tmp_path / "all", include_unconsented=True)
         )
-        news = exports.export(exports.ExportOptions(out=tmp_path / "news", categories=["news"]))
+        news = exports.export(
+            export_options.ExportOptions(out=tmp_path / "news", categories=["news"])
+        )
         future = exports.export(
-            exports.ExportOptions(out=tmp_path / "f", since=datetime.now(UTC) + timedelta(days=1))
+            export_options.ExportOptions(
+                out=tmp_path / "f", since=datetime.now(UTC) + timedelta(days=1)
+            )
         )
-        with pytest.raises(exports.ExportError, match="no study called 'pilot'"):
-            exports.export(exports.ExportOptions(out=tmp_path / "s", study="pilot"))
+        with pytest.raises(export_options.ExportError, match="no study called 'pilot'"):
+            exports.export(export_options.ExportOptions(out=tmp_path / "s", study="pilot"))
     assert all_players.counts["rounds"] == 9
     rounds = pd.read_csv(tmp_path / "news" / "rounds.csv")
     assert set(rounds["dataset"]) == {"news"} and news.counts["rounds"] == len(rounds)
@@ -168,7 +172,7 @@ def test_export_reads_one_snapshot(played, tmp_path):
             if step == "rounds":
                 factories.example(boundary=2, external_id="added-during-export")
 
-        result = exports.export(exports.ExportOptions(out=tmp_path / "s"), progress=progress)
+        result = exports.export(export_options.ExportOptions(out=tmp_path / "s"), progress=progress)
         assert db.session.query(Example).count() == before + 1
     assert result.counts["examples"] == before
     examples = pd.read_csv(tmp_path / "s" / "examples.csv")
@@ -178,8 +182,8 @@ def test_export_reads_one_snapshot(played, tmp_path):
 def test_refuses_a_non_empty_folder(played, tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "keep.txt").write_text("mine")
-    with played.app_context(), pytest.raises(exports.ExportError, match="not empty"):
-        exports.export(exports.ExportOptions(out=tmp_path / "x"))
+    with played.app_context(), pytest.raises(export_options.ExportError, match="not empty"):
+        exports.export(export_options.ExportOptions(out=tmp_path / "x"))
 
 
 def test_flask_export_command(played, research_runner, tmp_path):

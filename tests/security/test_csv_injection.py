@@ -14,7 +14,8 @@ from analysis.report import ReportSettings, build_report
 from app import PROJECT_ROOT
 from app.extensions import db
 from app.models import Round
-from app.research.exports import ExportOptions, export
+from app.research.export_options import ExportOptions
+from app.research.exports import export
 from roftcore.spreadsheet import neutralise, neutralise_frame, restore, restore_frame
 from tests import factories
 from tests.analysis.test_report import ROFT

@@ -20,7 +20,8 @@ from app.game import answers, reveals, rounds
 from app.game.scoring import points
 from app.leaderboard import fairness, integrity, skill, standings
 from app.models import BoardTotal, Example, Player, PlayerTotal, Round
-from app.research.exports import ExportOptions, export
+from app.research.export_options import ExportOptions
+from app.research.exports import export
 from tests import factories
 from tests.conftest import csrf_token
 from tests.test_accounts import login, signup
