@@ -12,7 +12,20 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from app.crowd import admin, links, lookup, preregistration, reports, review, schedule, verify
+from app.crowd import (
+    admin,
+    ledger,
+    links,
+    lookup,
+    preregistration,
+    reports,
+    review,
+    schedule,
+    verify,
+    verify_files,
+    verify_runs,
+    verify_submissions,
+)
 from app.crowd.config import (
     PayRules,
     StudyConfig,
@@ -25,7 +38,8 @@ from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.routes import bp
 from app.crowd.study_file import load_study_file
 from app.errors import ServiceError
-from app.research.exports import ExportError, ExportOptions, export
+from app.research.export_options import ExportError, ExportOptions
+from app.research.exports import export
 from app.research.pseudonyms import pseudonym, pseudonym_key
 
 
@@ -289,14 +303,14 @@ def verify_command(
     if client is not None:
         source_name = f"Prolific study {prolific_study}"
         try:
-            rows = verify.from_prolific_api(client.submissions(prolific_study))
+            rows = verify_submissions.from_prolific_api(client.submissions(prolific_study))
         except ProlificError as error:
             raise click.ClickException(str(error)) from None
     else:
         source = chosen[0]
         source_name = source.name
         rows = _read_rows(source, prolific_export, mturk_batch)
-    submissions, duplicates = verify.one_per_worker(rows)
+    submissions, duplicates = verify_submissions.one_per_worker(rows)
     decisions = verify.decide(study, submissions)
     click.echo(
         f"{source_name}: {len(rows)} row(s), {len(submissions)} worker(s)"
@@ -304,10 +318,10 @@ def verify_command(
     )
     for line in decision_lines(decisions, lookup.config_of(study).currency):
         click.echo(line)
-    applied = verify.apply_decisions(study, decisions, via_api=send) if apply else None
+    applied = verify_runs.apply_decisions(study, decisions, via_api=send) if apply else None
     fieldnames = (list(rows[0].row or {}) if rows else []) if mturk_batch else None
     key = pseudonym_key()
-    files = verify.write_files(
+    files = verify_files.write_files(
         out,
         study,
         decisions,
@@ -365,7 +379,7 @@ def undo_verify(slug: str, drop_bonuses: bool) -> None:
     cancelled by a reversing row, one sent or paid stays as paid.
     """
     try:
-        undone = verify.undo_last_run(study_named(slug), drop_bonuses)
+        undone = verify_runs.undo_last_run(study_named(slug), drop_bonuses)
     except ServiceError as refused:
         raise click.ClickException(refused.message) from None
     click.echo(
@@ -428,7 +442,7 @@ def review_command(slug, approve_id, reject_id, message, category, bonus_id, amo
     config = lookup.config_of(study)
     try:
         if approve_id or reject_id:
-            decision = verify.APPROVE if approve_id else verify.REJECT
+            decision = verify_submissions.APPROVE if approve_id else verify_submissions.REJECT
             run = review.decide(study, actions[0], decision, message, category)
             if run is None:
                 click.echo(f"{actions[0]}: already decided {decision}; nothing recorded.")
@@ -443,7 +457,7 @@ def review_command(slug, approve_id, reject_id, message, category, bonus_id, amo
                 raise click.UsageError("--bonus needs --amount")
             row = review.give_bonus(study, bonus_id, amount, reason)
             click.echo(
-                f"Recorded run {row.run}: a bonus of {verify.money(row.amount_minor)} "
+                f"Recorded run {row.run}: a bonus of {ledger.money(row.amount_minor)} "
                 f"{config.currency} for {bonus_id} ({row.reason}). It is owed in the "
                 f"ledger: the next `flask study verify {slug} ... --apply` writes it into "
                 f"its bonus.csv (upload that file once), or `flask study prolific apply "
@@ -550,22 +564,22 @@ def prolific_client() -> ProlificClient:
         raise click.ClickException(str(error)) from None
 
 
-def _read_rows(source: Path, prolific: bool, mturk: bool) -> list[verify.Submission]:
+def _read_rows(source: Path, prolific: bool, mturk: bool) -> list[verify_submissions.Submission]:
     try:
         text = source.read_text(encoding="utf-8-sig")
     except OSError as error:
         raise click.ClickException(f"{source}: cannot read file ({error.strerror})") from None
     try:
         if prolific:
-            return verify.read_prolific_export(text)
+            return verify_submissions.read_prolific_export(text)
         if mturk:
-            return verify.read_mturk_batch(text)
-        return verify.read_id_list(text)
+            return verify_submissions.read_mturk_batch(text)
+        return verify_submissions.read_id_list(text)
     except ValueError as error:
         raise click.ClickException(f"{source}: {error}") from None
 
 
-def decision_lines(decisions: list[verify.Decision], currency: str) -> list[str]:
+def decision_lines(decisions: list[verify_submissions.Decision], currency: str) -> list[str]:
     """A table of the decisions for the terminal, then the counts."""
     width = max([len(d.worker_id) for d in decisions] + [6])
     lines = [f"{'worker':<{width}}  {'decision':<8}  {'platform':<15}  reasons"]
@@ -582,7 +596,7 @@ def decision_lines(decisions: list[verify.Decision], currency: str) -> list[str]
         lines.append(
             f"{d.worker_id:<{width}}  {d.decision:<8}  {d.platform_status or '-':<15}  {reasons}"
         )
-    counts = {k: sum(d.decision == k for d in decisions) for k in verify.DECISIONS}
+    counts = {k: sum(d.decision == k for d in decisions) for k in verify_submissions.DECISIONS}
     lines.append(
         f"{len(decisions)} submission(s): {counts['approve']} approve, {counts['reject']} reject, "
         f"{counts['review']} review, {counts['returned']} returned or timed out and "

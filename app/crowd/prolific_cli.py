@@ -11,9 +11,9 @@ import click
 
 from app.crowd import lookup, prolific
 from app.crowd.cli import prolific_client, study_group, study_named
+from app.crowd.ledger import money
 from app.crowd.plan_cli import freeze_lines
 from app.crowd.prolific_api import ProlificError
-from app.crowd.verify import money
 from app.errors import ServiceError
 
 

@@ -32,13 +32,10 @@ from app.crowd.reports import (
     speed_threshold,
     worker_stats,
 )
-from app.crowd.verify_files import write_files  # noqa: F401 (app/crowd/cli.py reads it here)
-from app.crowd.verify_runs import apply_decisions, undo_last_run  # noqa: F401 (as write_files)
 from app.crowd.verify_submissions import (
     ACTIVE_STATUSES,
     APPROVE,
     CLOSED_STATUSES,
-    DECISIONS,  # noqa: F401 (app/crowd/cli.py reads verify.DECISIONS)
     LEFT_STATUSES,
     NOCODE,
     PENDING,
@@ -47,11 +44,6 @@ from app.crowd.verify_submissions import (
     REVIEW,
     Decision,
     Submission,
-    from_prolific_api,  # noqa: F401 (app/crowd/cli.py reads verify.from_prolific_api)
-    one_per_worker,  # noqa: F401 (app/crowd/cli.py reads verify.one_per_worker)
-    read_id_list,  # noqa: F401 (app/crowd/cli.py reads verify.read_id_list)
-    read_mturk_batch,  # noqa: F401 (app/crowd/cli.py reads verify.read_mturk_batch)
-    read_prolific_export,  # noqa: F401 (app/crowd/cli.py reads verify.read_prolific_export)
 )
 from app.extensions import db
 from app.models import ParticipantStatus, Study, StudyDecision

@@ -26,7 +26,7 @@ from app.game.rounds import MAX_ID, in_one_statement
 from app.game.scoring import Verdict, verdict
 from app.game.tables import CATEGORIES, EXAMPLES, ROUNDS, SETS
 from app.game.typing_signals import NOT_REPORTED, Typing
-from app.leaderboard import integrity, standings
+from app.leaderboard import integrity, recording, standings
 from app.models import Example, GameSet, Player, Round
 from app.models.base import UTCDateTime, utcnow
 from app.models.rounds import NORMAL_ROUND
@@ -375,7 +375,7 @@ def _after_counted(stored: _Stored, category_slug: str) -> None:
     if stored.counted:
         standings.invalidate(category_slug, stored.now)
         # About one answer in 50 then adds up the boards' pending count changes (never fails).
-        standings.fold_if_due()
+        recording.fold_if_due()
 
 
 _SET_FIGURES = ("answered", "points", "exact", "finished_at")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from app.leaderboard import standings
+from app.leaderboard import recording
 from app.leaderboard.routes import bp
 
 boards_cli = AppGroup("boards", help="The leaderboards' maintained counts.")
@@ -21,7 +21,7 @@ def boards_fold() -> None:
     table that ranks read short. Safe to run while the site serves players: a fold already
     running makes this one fold nothing.
     """
-    folded = standings.fold()
+    folded = recording.fold()
     if folded is None:
         raise click.ClickException("The fold failed; see the log. Nothing was changed.")
     click.echo(f"Folded {folded} pending change(s) into the leaderboard counts.")

@@ -35,11 +35,7 @@ from sqlalchemy import (
 
 from app.extensions import cache, db
 from app.leaderboard import skill as skill_rule
-from app.leaderboard.recording import (
-    BOARDS_MOVED,
-    fold,  # noqa: F401 (app/cli.py calls standings.fold)
-    fold_if_due,  # noqa: F401 (app/game/answers.py calls standings.fold_if_due)
-)
+from app.leaderboard.recording import BOARDS_MOVED
 from app.models import BoardTotal, Category, Player
 from app.models.base import utcnow
 from app.models.standings import (

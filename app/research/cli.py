@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from app.research.exports import FORMATS, ExportError, ExportOptions, export
+from app.research.export_options import FORMATS, ExportError, ExportOptions
+from app.research.exports import export
 from app.research.routes import bp
 
 STEPS = ("rounds", "reveals", "examples", "players", "tables", "files")

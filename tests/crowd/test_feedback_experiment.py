@@ -33,7 +33,7 @@ from analysis.report import ReportSettings, build_report
 from app.crowd import conditions, lookup, preregistration, verdicts
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
-from app.research import exports
+from app.research import pseudonyms
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.test_crowd_http import join_http
@@ -258,8 +258,8 @@ def test_a_feedback_experiment_finds_its_preregistered_effect(
         assert sorted(started.values()).count("feedback") == WORKERS // 2
         frozen = preregistration.latest(study)
         assert frozen.version == 1 and frozen.sha256 == preregistration.digest(plan)
-        key = exports.pseudonym_key()
-        names = {exports.pseudonym(p.player_id, key): p.worker_id for p in participants}
+        key = pseudonyms.pseudonym_key()
+        names = {pseudonyms.pseudonym(p.player_id, key): p.worker_id for p in participants}
         lines = ["Submission id,Participant id,Status,Completion code"]
         lines += [
             f"sub-{p.worker_id},{p.worker_id},AWAITING REVIEW,{verdicts.completion_code(p)}"
