@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from app.catalog.pools import DAILY
 from app.errors import Conflict, NotFound
 from app.extensions import db
-from app.game import rounds, sets, tally
+from app.game import rounds, sets, starts, tally
 from app.models import DailyChallenge, Example, ExamplePassage, GameSet, Player, Round, System
 from app.models.rounds import NORMAL_ROUND
 from app.models.sets import DAILY_SET
@@ -502,7 +502,7 @@ def next_of_day(
     example = db.session.get(Example, found.example_ids[played])
     chosen = f"{label}-{game_set.day.isoformat()}"
     for _ in range(3):
-        new = rounds.create_round(player, example, chosen, kind, game_set=game_set)
+        new = starts.create_round(player, example, chosen, kind, game_set=game_set)
         if new is not None:
             return new
         current = rounds.open_round(player)

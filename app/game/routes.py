@@ -46,6 +46,7 @@ from app.game import (
     round_views,
     rounds,
     sets,
+    starts,
     tally,
     tutorial,
     typing_signals,
@@ -97,7 +98,7 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
     day = daily.today()
     # The player's own sets, open round, last choice and totals in one statement.
     mine = home_state(current_user, day) if signed_in else None
-    choice = mine.choice if mine is not None else rounds.RANDOM
+    choice = mine.choice if mine is not None else starts.RANDOM
     stats = _home_stats(profiles.overall_of(mine.totals) if mine is not None else None)
     categories = rounds.categories_with_examples()
     open_round = mine.open_round if mine is not None else None
@@ -125,7 +126,7 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
 def _category_name(slug: str, shown: list | None = None) -> str | None:
     """The name of a chosen category; None for "random" or one that no longer exists.
     `shown`: categories already read for the page, looked in first (no query when found)."""
-    if slug == rounds.RANDOM:
+    if slug == starts.RANDOM:
         return None
     for category in shown or ():
         if category.slug == slug:
@@ -134,7 +135,7 @@ def _category_name(slug: str, shown: list | None = None) -> str | None:
     return category.name if category is not None else None
 
 
-def _played_out(done: rounds.NoExamplesLeft):
+def _played_out(done: starts.NoExamplesLeft):
     """The home page saying a category is played out, with the categories still open."""
     left = rounds.categories_left_for(current_user) if current_user.is_authenticated else None
     return _render_home(done.message, 409, left)
@@ -148,7 +149,7 @@ def home():
 @bp.post("/play")
 @guest_limits
 def start():
-    category = request.form.get("category", rounds.RANDOM)
+    category = request.form.get("category", starts.RANDOM)
     if current_user.is_authenticated and current_user.kind == "crowd":
         # Crowd workers play their study's rounds, not the public game.
         return redirect(url_for("crowd.current"))
@@ -161,7 +162,7 @@ def start():
     try:
         player_for_play(category, level)
         round_ = sets.play(current_user, category, level)
-    except rounds.NoExamplesLeft as done:
+    except starts.NoExamplesLeft as done:
         return _played_out(done)
     return round_views.go_to_round(round_)
 
@@ -316,7 +317,7 @@ def next_in_set(set_id: int):
         if isinstance(finished, sets.DayOver):
             flash(finished.message)
         return redirect(_summary_url(finished.game_set))
-    except rounds.NoExamplesLeft as done:
+    except starts.NoExamplesLeft as done:
         return _played_out(done)
     except daily.FinishCurrentFirst as busy:
         flash(busy.message)
