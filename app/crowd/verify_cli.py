@@ -12,8 +12,8 @@ from flask import current_app
 
 from app.crowd import lookup, review, verify
 from app.crowd.cli import prolific_client, study_group, study_named
-from app.crowd.prolific import send_to_prolific
 from app.crowd.prolific_api import ProlificError
+from app.crowd.prolific_pay import send_to_prolific
 from app.errors import ServiceError
 from app.research.exports import pseudonym, pseudonym_key
 
