@@ -14,13 +14,8 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.crowd import admin, links, lookup, preregistration, reports, schedule
-from app.crowd.config import (
-    PayRules,
-    StudyConfig,
-    StudyConfigError,
-    parse_rates,
-    platform_findings,
-)
+from app.crowd.config import StudyConfig, StudyConfigError
+from app.crowd.platform_rules import PayRules, parse_rates, platform_findings
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.routes import bp
 from app.crowd.study_file import load_study_file
