@@ -272,8 +272,7 @@ def card(
 
 
 def _loading(files: dict[str, str], counts: dict[str, int], fmt: str) -> list[str]:
-    """The card's "Loading" section: how to read the tables with pandas, `datasets` and
-    Croissant (an empty table included), or, for a SQLite export, with sqlite3."""
+    """The card's "Loading" section: reading the tables with pandas, `datasets` or sqlite3."""
     if files:
         first = next(iter(files))
         lines = [
@@ -431,8 +430,7 @@ def croissant(
     url: str | None,
 ) -> dict:
     """Croissant 1.1 JSON-LD for one export: `digests` is file -> SHA-256 of every data file;
-    `url` the project's address (left out when none is configured, never made up). One function:
-    most of it is the JSON-LD document itself, written out key by key as Croissant names them."""
+    `url` the project's address (left out when none is configured, never made up)."""
     fmt = manifest["format"]
     files = table_files(doc["tables"], fmt)
     record_sets = _record_sets(doc, manifest, files)
