@@ -190,7 +190,7 @@ def _load_commands() -> None:
     `*_cli` modules add theirs to the one `study` group of app/crowd/cli.py."""
     from app.accounts import cli as accounts_cli  # noqa: F401
     from app.crowd import cli as crowd_cli  # noqa: F401
-    from app.crowd import fraud_cli, plan_cli, prolific_cli  # noqa: F401
+    from app.crowd import fraud_cli, plan_cli, prolific_cli, verify_cli  # noqa: F401
     from app.game import cli as game_cli  # noqa: F401
     from app.leaderboard import cli as leaderboard_cli  # noqa: F401
     from app.research import cli as research_cli  # noqa: F401

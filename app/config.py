@@ -218,7 +218,8 @@ REDIS_TIMEOUTS = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
 
 
 def build_config(instance_path: Path) -> dict:
-    """The settings every environment shares, resolved from the environment."""
+    """The settings every environment shares, resolved from the environment. One function: it
+    is a table of settings, each with its comment, read top to bottom in one place."""
     redis_url = os.environ.get("REDIS_URL") or None
     production = os.environ.get("ROFT_ENV", os.environ.get("FLASK_ENV", "")) == "production"
     secure_cookies = os.environ.get("SESSION_COOKIE_SECURE", "1" if production else "0") == "1"

@@ -8,10 +8,10 @@ round with an explanation, its sentences' reveal times, and a browser per worker
 browsers shared by two ids, a few explanations copied), on a fresh SQLite file (or the
 database at --database, whose tables are dropped and recreated). Then times, --repeat times each:
 
-- compute: `fraud.compute_flags`, the flags worked out from the rows (what every page load cost
-  before the cache);
-- cached: `fraud.study_flags` once the flags are cached (the check that nothing changed, then
-  the cached flags);
+- compute: `fraud_report.compute_flags`, the flags worked out from the rows (what every page
+  load cost before the cache);
+- cached: `fraud_report.study_flags` once the flags are cached (the check that nothing changed,
+  then the cached flags);
 - the study page and the review list, signed in as a researcher, without the cache
   (FRAUD_FLAGS_CACHE = False: every load computes, as before) and with it (the first load after
   an answer pays for one compute, the others do not).
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from app import create_app
-    from app.crowd import fraud, lookup
+    from app.crowd import fraud_report, lookup
     from app.extensions import db
     from tests.conftest import csrf_token
 
@@ -153,11 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seeded {args.workers} workers x {args.rounds} rounds in "
               f"{time.perf_counter() - began:.1f} s ({url.split(':')[0]})")  # fmt: skip
         study = lookup.get_study("pilot")
-        flagged = fraud.compute_flags(study)
+        flagged = fraud_report.compute_flags(study)
         print(f"{len(flagged)} worker(s) flagged")
-        compute = timed(lambda: fraud.compute_flags(study), args.repeat)
-        fraud.study_flags(study)
-        cached = timed(lambda: fraud.study_flags(study), args.repeat)
+        compute = timed(lambda: fraud_report.compute_flags(study), args.repeat)
+        fraud_report.study_flags(study)
+        cached = timed(lambda: fraud_report.study_flags(study), args.repeat)
     browser = app.test_client()
     token = csrf_token(browser)
     browser.post(

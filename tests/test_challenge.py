@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import challenge, sets, tally
+from app.game import challenge, sets, starts, tally
 from app.models import Example, GameSet, Player, Round
 from app.models.sets import CHALLENGE_SET
 from tests import factories
@@ -229,7 +229,7 @@ def test_a_text_whose_passage_the_friend_read_does_not_count(game):
         source = GameSet(player_id=challenger.id, kind="normal", size=1)
         db.session.add(source)
         db.session.commit()
-        round_ = challenge.rounds.create_round(
+        round_ = starts.create_round(
             challenger, db.session.get(Example, second_id), "stories", game_set=source
         )
         finish(challenger, round_, 2)
@@ -252,7 +252,7 @@ def test_a_text_the_friend_already_played_is_left_out(game):
         db.session.add(source)
         db.session.commit()
         for example in examples:
-            round_ = challenge.rounds.create_round(challenger, example, "news", game_set=source)
+            round_ = starts.create_round(challenger, example, "news", game_set=source)
             finish(challenger, round_, 2)
         answer(friend, examples[1], 2)
         token = challenge.link(challenger, source.id).challenge_token
@@ -324,7 +324,7 @@ def test_a_refused_start_stores_no_guest_and_no_consent(game):
         db.session.add(source)
         db.session.commit()
         for example in examples:
-            round_ = challenge.rounds.create_round(challenger, example, "news", game_set=source)
+            round_ = starts.create_round(challenger, example, "news", game_set=source)
             finish(challenger, round_, 2)
         token = challenge.link(challenger, source.id).challenge_token
         reader = factories.player("reader", "a good password")
@@ -360,7 +360,7 @@ def test_the_challenger_sees_every_friend_and_the_set_summary_agrees(game):
         db.session.add(source)
         db.session.commit()
         for example in examples:
-            round_ = challenge.rounds.create_round(challenger, example, "news", game_set=source)
+            round_ = starts.create_round(challenger, example, "news", game_set=source)
             finish(challenger, round_, example.boundary)  # exact: 5 points each
         token = challenge.link(challenger, source.id).challenge_token
         friends = [factories.player(), factories.player(), factories.player("bob")]

@@ -34,8 +34,8 @@ BLUEPRINT_COMMANDS = {
 APP_WIDE = {"import", "load-demo", "show-config"}
 TOP = set().union(*BLUEPRINT_COMMANDS.values()) | APP_WIDE | {"db"}
 STUDY = {
-    "check", "close", "create", "delete", "edit", "link", "reopen", "report", "review",
-    "undo-verify", "verify",  # app/crowd/cli.py
+    "check", "close", "create", "delete", "edit", "link", "reopen", "report",  # app/crowd/cli.py
+    "review", "undo-verify", "verify",  # app/crowd/verify_cli.py
     "flags",  # app/crowd/fraud_cli.py
     "hints", "plan", "publish",  # app/crowd/plan_cli.py
     "prolific",  # app/crowd/prolific_cli.py

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.extensions import db
-from app.game import daily
-from app.game.daily import HUMAN, MACHINE, SPLICE, Candidate
+from app.game import daily, daily_texts
+from app.game.daily_texts import HUMAN, MACHINE, SPLICE, Candidate
 from tests import factories
 
 N = 10
@@ -34,35 +34,46 @@ def disjoint(texts) -> bool:
 
 
 def test_a_text_is_human_machine_or_splice():
-    assert daily.text_kind(10, 10, "human", None) == HUMAN
-    assert daily.text_kind(4, 10, "gpt2-xl", {"strategy": "nucleus", "p": 0.9}) == MACHINE
-    assert daily.text_kind(4, 10, "splice-baseline", None) == SPLICE
+    assert daily_texts.text_kind(10, 10, "human", None) == HUMAN
+    assert daily_texts.text_kind(4, 10, "gpt2-xl", {"strategy": "nucleus", "p": 0.9}) == MACHINE
+    assert daily_texts.text_kind(4, 10, "splice-baseline", None) == SPLICE
     # Another passage named as its source, or nothing decoded: the reveal calls it a splice too.
-    assert daily.text_kind(4, 10, "other", {"p": 1}, {"splice_doc_id": "d2"}) == SPLICE
-    assert daily.text_kind(4, 10, "gpt2-xl", None) == SPLICE
+    assert daily_texts.text_kind(4, 10, "other", {"p": 1}, {"splice_doc_id": "d2"}) == SPLICE
+    assert daily_texts.text_kind(4, 10, "gpt2-xl", None) == SPLICE
 
 
 def test_positions_fall_in_thirds():
-    assert [daily.position_bin(b, 10) for b in range(1, 11)] == [0, 0, 0, 1, 1, 1, 2, 2, 2, None]
-    assert daily.position_bin(1, 2) == 0 and daily.position_bin(2, 2) is None
+    assert [daily_texts.position_bin(b, 10) for b in range(1, 11)] == [
+        0,
+        0,
+        0,
+        1,
+        1,
+        1,
+        2,
+        2,
+        2,
+        None,
+    ]
+    assert daily_texts.position_bin(1, 2) == 0 and daily_texts.position_bin(2, 2) is None
 
 
 def test_rules_for_five_texts_and_how_they_shrink():
-    five = daily.rules_for(5, categories=3, positions=3)
+    five = daily_texts.rules_for(5, categories=3, positions=3)
     assert (five.min_machine, five.max_splice, five.min_human, five.max_human) == (3, 1, 1, 2)
     assert (five.max_per_category, five.max_per_position) == (2, 2)
-    assert daily.rules_for(5, categories=2, positions=3).max_per_category == 3
-    assert daily.rules_for(5, categories=1, positions=1).max_per_category == 5
-    assert daily.rules_for(5, categories=3, positions=1).max_per_position == 5
-    three = daily.rules_for(3, categories=3, positions=3)
+    assert daily_texts.rules_for(5, categories=2, positions=3).max_per_category == 3
+    assert daily_texts.rules_for(5, categories=1, positions=1).max_per_category == 5
+    assert daily_texts.rules_for(5, categories=3, positions=1).max_per_position == 5
+    three = daily_texts.rules_for(3, categories=3, positions=3)
     assert (three.min_machine, three.min_human, three.max_human) == (2, 1, 1)
     assert (three.max_per_category, three.max_per_position) == (1, 1)
-    one = daily.rules_for(1, categories=3, positions=3)
+    one = daily_texts.rules_for(1, categories=3, positions=3)
     assert (one.min_machine, one.min_human, one.max_per_category) == (1, 0, 1)
 
 
 def test_broken_rules_names_each_rule_a_day_breaks():
-    rules = daily.rules_for(5, categories=3, positions=3)
+    rules = daily_texts.rules_for(5, categories=3, positions=3)
     good = [
         text(1, MACHINE, 1, 2),
         text(2, MACHINE, 2, 5),
@@ -70,11 +81,11 @@ def test_broken_rules_names_each_rule_a_day_breaks():
         text(4, HUMAN, 1),
         text(5, SPLICE, 2, 2, (5, 6)),
     ]
-    assert daily.broken_rules(rules, good) == []
+    assert daily_texts.broken_rules(rules, good) == []
     thin = [text(i, SPLICE if i < 2 else HUMAN, 1, 2) for i in range(5)]
-    assert daily.broken_rules(rules, thin) == ["machine", "splice", "few_human", "category"]
+    assert daily_texts.broken_rules(rules, thin) == ["machine", "splice", "few_human", "category"]
     early = [text(i, MACHINE, i % 3, 1) for i in range(4)] + [text(9, HUMAN, 2)]
-    assert daily.broken_rules(rules, early) == ["position"]
+    assert daily_texts.broken_rules(rules, early) == ["position"]
 
 
 # -- drawing --------------------------------------------------------------------------------------
@@ -84,18 +95,18 @@ def test_a_thin_pool_still_gives_the_best_day_and_says_what_it_lacks():
     # Only all-human texts and splices are left: the day is drawn, and it says what it lacks.
     pool = [text(i, HUMAN, i % 3) for i in range(6)]
     pool += [text(10 + i, SPLICE, i % 3, 3 + i, (10 + i, 20 + i)) for i in range(3)]
-    picked = daily.pick_texts(pool, set(), 5, random.Random(1))
+    picked = daily_texts.pick_texts(pool, set(), 5, random.Random(1))
     assert picked is not None and len(picked.texts) == 5 and disjoint(picked.texts)
     assert picked.missed == ("machine", "few_human")
     assert sum(c.kind == SPLICE for c in picked.texts) == 1  # the splice rule still holds
     assert "at least 3 texts a language model continued" in picked.shortfall()
-    assert daily.days_available(pool, set(), 5) == 0
+    assert daily_texts.days_available(pool, set(), 5) == 0
 
 
 def test_no_day_without_enough_distinct_passages():
     pool = [text(i, MACHINE, passages=(i % 4,)) for i in range(12)]
-    assert daily.pick_texts(pool, set(), 5, random.Random(0)) is None
-    assert daily.plan_days(pool, set(), 5) == []
+    assert daily_texts.pick_texts(pool, set(), 5, random.Random(0)) is None
+    assert daily_texts.plan_days(pool, set(), 5) == []
 
 
 def test_days_available_counts_days_that_keep_every_rule():
@@ -104,12 +115,14 @@ def test_days_available_counts_days_that_keep_every_rule():
     for day in range(6):
         pool += [text(10 * day + i, MACHINE) for i in range(3)] + [text(10 * day + 3, HUMAN)]
     pool.append(text(99, HUMAN))
-    days = daily.plan_days(pool, set(), 4)
-    assert daily.days_available(pool, set(), 4) == daily.full_days(days) == 6
+    days = daily_texts.plan_days(pool, set(), 4)
+    assert daily_texts.days_available(pool, set(), 4) == daily_texts.full_days(days) == 6
     assert [d.complete for d in days] == [True] * 6
     for day in days:
         assert sorted(c.kind for c in day.texts) == [HUMAN, MACHINE, MACHINE, MACHINE]
-    assert daily.days_available(pool, {0, 1, 10}, 4) == 5  # three machine passages already shown
+    assert (
+        daily_texts.days_available(pool, {0, 1, 10}, 4) == 5
+    )  # three machine passages already shown
     # A pool shaped like the demo's: 3 categories of 40 passages, each shown all human, by two
     # model continuations and by two splices with another passage of its category.
     rng = random.Random(7)
@@ -122,10 +135,10 @@ def test_days_available_counts_days_that_keep_every_rule():
         for i in (3, 4):
             other = (passage + 3 * rng.randint(1, 39)) % 120
             pool.append(text(first + i, SPLICE, category, rng.randint(1, N - 1), (passage, other)))
-    days = daily.plan_days(pool, set(), 5)
-    assert daily.days_available(pool, set(), 5) >= 22  # at most 24: 120 passages, 5 a day
+    days = daily_texts.plan_days(pool, set(), 5)
+    assert daily_texts.days_available(pool, set(), 5) >= 22  # at most 24: 120 passages, 5 a day
     for day in days[:22]:
-        assert daily.broken_rules(daily.rules_for(5, 3, 3), day.texts) == []
+        assert daily_texts.broken_rules(daily_texts.rules_for(5, 3, 3), day.texts) == []
 
 
 POOLS = st.lists(
@@ -159,9 +172,9 @@ def make_pool(rows) -> list[Candidate]:
 def test_a_day_keeps_the_rules_whenever_the_pool_allows(rows, count, used, seed):
     pool = make_pool(rows)
     fresh = [c for c in pool if not used.intersection(c.passages)]
-    rules = daily.pool_rules(fresh, count)
+    rules = daily_texts.pool_rules(fresh, count)
     days = [d for d in itertools.combinations(fresh, count) if disjoint(d)]
-    picked = daily.pick_texts(pool, set(used), count, random.Random(seed))
+    picked = daily_texts.pick_texts(pool, set(used), count, random.Random(seed))
     if not days:
         assert picked is None
         return
@@ -170,12 +183,12 @@ def test_a_day_keeps_the_rules_whenever_the_pool_allows(rows, count, used, seed)
         p for c in picked.texts for p in c.passages
     )
     assert picked.rules == rules
-    assert list(picked.missed) == daily.broken_rules(rules, picked.texts)
-    if any(not daily.broken_rules(rules, d) for d in days):
+    assert list(picked.missed) == daily_texts.broken_rules(rules, picked.texts)
+    if any(not daily_texts.broken_rules(rules, d) for d in days):
         assert picked.complete
     # The best possible day: the first rule in RULE_ORDER is kept whenever some day keeps it.
-    for name in daily.RULE_ORDER[:1]:
-        if any(name not in daily.broken_rules(rules, d) for d in days):
+    for name in daily_texts.RULE_ORDER[:1]:
+        if any(name not in daily_texts.broken_rules(rules, d) for d in days):
             assert name not in picked.missed
 
 
@@ -183,10 +196,10 @@ def test_a_day_keeps_the_rules_whenever_the_pool_allows(rows, count, used, seed)
 @given(rows=POOLS, count=st.integers(1, 5))
 def test_days_available_are_days_that_keep_the_rules_and_never_share_a_passage(rows, count):
     pool = make_pool(rows)
-    days = daily.plan_days(pool, set(), count)
+    days = daily_texts.plan_days(pool, set(), count)
     passages = [p for day in days for c in day.texts for p in c.passages]
     assert len(passages) == len(set(passages))  # nobody meets a passage twice
-    available = daily.days_available(pool, set(), count)
+    available = daily_texts.days_available(pool, set(), count)
     assert all(day.complete for day in days[:available])
     assert available == len(days) or not days[available].complete
 

@@ -14,7 +14,7 @@ from app import PROJECT_ROOT
 from app.catalog.importer import read_records
 from app.catalog.pools import NORMAL
 from app.extensions import db
-from app.game import daily
+from app.game import daily, daily_texts
 from app.models import Category, Example, ExamplePassage
 from generation.demo import DATASET, TINY_SYSTEM, N
 from generation.sentences import split_sentences
@@ -126,11 +126,15 @@ def test_the_demo_holds_a_month_of_daily_challenges_and_a_pool_for_normal_play(r
     assert result.exit_code == 0, result.output
     status = daily.pool_status()
     assert status.days_left >= 30
-    days = daily.plan_days(daily._candidates(), set(), ctx.config["DAILY_SIZE"])
-    assert daily.full_days(days) == status.days_left
+    days = daily_texts.plan_days(daily._candidates(), set(), ctx.config["DAILY_SIZE"])
+    assert daily_texts.full_days(days) == status.days_left
     for day in days[:30]:
         kinds = Counter(c.kind for c in day.texts)
-        assert kinds[daily.MACHINE] >= 3 and kinds[daily.HUMAN] >= 1 and kinds[daily.SPLICE] <= 1
+        assert (
+            kinds[daily_texts.MACHINE] >= 3
+            and kinds[daily_texts.HUMAN] >= 1
+            and kinds[daily_texts.SPLICE] <= 1
+        )
         assert max(Counter(c.category_id for c in day.texts).values()) <= 2
         positions = Counter(c.position for c in day.texts if c.position is not None)
         assert max(positions.values()) <= 2

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from app.extensions import db
-from app.game import daily, home, next_text, rounds, sets
+from app.game import daily, home, next_text, rounds, sets, starts
 from app.models import Example, GameSet, Player, PlayerTotal, Round
 from app.models.base import utcnow
 from app.models.sets import DAILY_SET
@@ -67,7 +67,7 @@ def test_home_state_is_what_the_separate_reads_find(ctx):
     assert state.open_set is not None and state.open_set.answered == 1
     assert state.today_set.finished and state.today_set.points == 7
     assert state.totals is not None and state.totals.rounds == 1
-    assert home.home_state(fresh, today) == home.HomeState(None, None, None, rounds.RANDOM, None)
+    assert home.home_state(fresh, today) == home.HomeState(None, None, None, starts.RANDOM, None)
 
 
 def _page(client, path: str = "/") -> str:

@@ -1,4 +1,4 @@
-""" "Next text" started in one statement (`rounds.start_at_once`, PostgreSQL): the page's
+""" "Next text" started in one statement (`starts.start_at_once`, PostgreSQL): the page's
 script gets exactly the round the full path draws, the same rows are stored, and a lost race or
 an empty pool ends as it did before. On SQLite the full path serves, and the same tests hold."""
 
@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.extensions import db
-from app.game import rounds
+from app.game import starts
 from app.models import Example, GameSet, PassageRead, Player, Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
@@ -50,14 +50,14 @@ def _watch_lean(monkeypatch, full_path: bool = False) -> list:
     """The views `start_at_once` returned; with `full_path` it serves nothing, so the
     full path starts every round."""
     served: list = []
-    real = rounds.start_at_once
+    real = starts.start_at_once
 
     def watched(*args, **kwargs):
         view = None if full_path else real(*args, **kwargs)
         served.append(view)
         return view
 
-    monkeypatch.setattr(rounds, "start_at_once", watched)
+    monkeypatch.setattr(starts, "start_at_once", watched)
     return served
 
 
@@ -90,12 +90,12 @@ def _row(app, round_id: int) -> tuple[dict, list, int]:
         return row, [tuple(reveal) for reveal in reveals], read
 
 
-@pytest.mark.parametrize("category", ["news", rounds.RANDOM])
+@pytest.mark.parametrize("category", ["news", starts.RANDOM])
 def test_next_text_draws_and_stores_the_round_as_the_full_path(
     sets_of_three, monkeypatch, category
 ):
     app = sets_of_three
-    monkeypatch.setattr(rounds.random, "random", lambda: 0.0)
+    monkeypatch.setattr(starts.random, "random", lambda: 0.0)
     drawn = {}
     for path_name in ("lean", "full"):
         served = _watch_lean(monkeypatch, full_path=path_name == "full")
@@ -132,7 +132,7 @@ def test_next_text_draws_and_stores_the_round_as_the_full_path(
         drawn[path_name, "next"] = _row(app, round_id)
         with app.app_context():
             example = db.session.get(Round, round_id).example
-            assert category == rounds.RANDOM or example.category.slug == category
+            assert category == starts.RANDOM or example.category.slug == category
             sets_made = db.session.execute(
                 select(GameSet.__table__).where(GameSet.id == example_set(round_id))
             ).all()
@@ -168,7 +168,7 @@ def test_a_round_opened_meanwhile_is_served(sets_of_three, monkeypatch):
         player_id = db.session.scalar(select(Player.id))
         set_id = db.session.scalar(select(GameSet.id))
         read_before = db.session.scalar(select(func.count()).select_from(PassageRead))
-    real = rounds.start_at_once
+    real = starts.start_at_once
     theirs = []
 
     def after_another_tab(*args, **kwargs):
@@ -195,7 +195,7 @@ def test_a_round_opened_meanwhile_is_served(sets_of_three, monkeypatch):
         return outcome[-1]
 
     outcome: list = []
-    monkeypatch.setattr(rounds, "start_at_once", after_another_tab)
+    monkeypatch.setattr(starts, "start_at_once", after_another_tab)
     shown = _next_text(client, token, path)
     assert shown.status_code == 200
     assert shown.headers["X-Round-URL"] == f"/play/round/{theirs[0]}"
@@ -280,7 +280,7 @@ def test_a_set_made_meanwhile_is_joined(sets_of_three, monkeypatch):
     login = {"csrf_token": token, "username": "reader", "password": "reader-password"}
     assert client.post("/login", data=login).status_code == 302
     token = csrf_token(client, "/")  # a login rotates it
-    real = rounds.start_at_once
+    real = starts.start_at_once
     theirs = []
 
     def after_another_tab(*args, **kwargs):
@@ -293,7 +293,7 @@ def test_a_set_made_meanwhile_is_joined(sets_of_three, monkeypatch):
         return outcome[-1]
 
     outcome: list = []
-    monkeypatch.setattr(rounds, "start_at_once", after_another_tab)
+    monkeypatch.setattr(starts, "start_at_once", after_another_tab)
     started = client.post("/play", data={"csrf_token": token, "category": "news"}, headers=FETCH)
     assert started.status_code == 200 and "text 1 of 3" in started.text
     assert outcome == [None]  # refused by the unique index, on PostgreSQL

@@ -13,7 +13,7 @@ from app.catalog import pools
 from app.catalog.importer import import_file
 from app.catalog.passages import MAX_KEY_CHARS, passage_keys
 from app.extensions import db
-from app.game import answers, reveals, rounds, sets
+from app.game import answers, reveals, sets, starts
 from app.models import Example, ExamplePassage, PassageRead
 from tests import factories
 from tests.conftest import csrf_token
@@ -47,11 +47,11 @@ def test_a_read_passage_is_never_served_again_in_another_variant(ctx):
     other = factories.example(boundary=3, passage="doc-2")
     player = factories.player()
     answer(player, first, 4)
-    served = rounds.start_round(player, "news")
+    served = starts.start_round(player, "news")
     assert served.example_id == other.id
     finish(player, served, 3)
-    with pytest.raises(rounds.NoExamplesLeft, match="read every text in News"):
-        rounds.start_round(player, "news")
+    with pytest.raises(starts.NoExamplesLeft, match="read every text in News"):
+        starts.start_round(player, "news")
     read = set(db.session.scalars(select(PassageRead.passage_id)))
     assert len(read) == 2
 
@@ -62,7 +62,7 @@ def test_operators_may_allow_other_variants(ctx):
     second = factories.example(boundary=10, passage="doc-1")
     player = factories.player()
     answer(player, first, 4)
-    assert rounds.start_round(player, "news").example_id == second.id
+    assert starts.start_round(player, "news").example_id == second.id
 
 
 def test_a_splice_counts_both_of_its_passages_as_read(ctx):
@@ -71,8 +71,8 @@ def test_a_splice_counts_both_of_its_passages_as_read(ctx):
     player = factories.player()
     answer(player, spliced, 4)
     # The rest of doc-2 would give the splice away, and the splice gave doc-2 away.
-    with pytest.raises(rounds.NoExamplesLeft):
-        rounds.start_round(player, "news")
+    with pytest.raises(starts.NoExamplesLeft):
+        starts.start_round(player, "news")
     assert db.session.get(Example, other_source.id).annotation_count == 0
 
 
@@ -191,7 +191,7 @@ def test_sets_skip_passages_read_in_a_set_too(ctx):
     assert first.set_id is not None
     reveals.reveal_next(player, first.id, 1)
     answers.submit_answer(player, first.id, answers.parse_answer("machine", 2, ["hunch"], ""))
-    with pytest.raises(rounds.NoExamplesLeft):
+    with pytest.raises(starts.NoExamplesLeft):
         sets.play(player, "news")
 
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import daily
+from app.game import daily, daily_texts
 from app.models import DailyChallenge, Example, GameSet, Player, Round
 from tests import factories
 from tests.conftest import csrf_token
@@ -24,27 +24,27 @@ SHARE_RE = re.compile(r'<pre class="share" id="share-text">([^<]*)</pre>')
 # -- pure rules -------------------------------------------------------------------------------
 
 
-def candidate(example_id, category=1, kind=daily.MACHINE, boundary=None, passages=None):
-    boundary = boundary or (10 if kind == daily.HUMAN else 2 + example_id % 7)
+def candidate(example_id, category=1, kind=daily_texts.MACHINE, boundary=None, passages=None):
+    boundary = boundary or (10 if kind == daily_texts.HUMAN else 2 + example_id % 7)
     passages = tuple(passages or (example_id,))
-    return daily.Candidate(example_id, category, kind, boundary, 10, passages)
+    return daily_texts.Candidate(example_id, category, kind, boundary, 10, passages)
 
 
 def test_pick_texts_takes_unused_distinct_passages_and_keeps_the_composition():
     pool = [
-        candidate(i, category=i % 3, kind=daily.HUMAN if i < 4 else daily.MACHINE)
+        candidate(i, category=i % 3, kind=daily_texts.HUMAN if i < 4 else daily_texts.MACHINE)
         for i in range(15)
     ]
-    pool.append(candidate(99, passages=(1, 100), kind=daily.SPLICE))  # shares passage 1
+    pool.append(candidate(99, passages=(1, 100), kind=daily_texts.SPLICE))  # shares passage 1
     for seed in range(20):
-        picked = daily.pick_texts(pool, used={0}, count=5, rng=random.Random(seed))
+        picked = daily_texts.pick_texts(pool, used={0}, count=5, rng=random.Random(seed))
         assert picked is not None and picked.complete and len(picked.texts) == 5
         passages = [p for c in picked.texts for p in c.passages]
         assert len(passages) == len(set(passages)) and 0 not in passages
         kinds = [c.kind for c in picked.texts]
-        assert 1 <= kinds.count(daily.HUMAN) <= 2 and kinds.count(daily.MACHINE) >= 3
+        assert 1 <= kinds.count(daily_texts.HUMAN) <= 2 and kinds.count(daily_texts.MACHINE) >= 3
         assert {c.category_id for c in picked.texts} == {0, 1, 2}
-    assert daily.pick_texts(pool[:4], used=set(), count=5, rng=random.Random(0)) is None
+    assert daily_texts.pick_texts(pool[:4], used=set(), count=5, rng=random.Random(0)) is None
 
 
 def test_days_available_counts_whole_days():
@@ -52,10 +52,10 @@ def test_days_available_counts_whole_days():
     pool = [
         candidate(10 * p + k, category=p % 3, kind=kind, passages=(p,))
         for p in range(23)
-        for k, kind in enumerate((daily.HUMAN, daily.MACHINE))
+        for k, kind in enumerate((daily_texts.HUMAN, daily_texts.MACHINE))
     ]
-    assert daily.days_available(pool, used=set(), count=5) == 4
-    assert daily.days_available(pool, used=set(range(20)), count=5) == 0
+    assert daily_texts.days_available(pool, used=set(), count=5) == 4
+    assert daily_texts.days_available(pool, used=set(range(20)), count=5) == 0
 
 
 def test_streaks():

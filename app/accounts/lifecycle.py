@@ -205,6 +205,45 @@ def _sets_of(player: Player) -> list[dict]:
     ]
 
 
+def _my_round(round_: Round, example: Example, category: str, hidden: bool) -> dict:
+    """One round in `my_data`: what the player was shown, and the truth and points once
+    answered (not for a worker of a study that hides them)."""
+    item = {
+        "order": round_.order_index,
+        "kind": round_.kind,
+        "category": category,
+        "started_at": round_.started_at.isoformat(),
+        "sentences_revealed": round_.revealed,
+    }
+    if round_.answered and hidden and round_.participant_id is not None:
+        item |= {  # what the worker was shown: no text id, boundary or points
+            "answered_at": round_.answered_at.isoformat(),
+            "guess": round_.guess,
+            "reasons": list(round_.reasons or []),
+            "explanation": round_.explanation,
+            "ratings": round_.ratings,
+        }
+    elif round_.answered:
+        item |= {
+            "text_id": example.external_id,
+            "answered_at": round_.answered_at.isoformat(),
+            "guess": round_.guess,
+            "boundary": example.boundary,
+            "n_sentences": example.n_sentences,
+            "points": tally.earned(round_),
+            "counted": tally.counts(round_),
+            # Why it did not count: an integrity reason, or its kind ("practice").
+            "uncounted_reason": None if tally.counts(round_) else (round_.uncounted or round_.kind),
+            "reasons": list(round_.reasons or []),
+            "explanation": round_.explanation,
+            "ratings": round_.ratings,
+        }
+    if round_.explanation:
+        item["explanation_upvotes"] = round_.upvotes
+    item |= _play_details(round_, example)
+    return item
+
+
 def my_data(player: Player) -> dict:
     """Everything the site holds about the player, as JSON-ready values.
 
@@ -221,44 +260,7 @@ def my_data(player: Player) -> dict:
     from app.crowd.serving import truth_hidden  # issue 21: crowd workers in a blind study
 
     hidden = truth_hidden(player.id)
-    rounds = []
-    for round_, example, category in rows:
-        item = {
-            "order": round_.order_index,
-            "kind": round_.kind,
-            "category": category,
-            "started_at": round_.started_at.isoformat(),
-            "sentences_revealed": round_.revealed,
-        }
-        if round_.answered and hidden and round_.participant_id is not None:
-            item |= {  # what the worker was shown: no text id, boundary or points
-                "answered_at": round_.answered_at.isoformat(),
-                "guess": round_.guess,
-                "reasons": list(round_.reasons or []),
-                "explanation": round_.explanation,
-                "ratings": round_.ratings,
-            }
-        elif round_.answered:
-            item |= {
-                "text_id": example.external_id,
-                "answered_at": round_.answered_at.isoformat(),
-                "guess": round_.guess,
-                "boundary": example.boundary,
-                "n_sentences": example.n_sentences,
-                "points": tally.earned(round_),
-                "counted": tally.counts(round_),
-                # Why it did not count: an integrity reason, or its kind ("practice").
-                "uncounted_reason": None
-                if tally.counts(round_)
-                else (round_.uncounted or round_.kind),
-                "reasons": list(round_.reasons or []),
-                "explanation": round_.explanation,
-                "ratings": round_.ratings,
-            }
-        if round_.explanation:
-            item["explanation_upvotes"] = round_.upvotes
-        item |= _play_details(round_, example)
-        rounds.append(item)
+    rounds = [_my_round(round_, example, category, hidden) for round_, example, category in rows]
     answers = db.session.get(PlayerSurvey, player.id)
     votes = db.session.execute(
         select(ExplanationVote.round_id, ExplanationVote.voted_at, Round.explanation)

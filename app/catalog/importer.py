@@ -146,22 +146,7 @@ def import_records(
                     System, "name", record.system, report.new_systems
                 )
             batch.append(
-                Example(
-                    external_id=record.id,
-                    category_id=categories[record.category].id,
-                    system_id=systems[record.system].id,
-                    sentences=record.sentences,
-                    n_sentences=len(record.sentences),
-                    boundary=record.boundary,
-                    decoding=record.decoding,
-                    decoding_p=record.decoding_p,
-                    seed=record.seed,
-                    source=record.source,
-                    meta=record.meta,
-                    system_label=record.system_label,
-                    provenance=record.provenance,
-                    annotation_count=0,
-                )
+                _example(record, categories[record.category].id, systems[record.system].id)
             )
             if len(batch) >= CHUNK:
                 _write(batch, imported, progress)
@@ -175,6 +160,26 @@ def import_records(
         db.session.rollback()
         raise
     return report
+
+
+def _example(record: ExampleRecord, category_id: int, system_id: int) -> Example:
+    """The new example of a validated record, not annotated yet."""
+    return Example(
+        external_id=record.id,
+        category_id=category_id,
+        system_id=system_id,
+        sentences=record.sentences,
+        n_sentences=len(record.sentences),
+        boundary=record.boundary,
+        decoding=record.decoding,
+        decoding_p=record.decoding_p,
+        seed=record.seed,
+        source=record.source,
+        meta=record.meta,
+        system_label=record.system_label,
+        provenance=record.provenance,
+        annotation_count=0,
+    )
 
 
 def _write(batch: list[Example], imported: list[Example], progress) -> None:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from app.crowd import fraud, lookup
+from app.crowd import fraud_report, lookup
 from app.crowd.cli import study_group
 from app.errors import ServiceError
 
@@ -24,9 +24,9 @@ def flags(slug: str, as_json: bool) -> None:
         study = lookup.get_study(slug)
     except ServiceError as missing:
         raise click.ClickException(f"no study called {slug!r}") from missing
-    flagged = fraud.study_flags(study)
+    flagged = fraud_report.study_flags(study)
     if as_json:
         click.echo(json.dumps([w.to_json() for w in flagged], indent=2))
         return
-    for line in fraud.flag_lines(flagged):
+    for line in fraud_report.flag_lines(flagged):
         click.echo(line)

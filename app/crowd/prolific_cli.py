@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from app.crowd import lookup, prolific
+from app.crowd import lookup, prolific, prolific_pay
 from app.crowd.cli import prolific_client, study_group, study_named
 from app.crowd.ledger import money
 from app.crowd.plan_cli import freeze_lines
@@ -32,7 +32,7 @@ def _unconfirmed_lines(study) -> list[str]:
         f"Payment {payment} ({money(amount)} {currency}) went out but Prolific's answer never "
         f"came: it is not paid again. Look it up on Prolific, then run `flask study prolific "
         f"resolve-payment {study.slug} {payment} --paid` (or --not-paid)."
-        for payment, amount in prolific.unconfirmed(study).items()
+        for payment, amount in prolific_pay.unconfirmed(study).items()
     ]
 
 
@@ -236,7 +236,7 @@ def resolve_payment(slug: str, payment: str, paid: bool) -> None:
     Prolific: --paid records it as paid; --not-paid owes its bonuses again (the next
     `apply` sets them up anew and pays them)."""
     study = study_named(slug)
-    done = _run(prolific.resolve_payment, study, payment, paid)
+    done = _run(prolific_pay.resolve_payment, study, payment, paid)
     currency = lookup.config_of(study).currency
     if done.paid:
         click.echo(f"Recorded {done.rows} bonus(es), {money(done.minor)} {currency}, as paid.")

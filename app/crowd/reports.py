@@ -141,13 +141,9 @@ def speed_threshold(config, medians: list[float]) -> float | None:
     return threshold or None
 
 
-def worker_stats(study: Study) -> list[WorkerStats]:
-    config = config_of(study)
-    participants = list(
-        db.session.scalars(
-            select(Participant).where(Participant.study_id == study.id).order_by(Participant.id)
-        )
-    )
+def _answered_rounds(study: Study) -> dict[int, list]:
+    """Participant id -> their answered rounds of the study (practice left out), in the order
+    they answered them."""
     rows = db.session.execute(
         select(
             Round.participant_id,
@@ -168,6 +164,19 @@ def worker_stats(study: Study) -> list[WorkerStats]:
     for row in rows:
         if row.kind != PRACTICE_ROUND:
             by_worker[row.participant_id].append(row)
+    return by_worker
+
+
+def worker_stats(study: Study) -> list[WorkerStats]:
+    """Each worker of the study, in the order they joined, with their rounds, checks, times,
+    quality signals, pay basis and decision."""
+    config = config_of(study)
+    participants = list(
+        db.session.scalars(
+            select(Participant).where(Participant.study_id == study.id).order_by(Participant.id)
+        )
+    )
+    by_worker = _answered_rounds(study)
     decided = latest_decisions(study)
     empty = _empty_slots(study)
     medians = {}

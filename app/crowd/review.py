@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from app.crowd import fraud, ledger, schedule, verify, verify_submissions
+from app.crowd import fraud, fraud_report, ledger, schedule, verify, verify_submissions
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of
 from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
@@ -343,7 +343,7 @@ def worker_list(study: Study, show: str = "all") -> list[WorkerView]:
     if show not in SHOW:
         raise BadRequest(f"unknown filter {show!r}: choose one of {', '.join(SHOW)}")
     current = latest_decisions(study)
-    flags = fraud.flags_by_participant(study)
+    flags = fraud_report.flags_by_participant(study)
     found = []
     for w in worker_stats(study):
         row = current.get(w.participant_id)
@@ -360,7 +360,7 @@ def worker_view(study: Study, worker_id: str) -> WorkerView:
     evidence was seen), time, fraud flags, explanations, decision and bonuses."""
     w = _worker(study, worker_id)
     row = latest_decisions(study).get(w.participant_id)
-    flagged = fraud.flags_by_participant(study).get(w.participant_id)
+    flagged = fraud_report.flags_by_participant(study).get(w.participant_id)
     return WorkerView(
         w,
         state_of(row.decision if row else None),

@@ -15,7 +15,7 @@ from app.crowd.ratings import criteria
 from app.crowd.slots import SLOT_POOLS, required_rounds
 from app.errors import Conflict
 from app.extensions import db
-from app.game import rounds
+from app.game import starts
 from app.models import (
     Example,
     ExamplePassage,
@@ -165,7 +165,7 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
         tutorial = conditions.pool_ids(study, participant, "tutorial")
         example = pick_from(tutorial, participant, ordered=True, unread=False)
         if example is not None:
-            return rounds.create_round(player, example, study.slug, PRACTICE_ROUND, participant.id)
+            return starts.create_round(player, example, study.slug, PRACTICE_ROUND, participant.id)
         participant.practice_done_at = utcnow()
         db.session.commit()
     slot = participant.rounds_done
@@ -191,7 +191,7 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
             finish(participant, config, ParticipantStatus.completed, RAN_OUT)
             db.session.commit()
         return None
-    made = rounds.create_round(player, example, study.slug, round_kind, participant.id)
+    made = starts.create_round(player, example, study.slug, round_kind, participant.id)
     return made or open_round(participant)
 
 

@@ -26,7 +26,7 @@ from sqlalchemy import exists, func, select
 
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
-from app.game import rounds, sets
+from app.game import rounds, sets, starts
 from app.leaderboard import integrity
 from app.models import Example, ExamplePassage, GameSet, PassageRead, Player, Round
 from app.models.sets import CHALLENGE_SET, NORMAL_SET
@@ -223,7 +223,7 @@ def next_round(player: Player, run: GameSet) -> Round:
             continue
         example = db.session.get(Example, example_id)
         reason = integrity.READ_BEFORE if _read_before(player, example_id) else None
-        new = rounds.create_round(player, example, LABEL, game_set=run, uncounted=reason)
+        new = starts.create_round(player, example, LABEL, game_set=run, uncounted=reason)
         if new is not None:
             return new
         current = rounds.open_round(player)

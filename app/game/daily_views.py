@@ -1,17 +1,18 @@
-"""Around the daily challenge: the countdown to the next one, the archive of past challenges
-played again for practice, and the opt-in reminder. Views on the game blueprint."""
+"""The daily challenge's pages: today's challenge and its start, a day's results and its share
+card; around it, the countdown to the next one, the archive of past challenges played again
+for practice, and the opt-in reminder. Views on the game blueprint."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from app import paging
 from app.errors import BadRequest
 from app.extensions import db
-from app.game import countdown, daily, practice, round_views
+from app.game import charts, countdown, daily, practice, round_views
 from app.game.guard_views import (
     challenge_day,
     guest_limits,
@@ -20,6 +21,120 @@ from app.game.guard_views import (
     require_player,
 )
 from app.game.routes import bp
+
+
+@bp.get("/daily")
+def daily_page():
+    day = daily.today()
+    mine = daily.own_set(current_user, day) if current_user.is_authenticated else None
+    if mine is not None and mine.finished:
+        return redirect(url_for("game.daily_results", day=day.isoformat()))
+    return render_template(
+        "game/daily.html",
+        day=day,
+        challenge=daily.challenge(day),
+        size=current_app.config["DAILY_SIZE"],
+        mine=mine,
+        needs_consent=not current_user.is_authenticated or current_user.research_consent_at is None,
+        streak=daily.streak(current_user) if current_user.is_authenticated else 0,
+    )
+
+
+@bp.post("/daily/start")
+@guest_limits
+def daily_start():
+    if current_user.is_authenticated and current_user.kind == "crowd":
+        return redirect(url_for("crowd.current"))
+    if daily.challenge(daily.today()) is None:
+        raise daily.NoChallenge("There is no daily challenge today. Please come back tomorrow.")
+    player_for_play(None)
+    try:
+        round_ = daily.start(current_user)
+    except daily.AlreadyPlayed:
+        return redirect(url_for("game.daily_results", day=daily.today().isoformat()))
+    except daily.FinishCurrentFirst as busy:
+        flash(busy.message)
+        return redirect(url_for("game.show", round_id=busy.round.id))
+    return redirect(url_for("game.show", round_id=round_.id))
+
+
+def _distribution_chart(results, mine: int | None):
+    labels = [str(points) for points in range(results.max_points + 1)]
+    return charts.bar_chart(
+        labels,
+        results.counts,
+        title=f"Scores in the daily challenge of {results.day.isoformat()}",
+        description=f"{results.players} players finished; total points from 0 to "
+        f"{results.max_points}." + (f" You scored {mine}." if mine is not None else ""),
+        marked=mine,
+    )
+
+
+@bp.get("/daily/<day>")
+def daily_results(day: str):
+    on = challenge_day(day)
+    if on > daily.today():
+        raise daily.NoChallenge(
+            f"{on.isoformat()} has not come yet: its daily challenge, if any, opens that day."
+        )
+    results = daily.results(on)
+    mine = daily.own_set(current_user, on) if current_user.is_authenticated else None
+    finished = mine is not None and mine.finished
+    points = daily.set_points(mine) if finished else None
+    counted = finished and daily.counted(points)
+    share = None
+    if finished:
+        token = daily.ensure_share_token(mine)
+        card_url = url_for("game.daily_card", day=day, token=token, _external=True)
+        share = daily.share_text(on, points, card_url)
+    total = daily.total(points) if finished else None
+    return render_template(
+        "game/daily_results.html",
+        day=on,
+        results=results,
+        # A replay is not among everyone's scores: no mark on the chart, no comparison.
+        chart=_distribution_chart(results, total if counted else None),
+        mine=mine if finished else None,
+        points=points,
+        total=total,
+        counted=counted,
+        squares=daily.squares(points) if points else "",
+        below=results.share_below(total) if counted else None,
+        share=share,
+        is_today=on == daily.today(),
+        streak=daily.streak(current_user) if current_user.is_authenticated else 0,
+    )
+
+
+def _card(day: str, token: str) -> tuple[date, list[int | None]]:
+    on = challenge_day(day)
+    return on, daily.set_points(daily.by_share_token(on, token))
+
+
+@bp.get("/daily/<day>/card/<token>")
+def daily_card(day: str, token: str):
+    on, points = _card(day, token)
+    return render_template(
+        "game/daily_card.html",
+        day=on,
+        points=points,
+        total=daily.total(points),
+        counted=daily.counted(points),
+        max_points=5 * len(points),
+        squares=daily.squares(points),
+        token=token,
+        is_today=on == daily.today(),
+    )
+
+
+@bp.get("/daily/<day>/card/<token>.png")
+def daily_card_image(day: str, token: str):
+    from app.game import cards  # Pillow is loaded only when an image is asked for
+
+    on, points = _card(day, token)
+    response = current_app.response_class(cards.render_png(on, points), mimetype="image/png")
+    response.headers["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 @bp.app_context_processor

@@ -12,7 +12,7 @@ from flask_login import current_user, login_user
 from app.accounts import service as accounts
 from app.errors import NotFound
 from app.extensions import limiter
-from app.game import levels, rounds
+from app.game import levels, starts
 
 
 def _guest_limit() -> str:
@@ -69,7 +69,7 @@ def player_for_play(category: str | None, level: str | None = None) -> None:
     if category is not None and (
         not signed_in or (consent and current_user.research_consent_at is None)
     ):
-        rounds.check_start(
+        starts.check_start(
             current_user if signed_in else None, category, None if level == levels.ANY else level
         )
     if not signed_in:

@@ -18,7 +18,7 @@ from sqlalchemy import and_, bindparam, select
 from sqlalchemy.orm import aliased
 
 from app.extensions import db
-from app.game import rounds
+from app.game import starts
 from app.game.sets import OPEN_ROUND_ID
 from app.models import GameSet, Player, PlayerTotal, Round
 from app.models.sets import DAILY_SET, NORMAL_SET
@@ -82,12 +82,12 @@ def home_state(player: Player, day: date) -> HomeState:
     """The signed-in player's sets, open round, last choice and totals, in one statement."""
     row = db.session.execute(_HOME_STATE, {"player_id": player.id, "day": day}).first()
     if row is None:  # the player's row is gone (deleted meanwhile): nothing of theirs
-        return HomeState(None, None, None, rounds.RANDOM, None)
+        return HomeState(None, None, None, starts.RANDOM, None)
     today_set, open_set, totals, open_round_id, choice = row
     return HomeState(
         today_set,
         open_set,
         OpenRound(open_round_id) if open_round_id is not None else None,
-        choice or rounds.RANDOM,
+        choice or starts.RANDOM,
         totals,
     )

@@ -20,7 +20,7 @@ from sqlalchemy import bindparam, func, select, update
 
 from app.errors import BadRequest
 from app.extensions import cache, db
-from app.game import rounds, tally
+from app.game import rounds, starts, tally
 from app.models import Category, Example, Player, Round
 from app.models.rounds import NORMAL_ROUND
 from roftcore import difficulty
@@ -135,7 +135,7 @@ def rated_counts() -> dict[str, int]:
         )
         for slug, level, count in rows:
             found[f"{slug}:{level}"] = count
-            found[f"{rounds.RANDOM}:{level}"] = found.get(f"{rounds.RANDOM}:{level}", 0) + count
+            found[f"{starts.RANDOM}:{level}"] = found.get(f"{starts.RANDOM}:{level}", 0) + count
         cache.set(RATED_CACHE_KEY, found, timeout=RATED_SECONDS)
     return found
 
@@ -152,7 +152,7 @@ def offer(player: Player | None, category_slug: str) -> Offer:
     left = rated
     if player is not None and all(n >= size for n in rated.values()):
         unplayed = rounds.unplayed(player, None).where(Example.level.is_not(None))
-        if category_slug != rounds.RANDOM:
+        if category_slug != starts.RANDOM:
             unplayed = unplayed.join(Category, Category.id == Example.category_id).where(
                 Category.slug == category_slug
             )

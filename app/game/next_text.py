@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import bindparam, select
 
 from app.extensions import db
-from app.game import challenge, daily, practice, reveals, rounds, sets
+from app.game import challenge, daily, practice, reveals, rounds, sets, starts
 from app.models import Player, Round
 from app.models.sets import CHALLENGE_SET, DAILY_SET, NORMAL_SET, PRACTICE_SET
 
@@ -28,7 +28,7 @@ def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
     """The round to show when the player asks for the next text of a set.
 
     On PostgreSQL a new round of a normal set comes as the `reveals.RevealView` its fragment is
-    drawn from, started in one statement (`rounds.start_at_once`).
+    drawn from, started in one statement (`starts.start_at_once`).
     Raises `sets.SetFinished` for a finished set (the caller shows its summary).
     """
     game_set = sets.get_own(player, set_id)
@@ -39,12 +39,12 @@ def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
         ).one()
         if open_id is not None and (current := rounds.open_round(player)) is not None:
             return current
-        chosen = chosen or rounds.RANDOM
-        if view := rounds.start_at_once(player, chosen, game_set, game_set.level):
+        chosen = chosen or starts.RANDOM
+        if view := starts.start_at_once(player, chosen, game_set, game_set.level):
             return view
         # SQLite; or a race lost, no text left, no such category: the full path, which looks
         # for the open round again (a round another request opened is served) and refuses.
-        return rounds.start_round(
+        return starts.start_round(
             player,
             chosen,
             game_set=game_set,
@@ -66,7 +66,7 @@ def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
         return practice.next_round(player, game_set)
     if game_set.kind == CHALLENGE_SET:
         return challenge.next_round(player, game_set)
-    return rounds.start_round(
+    return starts.start_round(
         player,
         sets.last_category(game_set),
         game_set=game_set,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from datetime import date
 
 from flask import (
     Blueprint,
@@ -36,7 +35,6 @@ from app.extensions import db
 from app.game import (
     answers,
     challenge,
-    charts,
     daily,
     hooks,
     insights,
@@ -46,11 +44,12 @@ from app.game import (
     round_views,
     rounds,
     sets,
+    starts,
     tally,
     tutorial,
     typing_signals,
 )
-from app.game.guard_views import challenge_day, guest_limits, player_for_play, player_required
+from app.game.guard_views import guest_limits, player_for_play, player_required
 from app.game.home import home_state
 from app.leaderboard import standings
 from app.models import Round
@@ -97,7 +96,7 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
     day = daily.today()
     # The player's own sets, open round, last choice and totals in one statement.
     mine = home_state(current_user, day) if signed_in else None
-    choice = mine.choice if mine is not None else rounds.RANDOM
+    choice = mine.choice if mine is not None else starts.RANDOM
     stats = _home_stats(profiles.overall_of(mine.totals) if mine is not None else None)
     categories = rounds.categories_with_examples()
     open_round = mine.open_round if mine is not None else None
@@ -125,7 +124,7 @@ def _render_home(notice: str | None = None, status: int = 200, left: list | None
 def _category_name(slug: str, shown: list | None = None) -> str | None:
     """The name of a chosen category; None for "random" or one that no longer exists.
     `shown`: categories already read for the page, looked in first (no query when found)."""
-    if slug == rounds.RANDOM:
+    if slug == starts.RANDOM:
         return None
     for category in shown or ():
         if category.slug == slug:
@@ -134,7 +133,7 @@ def _category_name(slug: str, shown: list | None = None) -> str | None:
     return category.name if category is not None else None
 
 
-def _played_out(done: rounds.NoExamplesLeft):
+def _played_out(done: starts.NoExamplesLeft):
     """The home page saying a category is played out, with the categories still open."""
     left = rounds.categories_left_for(current_user) if current_user.is_authenticated else None
     return _render_home(done.message, 409, left)
@@ -148,7 +147,7 @@ def home():
 @bp.post("/play")
 @guest_limits
 def start():
-    category = request.form.get("category", rounds.RANDOM)
+    category = request.form.get("category", starts.RANDOM)
     if current_user.is_authenticated and current_user.kind == "crowd":
         # Crowd workers play their study's rounds, not the public game.
         return redirect(url_for("crowd.current"))
@@ -161,7 +160,7 @@ def start():
     try:
         player_for_play(category, level)
         round_ = sets.play(current_user, category, level)
-    except rounds.NoExamplesLeft as done:
+    except starts.NoExamplesLeft as done:
         return _played_out(done)
     return round_views.go_to_round(round_)
 
@@ -319,7 +318,7 @@ def next_in_set(set_id: int):
         if isinstance(finished, sets.DayOver):
             flash(finished.message)
         return redirect(_summary_url(finished.game_set))
-    except rounds.NoExamplesLeft as done:
+    except starts.NoExamplesLeft as done:
         return _played_out(done)
     except daily.FinishCurrentFirst as busy:
         flash(busy.message)
@@ -376,123 +375,6 @@ def set_summary(set_id: int):
         choice_name=_category_name(choice),
         challenge=_challenge_panel(summary.game_set),
     )
-
-
-# --- The daily challenge ---------------------------------------------------------------------
-
-
-@bp.get("/daily")
-def daily_page():
-    day = daily.today()
-    mine = daily.own_set(current_user, day) if current_user.is_authenticated else None
-    if mine is not None and mine.finished:
-        return redirect(url_for("game.daily_results", day=day.isoformat()))
-    return render_template(
-        "game/daily.html",
-        day=day,
-        challenge=daily.challenge(day),
-        size=current_app.config["DAILY_SIZE"],
-        mine=mine,
-        needs_consent=not current_user.is_authenticated or current_user.research_consent_at is None,
-        streak=daily.streak(current_user) if current_user.is_authenticated else 0,
-    )
-
-
-@bp.post("/daily/start")
-@guest_limits
-def daily_start():
-    if current_user.is_authenticated and current_user.kind == "crowd":
-        return redirect(url_for("crowd.current"))
-    if daily.challenge(daily.today()) is None:
-        raise daily.NoChallenge("There is no daily challenge today. Please come back tomorrow.")
-    player_for_play(None)
-    try:
-        round_ = daily.start(current_user)
-    except daily.AlreadyPlayed:
-        return redirect(url_for("game.daily_results", day=daily.today().isoformat()))
-    except daily.FinishCurrentFirst as busy:
-        flash(busy.message)
-        return redirect(url_for("game.show", round_id=busy.round.id))
-    return redirect(url_for("game.show", round_id=round_.id))
-
-
-def _distribution_chart(results, mine: int | None):
-    labels = [str(points) for points in range(results.max_points + 1)]
-    return charts.bar_chart(
-        labels,
-        results.counts,
-        title=f"Scores in the daily challenge of {results.day.isoformat()}",
-        description=f"{results.players} players finished; total points from 0 to "
-        f"{results.max_points}." + (f" You scored {mine}." if mine is not None else ""),
-        marked=mine,
-    )
-
-
-@bp.get("/daily/<day>")
-def daily_results(day: str):
-    on = challenge_day(day)
-    if on > daily.today():
-        raise daily.NoChallenge(
-            f"{on.isoformat()} has not come yet: its daily challenge, if any, opens that day."
-        )
-    results = daily.results(on)
-    mine = daily.own_set(current_user, on) if current_user.is_authenticated else None
-    finished = mine is not None and mine.finished
-    points = daily.set_points(mine) if finished else None
-    counted = finished and daily.counted(points)
-    share = None
-    if finished:
-        token = daily.ensure_share_token(mine)
-        card_url = url_for("game.daily_card", day=day, token=token, _external=True)
-        share = daily.share_text(on, points, card_url)
-    total = daily.total(points) if finished else None
-    return render_template(
-        "game/daily_results.html",
-        day=on,
-        results=results,
-        # A replay is not among everyone's scores: no mark on the chart, no comparison.
-        chart=_distribution_chart(results, total if counted else None),
-        mine=mine if finished else None,
-        points=points,
-        total=total,
-        counted=counted,
-        squares=daily.squares(points) if points else "",
-        below=results.share_below(total) if counted else None,
-        share=share,
-        is_today=on == daily.today(),
-        streak=daily.streak(current_user) if current_user.is_authenticated else 0,
-    )
-
-
-def _card(day: str, token: str) -> tuple[date, list[int | None]]:
-    on = challenge_day(day)
-    return on, daily.set_points(daily.by_share_token(on, token))
-
-
-@bp.get("/daily/<day>/card/<token>")
-def daily_card(day: str, token: str):
-    on, points = _card(day, token)
-    return render_template(
-        "game/daily_card.html",
-        day=on,
-        points=points,
-        total=daily.total(points),
-        counted=daily.counted(points),
-        max_points=5 * len(points),
-        squares=daily.squares(points),
-        token=token,
-        is_today=on == daily.today(),
-    )
-
-
-@bp.get("/daily/<day>/card/<token>.png")
-def daily_card_image(day: str, token: str):
-    from app.game import cards  # Pillow is loaded only when an image is asked for
-
-    on, points = _card(day, token)
-    response = current_app.response_class(cards.render_png(on, points), mimetype="image/png")
-    response.headers["Cache-Control"] = "public, max-age=86400"
-    return response
 
 
 # --- Tutorial and votes ----------------------------------------------------------------------

@@ -6,9 +6,10 @@ challenge are sets too (app/game/daily.py, practice.py, challenge.py), started b
 rounds service adds each answer to its set's figures in the answer's transaction and finishes a
 full set.
 
-Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, reveals.py,
-answers.py and sets.py), the only modules of app/game that write textual SQL or change the
-round's own tables (rounds, reveals, game_sets); the other modules call the core for that.
+Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, starts.py,
+reveals.py, answers.py and sets.py), the only modules of app/game that write textual SQL or
+change the round's own tables (rounds, reveals, game_sets); the other modules call the core for
+that.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from flask import current_app
 from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
-from app.errors import NotFound
+from app.errors import Conflict, NotFound
 from app.extensions import add_or_theirs, commit_keeping, db
-from app.game import reveals, rounds, tally
+from app.game import reveals, rounds, starts, tally
 from app.game.scoring import verdict
 from app.models import Category, Example, GameSet, Player, Round
 from app.models.base import utcnow
@@ -61,7 +62,7 @@ def _normal_set(player: Player, looked_up: bool = False, level: str | None = Non
             db.session.rollback()  # another request of this player made it first
             continue
         return new
-    raise rounds.Conflict("Could not start a set right now; please try again.")
+    raise Conflict("Could not start a set right now; please try again.")
 
 
 def start_set(
@@ -102,7 +103,7 @@ def play(
     `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
     on, "any" from every level; None keeps the open set's level (a new set has none).
     On PostgreSQL a new round comes as the `reveals.RevealView` its fragment is drawn from,
-    started (with its new set, if any) in one statement (`rounds.start_at_once`).
+    started (with its new set, if any) in one statement (`starts.start_at_once`).
     """
     # The open set and whether a round is open, in one statement: a round open already is what
     # `start_round` looks for first (it looks again only when there is one).
@@ -112,7 +113,7 @@ def play(
     looked_up = open_id is None
     if looked_up and (current is None or current.level == chosen):
         # A set whose level changes takes the full path (its UPDATE goes with the new round).
-        if (view := rounds.start_at_once(player, category_slug, current, chosen)) is not None:
+        if (view := starts.start_at_once(player, category_slug, current, chosen)) is not None:
             return view
         # SQLite; or a race lost, no text left, no such category: the full path, which looks
         # for the open round again (a round another request opened is served) and refuses.
@@ -127,7 +128,7 @@ def play(
             game_set.level = chosen
         return game_set
 
-    return rounds.start_round(
+    return starts.start_round(
         player, category_slug, open_set=open_set, level=chosen, looked_up=looked_up
     )
 
@@ -190,7 +191,7 @@ def last_category(game_set: GameSet, known: str | None = None) -> str:
         .order_by(Round.id.desc())
         .limit(1)
     )
-    return chosen or rounds.RANDOM
+    return chosen or starts.RANDOM
 
 
 def last_choice(player: Player) -> str:
@@ -203,7 +204,7 @@ def last_choice(player: Player) -> str:
         .order_by(Round.id.desc())
         .limit(1)
     )
-    return chosen or rounds.RANDOM
+    return chosen or starts.RANDOM
 
 
 @dataclass(frozen=True)
@@ -351,7 +352,7 @@ def summary_of(game_set: GameSet) -> Summary:
     return Summary(game_set, calls, last)
 
 
-class SetFinished(rounds.Conflict):
+class SetFinished(Conflict):
     def __init__(self, game_set: GameSet):
         super().__init__("This set is finished.")
         self.game_set = game_set

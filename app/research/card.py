@@ -217,51 +217,7 @@ def card(
     file -> bytes, `intro` the export's own first lines (what it is, private or not)."""
     counts, fmt = manifest["counts"], manifest["format"]
     lines = [*card_header(doc, counts, fmt, license), "", *intro]
-    lines += ["## Loading", ""]
-    files = table_files(doc["tables"], fmt)
-    if files:
-        first = next(iter(files))
-        lines += [
-            "```python",
-            "import pandas as pd",
-            f'rounds = pd.read_{fmt}("{files[first]}")',
-            "",
-            "from datasets import load_dataset",
-            f'rounds = load_dataset("path/to/this/folder", "{first}", split="train")',
-            "",
-            "import mlcroissant as mlc",
-            'dataset = mlc.Dataset(jsonld="croissant.json")',
-            "```",
-            "",
-            "Each table is one config (`" + "`, `".join(files) + "`); an empty table keeps its "
-            "columns and their types.",
-            "",
-        ]
-        empty = [table for table in files if not counts.get(table)]
-        if empty:
-            lines += [
-                "Empty in this export: `"
-                + "`, `".join(empty)
-                + "`. pandas reads "
-                + ("them" if len(empty) > 1 else "it")
-                + (
-                    " with every column and its type"
-                    if fmt == "parquet"
-                    else " with every column (a CSV file holds no types: take them from "
-                    "schema.json or the features above)"
-                )
-                + "; `datasets` builds no split of 0 rows from files, "
-                'so load an empty table with `load_dataset(folder, "'
-                + empty[0]
-                + '", split="train", streaming=True)` (its features, no rows).',
-                "",
-            ]
-    else:
-        lines += [
-            "One SQLite file holds every table (and `export_info`); read it with `sqlite3` or "
-            "`pandas.read_sql`. Export as Parquet or CSV for `datasets` and Croissant records.",
-            "",
-        ]
+    lines += ["## Loading", "", *_loading(table_files(doc["tables"], fmt), counts, fmt)]
     lines += ["## Sizes", "", "| table | rows |", "|---|---|"]
     lines += [f"| `{table}` | {counts.get(table, 0)} |" for table in doc["tables"]]
     lines += ["", "| file | bytes |", "|---|---|"]
@@ -313,6 +269,54 @@ def card(
         "",
     ]
     return "\n".join(lines)
+
+
+def _loading(files: dict[str, str], counts: dict[str, int], fmt: str) -> list[str]:
+    """The card's "Loading" section: reading the tables with pandas, `datasets` or sqlite3."""
+    if files:
+        first = next(iter(files))
+        lines = [
+            "```python",
+            "import pandas as pd",
+            f'rounds = pd.read_{fmt}("{files[first]}")',
+            "",
+            "from datasets import load_dataset",
+            f'rounds = load_dataset("path/to/this/folder", "{first}", split="train")',
+            "",
+            "import mlcroissant as mlc",
+            'dataset = mlc.Dataset(jsonld="croissant.json")',
+            "```",
+            "",
+            "Each table is one config (`" + "`, `".join(files) + "`); an empty table keeps its "
+            "columns and their types.",
+            "",
+        ]
+        empty = [table for table in files if not counts.get(table)]
+        if empty:
+            lines += [
+                "Empty in this export: `"
+                + "`, `".join(empty)
+                + "`. pandas reads "
+                + ("them" if len(empty) > 1 else "it")
+                + (
+                    " with every column and its type"
+                    if fmt == "parquet"
+                    else " with every column (a CSV file holds no types: take them from "
+                    "schema.json or the features above)"
+                )
+                + "; `datasets` builds no split of 0 rows from files, "
+                'so load an empty table with `load_dataset(folder, "'
+                + empty[0]
+                + '", split="train", streaming=True)` (its features, no rows).',
+                "",
+            ]
+    else:
+        lines = [
+            "One SQLite file holds every table (and `export_info`); read it with `sqlite3` or "
+            "`pandas.read_sql`. Export as Parquet or CSV for `datasets` and Croissant records.",
+            "",
+        ]
+    return lines
 
 
 def pseudonymisation(manifest: dict) -> str:
@@ -372,28 +376,20 @@ CONTEXT = {
 }
 
 
-def croissant(
-    doc: dict,
-    manifest: dict,
-    digests: dict[str, str],
-    license: str,
-    url: str | None,
-) -> dict:
-    """Croissant 1.1 JSON-LD for one export: `digests` is file -> SHA-256 of every data file;
-    `url` the project's address (left out when none is configured, never made up)."""
-    fmt = manifest["format"]
-    files = table_files(doc["tables"], fmt)
-    distribution = [
-        {
-            "@type": "cr:FileObject",
-            "@id": name,
-            "name": name,
-            "contentUrl": name,
-            "encodingFormat": ENCODINGS[name.rsplit(".", 1)[-1]],
-            "sha256": digest,
-        }
-        for name, digest in digests.items()
-    ]
+def _file_object(name: str, digest: str) -> dict:
+    """Croissant's description of one data file of the export."""
+    return {
+        "@type": "cr:FileObject",
+        "@id": name,
+        "name": name,
+        "contentUrl": name,
+        "encodingFormat": ENCODINGS[name.rsplit(".", 1)[-1]],
+        "sha256": digest,
+    }
+
+
+def _record_sets(doc: dict, manifest: dict, files: dict[str, str]) -> list[dict]:
+    """Croissant's record sets: one per table, each column a field read from the table's file."""
     record_sets = []
     # Croissant reads records from CSV and Parquet files, not from SQLite: a SQLite export lists
     # its file only (its tables are in schema.json).
@@ -423,6 +419,21 @@ def croissant(
                 "field": fields,
             }
         )
+    return record_sets
+
+
+def croissant(
+    doc: dict,
+    manifest: dict,
+    digests: dict[str, str],
+    license: str,
+    url: str | None,
+) -> dict:
+    """Croissant 1.1 JSON-LD for one export: `digests` is file -> SHA-256 of every data file;
+    `url` the project's address (left out when none is configured, never made up)."""
+    fmt = manifest["format"]
+    files = table_files(doc["tables"], fmt)
+    record_sets = _record_sets(doc, manifest, files)
     description = (
         "Annotations from Real or Fake Text: people reading a text sentence by sentence and "
         "saying where a machine took over; with the texts, how each was made, and "
@@ -451,7 +462,7 @@ def croissant(
         "creator": {"@type": "sc:Organization", "name": "RoFT site operators"},
         "keywords": ["machine-generated text detection", "human annotation", "RoFT"],
         "isLiveDataset": False,
-        "distribution": distribution,
+        "distribution": [_file_object(name, digest) for name, digest in digests.items()],
         "rai:dataCollection": COLLECTION,
         "rai:dataCollectionType": ["Crowdsourced", "Web game"],
         "rai:dataCollectionTimeframe": [manifest["created_at"][:10]],

@@ -21,7 +21,16 @@ from flask import (
 from flask_login import current_user, login_required
 
 from app import paging
-from app.crowd import fraud, ledger, links, lookup, reports, review, verify, verify_submissions
+from app.crowd import (
+    fraud_report,
+    ledger,
+    links,
+    lookup,
+    reports,
+    review,
+    verify,
+    verify_submissions,
+)
 from app.errors import ServiceError
 from app.game import insights
 from app.leaderboard import integrity
@@ -66,7 +75,7 @@ def study(slug: str):
         study=found,
         report=reports.study_report(found),
         entry_link=links.entry_link(found),
-        fraud_flags=fraud.study_flags(found),
+        fraud_flags=fraud_report.study_flags(found),
         refresh_seconds=current_app.config["STUDY_DASHBOARD_REFRESH_SECONDS"],
     )
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from app.extensions import db
-from app.game import answers, reveals, rounds
+from app.game import answers, reveals, starts
 from app.leaderboard import standings
 from app.models.base import utcnow
 from tests import factories
@@ -47,7 +47,7 @@ class Clock:
 
 def use_clock(monkeypatch) -> Clock:
     clock = Clock()
-    monkeypatch.setattr(rounds, "utcnow", clock)
+    monkeypatch.setattr(starts, "utcnow", clock)
     monkeypatch.setattr(reveals, "utcnow", clock)
     monkeypatch.setattr(answers, "utcnow", clock)
     monkeypatch.setattr(standings, "utcnow", clock)
@@ -78,8 +78,8 @@ def play(player, style: str, count: int, clock: Clock, rng: random.Random, rare:
     played = 0
     for _ in range(count):
         try:
-            round_ = rounds.start_round(player, "random")
-        except rounds.NoExamplesLeft:  # the player has read every text: stop, as a player does
+            round_ = starts.start_round(player, "random")
+        except starts.NoExamplesLeft:  # the player has read every text: stop, as a player does
             break
         example = round_.example
         n = example.n_sentences

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from app.crowd import admission, fraud, lookup, serving, slots, verdicts
+from app.crowd import admission, fraud, fraud_report, lookup, serving, slots, verdicts
 from app.extensions import db
-from app.game import answers, reveals, rounds
+from app.game import answers, reveals, starts
 from app.leaderboard import standings
 from app.models import Participant, Round, StudyDecision
 from app.models.rounds import CHECK_ROUND
@@ -41,7 +41,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (rounds, reveals, answers, admission, serving, verdicts, slots, standings):
+    for module in (starts, reveals, answers, admission, serving, verdicts, slots, standings):
         monkeypatch.setattr(module, "utcnow", fake)
     return fake
 
@@ -164,8 +164,8 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
     played = scripted_study(app, clock)
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Participant)) == 9
-        flagged = {w.worker_id: w for w in fraud.study_flags(lookup.get_study("pilot"))}
-        by_id = fraud.flags_by_participant(lookup.get_study("pilot"))
+        flagged = {w.worker_id: w for w in fraud_report.study_flags(lookup.get_study("pilot"))}
+        by_id = fraud_report.flags_by_participant(lookup.get_study("pilot"))
         assert {w.worker_id for w in by_id.values()} == set(flagged)
         assert all(
             db.session.get(Participant, k).worker_id == w.worker_id for k, w in by_id.items()
@@ -273,14 +273,14 @@ def test_one_browser_under_another_id_in_another_study_is_flagged(app, clock):
     join_http(bob, "/study/second?PROLIFIC_PID=bob&STUDY_ID=st2&SESSION_ID=s3")
     play_all(app, bob, clock, 4.0, ["x"], slug="second", most=1)
     with app.app_context():
-        assert fraud.study_flags(lookup.get_study("second")) == []
-        assert fraud.study_flags(lookup.get_study("pilot")) == []
+        assert fraud_report.study_flags(lookup.get_study("second")) == []
+        assert fraud_report.study_flags(lookup.get_study("pilot")) == []
     # Then a second id joins the second study from alice's browser and answers.
     join_http(browser, "/study/second?PROLIFIC_PID=carol&STUDY_ID=st2&SESSION_ID=s4")
     (carols,) = play_all(app, browser, clock, 4.0, ["x"], slug="second", most=1)
     with app.app_context():
-        second = {w.worker_id: w for w in fraud.study_flags(lookup.get_study("second"))}
-        first = fraud.study_flags(lookup.get_study("pilot"))
+        second = {w.worker_id: w for w in fraud_report.study_flags(lookup.get_study("second"))}
+        first = fraud_report.study_flags(lookup.get_study("pilot"))
     assert set(second) == {"alice", "carol"}
     assert second["carol"].flags[0].other_workers == ("alice", "alice (study pilot)")
     with app.app_context():

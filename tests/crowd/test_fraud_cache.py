@@ -1,11 +1,12 @@
-"""The fraud flags are cached per study (app/crowd/fraud.py, study_flags), and a new answer shows
-up in them at the next load of the study page and the review page: the cache is keyed by what
-the flags are computed from, so it can never serve flags older than the study's answers."""
+"""The fraud flags are cached per study (app/crowd/fraud_report.py, study_flags), and a new
+answer shows up in them at the next load of the study page and the review page: the cache is
+keyed by what the flags are computed from, so it can never serve flags older than the study's
+answers."""
 
 from __future__ import annotations
 
 from app.accounts import service as accounts
-from app.crowd import fraud, lookup, serving
+from app.crowd import fraud, fraud_report, lookup, serving
 from app.extensions import db
 from app.game import answers, reveals
 from app.models import Participant, Player
@@ -55,7 +56,7 @@ def test_a_new_answer_shows_in_the_flags_at_the_next_load(app):
         assert list(cached) == [lookup.get_study("pilot").id]  # the load filled the cache
         stamp = cached[lookup.get_study("pilot").id][0]
         # A second load with nothing new is served from the cache.
-        assert fraud.inputs_stamp(lookup.get_study("pilot")) == stamp
+        assert fraud_report.inputs_stamp(lookup.get_study("pilot")) == stamp
 
     with app.app_context():
         study = lookup.get_study("pilot")
@@ -67,8 +68,8 @@ def test_a_new_answer_shows_in_the_flags_at_the_next_load(app):
     assert 'data-signal="copied_explanation"' in review
     with app.app_context():
         study = lookup.get_study("pilot")
-        assert {w.worker_id for w in fraud.study_flags(study)} == {"w-a", "w-b"}
-        assert fraud.study_flags(study) == fraud.compute_flags(study)
+        assert {w.worker_id for w in fraud_report.study_flags(study)} == {"w-a", "w-b"}
+        assert fraud_report.study_flags(study) == fraud_report.compute_flags(study)
 
 
 def answer_http(client) -> None:
@@ -95,10 +96,10 @@ def test_a_second_id_in_a_shared_browser_shows_at_the_next_load(client, app):
     join_http(client, "/study/pilot?PROLIFIC_PID=one&STUDY_ID=st&SESSION_ID=s1")
     answer_http(client)
     with app.app_context():
-        assert fraud.study_flags(lookup.get_study("pilot")) == []
+        assert fraud_report.study_flags(lookup.get_study("pilot")) == []
     join_http(client, "/study/pilot?PROLIFIC_PID=two&STUDY_ID=st&SESSION_ID=s2")
     answer_http(client)
     with app.app_context():
-        flagged = {w.worker_id: w for w in fraud.study_flags(lookup.get_study("pilot"))}
+        flagged = {w.worker_id: w for w in fraud_report.study_flags(lookup.get_study("pilot"))}
         assert set(flagged) == {"one", "two"}
         assert flagged["two"].flags[0].signal == fraud.SHARED_DEVICE

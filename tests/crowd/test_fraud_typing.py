@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from app.crowd import admission, fraud, serving, slots, studies, verdicts
+from app.crowd import admission, fraud, fraud_report, serving, slots, studies, verdicts
 from app.extensions import db
-from app.game import answers, reveals, rounds
+from app.game import answers, reveals, starts
 from app.leaderboard import standings
 from app.models import Player
 from tests.conftest import csrf_token
@@ -80,7 +80,7 @@ def _play(app, client, clock: Clock, worker: str, typing: dict[str, str]) -> lis
 def clock(monkeypatch) -> Clock:
     """The game's and the study's clock, moved by hand: the workers read at a human pace."""
     fake = Clock()
-    for module in (rounds, reveals, answers, admission, serving, verdicts, slots, standings):
+    for module in (starts, reveals, answers, admission, serving, verdicts, slots, standings):
         monkeypatch.setattr(module, "utcnow", fake)
     return fake
 
@@ -122,7 +122,7 @@ def typed_study(app, clock):
 
 def test_pasting_and_robot_typing_are_flagged_with_their_rounds(app, typed_study, runner):
     with app.app_context():
-        flagged = {w.worker_id: w for w in fraud.study_flags(studies.get_study("pilot"))}
+        flagged = {w.worker_id: w for w in fraud_report.study_flags(studies.get_study("pilot"))}
         numbers = study_numbers()
     assert set(flagged) == {"paster", "robot"}
     (paste,) = flagged["paster"].flags

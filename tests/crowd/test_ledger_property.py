@@ -31,8 +31,8 @@ from hypothesis.stateful import (
 from sqlalchemy import delete, func, select
 
 from app.crowd import ledger, lookup, review, verify, verify_files, verify_runs, verify_submissions
-from app.crowd.prolific import send_to_prolific
 from app.crowd.prolific_api import ProlificClient, ProlificError
+from app.crowd.prolific_pay import send_to_prolific
 from app.crowd.reports import worker_stats
 from app.errors import Conflict
 from app.extensions import db

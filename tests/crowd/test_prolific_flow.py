@@ -12,7 +12,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from app.crowd import prolific, studies, verify, verify_runs, verify_submissions
+from app.crowd import prolific_pay, studies, verify, verify_runs, verify_submissions
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.errors import Conflict
 from app.extensions import db
@@ -260,9 +260,9 @@ def test_a_crash_between_set_up_and_pay_pays_that_set_up_once(
         raise KeyboardInterrupt  # the machine goes down right after the set-up was recorded
 
     with monkeypatch.context() as patch:
-        patch.setattr(prolific, "_pay", dies)
+        patch.setattr(prolific_pay, "_pay", dies)
         with pytest.raises(KeyboardInterrupt):
-            prolific.pay_requested(client_of(app), study, prolific_id)
+            prolific_pay.pay_requested(client_of(app), study, prolific_id)
     [row] = ledger(study)
     set_up = json.loads(row.platform_ref)["bulk_bonus_payment"]
     assert row.state == "requested" and fake.paid == []
@@ -286,7 +286,7 @@ def test_a_crash_during_the_pay_call_is_left_to_the_operator(runner, study, stan
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        prolific.pay_requested(Dies(TOKEN, app.config["PROLIFIC_API_URL"]), study, prolific_id)
+        prolific_pay.pay_requested(Dies(TOKEN, app.config["PROLIFIC_API_URL"]), study, prolific_id)
     [row] = ledger(study)
     assert row.state == "sent"  # committed before the call
     payment = json.loads(row.platform_ref)["bulk_bonus_payment"]
@@ -376,14 +376,14 @@ def test_two_runs_that_read_the_same_bonuses_pay_them_once(runner, study, stand_
     submissions = verify_submissions.from_prolific_api(client_of(app).submissions(prolific_id))
     verify_runs.apply_decisions(study, verify.decide(study, submissions), via_api=True)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(prolific, "_pay", lambda *args: None)  # stop after the set-up
-        prolific.pay_requested(client_of(app), study, prolific_id)
+        patch.setattr(prolific_pay, "_pay", lambda *args: None)  # stop after the set-up
+        prolific_pay.pay_requested(client_of(app), study, prolific_id)
     rows_read_by_a = ledger(study)
     set_up = json.loads(rows_read_by_a[0].platform_ref)["bulk_bonus_payment"]
     cli(runner, "apply", "pilot")  # run B
     assert fake.pay_calls == [set_up]
     with pytest.raises(Conflict, match="taken by another run"):
-        prolific._pay(client_of(app), set_up, rows_read_by_a, prolific.Paid())
+        prolific_pay._pay(client_of(app), set_up, rows_read_by_a, prolific_pay.Paid())
     assert fake.pay_calls == [set_up] and fake.paid == [("5f00good", 0.2)]
     assert [r.state for r in ledger(study)] == ["paid"]
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from sqlalchemy import delete, func, select
 
-from app.crowd import prolific, studies, verify, verify_runs, verify_submissions
+from app.crowd import prolific, prolific_pay, studies, verify, verify_runs, verify_submissions
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import worker_stats
 from app.extensions import db
@@ -91,7 +91,7 @@ class Researcher(RuleBasedStateMachine):
             submissions = verify_submissions.from_prolific_api(self.client.submissions("st1"))
             decisions = verify.decide(self.study, submissions)
             verify_runs.apply_decisions(self.study, decisions, via_api=True)
-            prolific.send_to_prolific(self.client, self.study, "st1", decisions)
+            prolific_pay.send_to_prolific(self.client, self.study, "st1", decisions)
         except ProlificError:
             assert failure is not None
         finally:
@@ -139,8 +139,8 @@ class Researcher(RuleBasedStateMachine):
 
     @rule()
     def operator_settles_unconfirmed_payments(self):
-        for payment in prolific.unconfirmed(self.study):
-            prolific.resolve_payment(self.study, payment, payment in self.fake.pay_calls)
+        for payment in prolific_pay.unconfirmed(self.study):
+            prolific_pay.resolve_payment(self.study, payment, payment in self.fake.pay_calls)
 
     @invariant()
     def prolific_paid_exactly_what_the_ledger_says_and_each_key_once(self):
@@ -189,7 +189,7 @@ class Researcher(RuleBasedStateMachine):
         for worker in ("w-a", "w-b"):
             assert paid.get(worker, Decimal(0)) * 100 == owed[worker], (worker, paid, owed)
         assert "w-lazy" not in paid  # rejected: no bonus
-        assert prolific.unconfirmed(self.study) == {}
+        assert prolific_pay.unconfirmed(self.study) == {}
 
 
 def test_every_bonus_and_message_once_through_the_api_whatever_the_commands(

@@ -22,10 +22,20 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import select
 
-from app.crowd import admission, fraud, ledger, lookup, serving, slots, verdicts, verify
+from app.crowd import (
+    admission,
+    fraud,
+    fraud_report,
+    ledger,
+    lookup,
+    serving,
+    slots,
+    verdicts,
+    verify,
+)
 from app.crowd.reports import worker_stats
 from app.extensions import db
-from app.game import answers, reveals, rounds
+from app.game import answers, reveals, starts
 from app.leaderboard import standings
 from app.models import ExamplePassage, Participant, ParticipantStatus, Round
 from app.models.rounds import CHECK_ROUND
@@ -71,7 +81,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (rounds, reveals, answers, admission, serving, verdicts, slots, standings):
+    for module in (starts, reveals, answers, admission, serving, verdicts, slots, standings):
         monkeypatch.setattr(module, "utcnow", fake)
     return fake
 
@@ -280,7 +290,7 @@ def test_a_scripted_study_ends_fairly_and_pays_once(app, runner, clock, tmp_path
             assert max(stored.values()) == 1, worker
 
         # Every fraud case is flagged, with its kind, and no one else.
-        flagged = {w.worker_id: w for w in fraud.study_flags(study)}
+        flagged = {w.worker_id: w for w in fraud_report.study_flags(study)}
         assert set(flagged) == {"dup-one", "dup-two", "paste-one", "paste-two"}
         for me, other in (("dup-one", "dup-two"), ("dup-two", "dup-one")):
             (flag,) = flagged[me].flags

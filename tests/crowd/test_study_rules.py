@@ -10,12 +10,8 @@ import pytest
 
 from app import PROJECT_ROOT
 from app.crowd import agreement
-from app.crowd.config import (
-    PayRules,
-    StudyConfigError,
-    parse_rates,
-    platform_findings,
-)
+from app.crowd.config import StudyConfigError
+from app.crowd.platform_rules import PayRules, parse_rates, platform_findings
 from app.crowd.study_file import load_study_file, parse_study
 from tests.crowd.helpers import BASE
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.extensions import db
-from app.game import answers, reveals, rounds
+from app.game import answers, reveals, starts
 from app.models import Player
 from app.models.base import utcnow
 
@@ -16,7 +16,7 @@ def consent(player: Player) -> Player:
 
 def play(player: Player, guess: int, reasons=("irrelevant",), explanation: str = "") -> int:
     """Start a round, reveal up to the guess and answer; returns the stored points."""
-    round_ = rounds.start_round(player, "random")
+    round_ = starts.start_round(player, "random")
     n = round_.example.n_sentences
     target = n if guess >= n else guess + 1
     while round_.revealed < target:

@@ -36,9 +36,9 @@ def played(research_app):
             play(named, guess, reasons=("grammar", "repetition"))
         for guess in (4, 4):
             play(refuser, guess)
-        from app.game import rounds
+        from app.game import starts
 
-        rounds.start_round(waiting, "random")  # never answered: not an annotation
+        starts.start_round(waiting, "random")  # never answered: not an annotation
     return research_app
 
 
