@@ -29,18 +29,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
 
+from app.crowd.ledger import FAILED, PAID, REQUESTED, REVIEW_PREFIX, SENT, money
 from app.crowd.prolific_api import ProlificClient, ProlificError
-from app.crowd.verify import (
-    APPROVE,
-    FAILED,
-    PAID,
-    REJECT,
-    REQUESTED,
-    REVIEW_PREFIX,
-    SENT,
-    Decision,
-    money,
-)
+from app.crowd.verify_submissions import APPROVE, REJECT, Decision
 from app.errors import Conflict
 from app.extensions import db
 from app.models import Participant, Study, StudyBonus

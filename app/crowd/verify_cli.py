@@ -15,7 +15,7 @@ from app.crowd.cli import prolific_client, study_group, study_named
 from app.crowd.prolific_api import ProlificError
 from app.crowd.prolific_pay import send_to_prolific
 from app.errors import ServiceError
-from app.research.exports import pseudonym, pseudonym_key
+from app.research.pseudonyms import pseudonym, pseudonym_key
 
 
 @study_group.command("verify")
