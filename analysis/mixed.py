@@ -7,7 +7,9 @@ sections, the confirmatory analysis, the power simulation):
   t tests of each fixed effect with Satterthwaite degrees of freedom, and a joint F test of a set
   of them with `lmerTest::contest`);
 - exact hit: a logistic mixed model, lme4 `glmer` (binomial, Laplace approximation); Wald z of
-  each fixed effect, a joint Wald χ² of a set, and odds ratios with their intervals.
+  each fixed effect, a joint Wald χ² of a set, and odds ratios with their intervals. Above
+  `LAPLACE_MAX_ROWS` rows it is fitted with lme4's `nAGQ = 0` (the fixed effects estimated inside
+  the penalised least squares step), which is faster and less exact; the result says so.
 
 Random intercepts for annotator and text always; `slopes` adds a random slope of those fixed
 effects by text (a condition whose effect may differ between texts). When that fit is singular
@@ -35,9 +37,13 @@ from scipy import stats
 LEVEL = 0.95
 FAMILIES = {"points": "gaussian", "distance": "gaussian", "exact_hit": "binomial"}
 STATSMODELS_MAX_ROWS = 3000  # statsmodels' crossed effects are dense variance components
+# The logistic model's Laplace fit over (variances, fixed effects) runs the penalised least
+# squares once per step of its optimiser; at 10^6 rows that takes hours on a small machine, so
+# larger data get nAGQ = 0 (docs/analysis.md, "Mixed models at scale").
+LAPLACE_MAX_ROWS = 200_000
 
 _R_CODE = r"""
-roft_mixed_fit <- function(y, X, a, t, binomial, slopes) {
+roft_mixed_fit <- function(y, X, a, t, binomial, slopes, nagq) {
   d <- data.frame(y = y, a = factor(a), t = factor(t))
   xs <- paste0("x", seq_len(ncol(X)) - 1L)
   for (i in seq_along(xs)) d[[xs[i]]] <- X[, i]
@@ -50,7 +56,7 @@ roft_mixed_fit <- function(y, X, a, t, binomial, slopes) {
   keep <- function(w) notes <<- c(notes, conditionMessage(w))
   model <- withCallingHandlers(
     if (binomial) {
-      lme4::glmer(f, data = d, family = stats::binomial,
+      lme4::glmer(f, data = d, family = stats::binomial, nAGQ = nagq,
                   control = lme4::glmerControl(optimizer = "bobyqa"))
     } else {
       lme4::lmer(f, data = d, REML = TRUE)
@@ -286,6 +292,7 @@ def _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, ver
     from rpy2.robjects import numpy2ri
 
     binomial = family == "binomial"
+    laplace = not binomial or len(y) <= LAPLACE_MAX_ROWS
     function = ro.globalenv["roft_mixed_fit"]
     with (ro.default_converter + numpy2ri.converter).context():
         args = (
@@ -296,7 +303,7 @@ def _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, ver
         )
         raw, slope_notes = None, []
         if slopes:
-            raw = function(*args, binomial, np.asarray(slopes, dtype=np.int32))
+            raw = function(*args, binomial, np.asarray(slopes, dtype=np.int32), int(laplace))
             trouble = _trouble(raw)
             if trouble:
                 slope_notes.append(
@@ -308,7 +315,7 @@ def _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, ver
                 )
                 raw = None
         if raw is None:
-            raw = function(*args, binomial, np.asarray([], dtype=np.int32))
+            raw = function(*args, binomial, np.asarray([], dtype=np.int32), int(laplace))
         r = dict(ro.globalenv["roft_mixed_describe"](raw, binomial).items())
         estimate = np.asarray(r["estimate"], float)
         se = np.asarray(r["se"], float)
@@ -351,6 +358,14 @@ def _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, ver
         variances[label] = float(value)
     all_notes = (
         slope_notes
+        + (
+            []
+            if laplace
+            else [
+                f"fitted with lme4's nAGQ = 0 (above {LAPLACE_MAX_ROWS:,} rows): faster and "
+                "less exact than the Laplace approximation"
+            ]
+        )
         + found
         + (
             ["the fit is singular (a variance estimated as 0)"]
@@ -359,7 +374,10 @@ def _fit_lme4(y, x, names, test, outcome, family, slopes, annotators, texts, ver
         )
     )
     converged = not any("converge" in w.lower() for w in found)
-    kind = "glmer (binomial, logit, Laplace)" if binomial else "lmer (REML), lmerTest Satterthwaite"
+    if binomial:
+        kind = "glmer (binomial, logit, " + ("Laplace)" if laplace else "nAGQ = 0)")
+    else:
+        kind = "lmer (REML), lmerTest Satterthwaite"
     text_term = "(1 + slope | text)" if random_slope else "(1 | text)"
     return MixedResult(
         outcome=outcome,

@@ -77,6 +77,25 @@ def test_logistic_model_finds_a_set_odds_ratio():
 
 
 @needs_r
+def test_above_the_laplace_limit_the_logistic_model_is_nagq0_and_says_so(monkeypatch):
+    frame = crossed(workers=200, texts=60, effect=0.8, seed=3)
+    x, names = mixed.design(frame, "condition", reference="none")
+    laplace = mixed.fit(frame, x, names, [1], "exact_hit")
+    monkeypatch.setattr(mixed, "LAPLACE_MAX_ROWS", len(frame) - 1)
+    fast = mixed.fit(frame, x, names, [1], "exact_hit")
+    assert "Laplace" in laplace.library and not any("nAGQ" in w for w in laplace.warnings)
+    assert "nAGQ = 0" in fast.library and any("nAGQ = 0" in w for w in fast.warnings)
+    assert fast.converged  # the note is not read as a convergence failure
+    # The faster fit lands close to the Laplace fit on the same data (2,000 rows).
+    for a, b in zip(fast.effects, laplace.effects, strict=True):
+        assert a["estimate"] == pytest.approx(b["estimate"], abs=0.05)
+        assert a["se"] == pytest.approx(b["se"], rel=0.1)
+    # The linear models are exact at any size: the limit does not touch them.
+    points = mixed.fit(frame, x, names, [1], "points")
+    assert "lmer" in points.library and not any("nAGQ" in w for w in points.warnings)
+
+
+@needs_r
 def test_a_singular_fit_is_reported_and_an_unsupported_slope_is_dropped():
     # No annotator variance at all, no slope variance: lme4 says the fit is singular.
     frame = crossed(sd_worker=0.0, sd_text=0.0, seed=5)
