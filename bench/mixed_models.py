@@ -1,8 +1,9 @@
 """Benchmark: the mixed models of analysis.mixed on synthetic crossed data.
 
     .venv/bin/python bench/mixed_models.py [--rows 100000 1000000] [--outcomes exact_hit points]
+        [--rounds 20] [--per-text 200]
 
-Each size has rows / rounds annotators (each reads `rounds` texts at random) and rows / 200
+Each size has rows / rounds annotators (each reads `rounds` texts at random) and rows / per-text
 texts, two conditions between annotators, random intercepts for annotator and text. Fitted: the
 logistic model of the exact hit and the linear model of points, each with crossed random
 intercepts (lme4 through rpy2 when R is installed; the library used is printed). Building the
@@ -24,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analysis import mixed
 
 
-def synthetic(rows: int, rounds: int, seed: int = 0) -> pd.DataFrame:
+def synthetic(rows: int, rounds: int, per_text: int = 200, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    workers, texts = max(rows // rounds, 2), max(rows // 200, 2)
+    workers, texts = max(rows // rounds, 2), max(rows // per_text, 2)
     annotator = np.repeat(np.arange(workers), rounds)[:rows]
     example = rng.integers(0, texts, len(annotator))
     condition = annotator % 2
@@ -51,13 +52,14 @@ def synthetic(rows: int, rounds: int, seed: int = 0) -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=20, help="rounds per annotator")
+    parser.add_argument("--per-text", type=int, default=200, help="rows per text")
     parser.add_argument(
         "--outcomes", nargs="+", default=["exact_hit", "points"], choices=["exact_hit", "points"]
     )
     args = parser.parse_args()
     for rows in args.rows:
-        frame = synthetic(rows, args.rounds)
+        frame = synthetic(rows, args.rounds, args.per_text)
         x, names = mixed.design(frame, "condition", reference="none")
         for outcome in args.outcomes:
             start = time.perf_counter()

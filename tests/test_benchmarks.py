@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis import mixed
 from app import PROJECT_ROOT
 from bench.web_load import Tally, ratio_line
 from tests.nginx_server import nginx_binary
@@ -272,3 +273,21 @@ def test_the_host_cpu_ratio_is_printed_for_a_proxied_pair_even_when_nginx_used_n
     proxied = ratio_line("postgresql", 2, "script", direct, behind, "b / a", proxied=True)
     assert "gunicorn+nginx cpu/round 0.75×" in proxied, proxied
     assert "nginx" not in ratio_line("postgresql", 2, "script", direct, direct)
+
+
+@pytest.mark.skipif(
+    mixed.r_available() is None, reason="R with lme4 is not installed (scripts/ensure-r.sh)"
+)
+def test_mixed_models_bench_fits_both_models_at_the_sizes_asked():
+    finished = subprocess.run(
+        [sys.executable, "bench/mixed_models.py", "--rows", "2000", "--per-text", "50"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    lines = finished.stdout.splitlines()
+    assert [line.split(",")[0].strip() for line in lines] == ["2", "2"]  # "2,000 rows, ..."
+    assert "100 annotators, 40 texts, exact_hit" in lines[0] and "glmer" in lines[0]
+    assert "40 texts, points" in lines[1] and "lmer" in lines[1]
