@@ -8,7 +8,8 @@ from sqlalchemy import select
 
 from app.catalog.pools import link_passages
 from app.extensions import db
-from app.models import Category, Example, Player, System
+from app.game import starts
+from app.models import Category, Example, Player, Round, System
 
 _ids = itertools.count(1)
 
@@ -88,3 +89,18 @@ def player(username: str | None = None, password: str | None = None) -> Player:
     db.session.add(row)
     db.session.commit()
     return row
+
+
+def round_of(player: Player, example: Example, chosen_category: str = "news", **options) -> Round:
+    """A new round of the player's on `example`, started as the game starts every round
+    (`starts.new_round`, which takes `options`), loaded as the ORM object."""
+    view = starts.new_round(player, chosen_category, example=example, **options)
+    assert view is not None, "the round was not started"
+    return db.session.get(Round, view.id)
+
+
+def started(player: Player, category_slug: str = "random", **options) -> Round:
+    """The player's open round or a new one in the category, as "Play" starts it
+    (`starts.start_round`, which takes `options`), loaded as the ORM object."""
+
+    return db.session.get(Round, starts.start_round(player, category_slug, **options).id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from app.extensions import db
-from app.game import answers, reveals, starts
+from app.game import answers, reveals
 from app.models import Example, Player, Round
 from tests import factories
 
@@ -18,7 +18,7 @@ def answer(
     reasons: tuple[str, ...] = ("generic",),
 ) -> Round:
     """`player` reads `example` and flags sentence index `flag_at` (None: says all human)."""
-    round_ = starts.create_round(player, example, example.category.slug)
+    round_ = factories.round_of(player, example, example.category.slug)
     return finish(player, round_, flag_at, explanation, reasons)
 
 

@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import event, select, text, update
 
 from app.extensions import db
-from app.game import answers, reveals, starts
+from app.game import answers, reveals
 from app.game.scoring import Verdict
 from app.leaderboard import fairness, recording
 from app.models import BoardTotal, Example, Player, PlayerTotal, Round
@@ -64,7 +64,7 @@ def _postgres_only() -> None:
 
 def _open_round(player: Player, example: Example, seen: int = 3) -> int:
     """A round of `example` read to sentence `seen` (answering "machine" flags index seen-1)."""
-    round_ = starts.create_round(player, example, example.category.slug)
+    round_ = factories.round_of(player, example, example.category.slug)
     while round_.revealed < seen:
         reveals.reveal_next(player, round_.id, round_.revealed)
     return round_.id

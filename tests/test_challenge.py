@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import challenge, sets, starts, tally
+from app.game import challenge, sets, tally
 from app.models import Example, GameSet, Player, Round
 from app.models.sets import CHALLENGE_SET
 from tests import factories
@@ -229,13 +229,13 @@ def test_a_text_whose_passage_the_friend_read_does_not_count(game):
         source = GameSet(player_id=challenger.id, kind="normal", size=1)
         db.session.add(source)
         db.session.commit()
-        round_ = starts.create_round(
+        round_ = factories.round_of(
             challenger, db.session.get(Example, second_id), "stories", game_set=source
         )
         finish(challenger, round_, 2)
         answer(friend, db.session.get(Example, first_id), 2)
         source = challenge.link(challenger, source.id)
-        played = challenge.start(friend, source.challenge_token)
+        played = db.session.get(Round, challenge.start(friend, source.challenge_token).id)
         assert played.uncounted == "passage_read_before"
         finish(friend, played, 4)
         db.session.expire_all()
@@ -252,14 +252,14 @@ def test_a_text_the_friend_already_played_is_left_out(game):
         db.session.add(source)
         db.session.commit()
         for example in examples:
-            round_ = starts.create_round(challenger, example, "news", game_set=source)
+            round_ = factories.round_of(challenger, example, "news", game_set=source)
             finish(challenger, round_, 2)
         answer(friend, examples[1], 2)
         token = challenge.link(challenger, source.id).challenge_token
-        first = challenge.start(friend, token)
+        first = db.session.get(Round, challenge.start(friend, token).id)
         assert first.example_id == examples[0].id and first.game_set.size == 2
         finish(friend, first, 2)
-        second = challenge.start(friend, token)
+        second = db.session.get(Round, challenge.start(friend, token).id)
         assert second.example_id == examples[2].id
         finish(friend, second, 2)
         assert second.game_set.finished
@@ -324,7 +324,7 @@ def test_a_refused_start_stores_no_guest_and_no_consent(game):
         db.session.add(source)
         db.session.commit()
         for example in examples:
-            round_ = starts.create_round(challenger, example, "news", game_set=source)
+            round_ = factories.round_of(challenger, example, "news", game_set=source)
             finish(challenger, round_, 2)
         token = challenge.link(challenger, source.id).challenge_token
         reader = factories.player("reader", "a good password")
@@ -360,14 +360,14 @@ def test_the_challenger_sees_every_friend_and_the_set_summary_agrees(game):
         db.session.add(source)
         db.session.commit()
         for example in examples:
-            round_ = starts.create_round(challenger, example, "news", game_set=source)
+            round_ = factories.round_of(challenger, example, "news", game_set=source)
             finish(challenger, round_, example.boundary)  # exact: 5 points each
         token = challenge.link(challenger, source.id).challenge_token
         friends = [factories.player(), factories.player(), factories.player("bob")]
         for late, friend in enumerate(friends):
             while True:
                 try:
-                    round_ = challenge.start(friend, token)
+                    round_ = db.session.get(Round, challenge.start(friend, token).id)
                 except challenge.AlreadyPlayed:
                     break
                 finish(friend, round_, round_.example.boundary + late)

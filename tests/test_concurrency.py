@@ -7,7 +7,7 @@ import threading
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import answers, reveals, starts
+from app.game import answers, reveals
 from app.models import Example, Player, PlayerTotal, Round
 from tests import factories
 
@@ -26,7 +26,7 @@ def test_simultaneous_machine_submissions_store_one_answer(app):
     for _ in range(ROUNDS):
         with app.app_context():
             player = db.session.get(Player, player_id)
-            round_ = starts.start_round(player, "news")
+            round_ = factories.started(player, "news")
             reveals.reveal_next(player, round_.id, 1)
             reveals.reveal_next(player, round_.id, 2)
             round_id = round_.id

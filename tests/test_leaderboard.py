@@ -12,7 +12,7 @@ from sqlalchemy import func, select, text, update
 
 from app.accounts import service as accounts
 from app.extensions import cache, db
-from app.game import answers, reveals, starts
+from app.game import answers, reveals
 from app.game.scoring import Verdict
 from app.leaderboard import recording, skill, standings
 from app.models import BoardCount, BoardCountDelta, BoardTotal, Category, Player
@@ -28,7 +28,7 @@ POINTS = {"measure": "points"}
 
 def play(player, category: str, latest_index: int) -> int:
     """Play one round, flagging sentence `latest_index`; return the points."""
-    round_ = starts.start_round(player, category)
+    round_ = factories.started(player, category)
     while round_.revealed < latest_index + 1:
         reveals.reveal_next(player, round_.id, round_.revealed)
     done = answers.submit_answer(

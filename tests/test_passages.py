@@ -47,11 +47,11 @@ def test_a_read_passage_is_never_served_again_in_another_variant(ctx):
     other = factories.example(boundary=3, passage="doc-2")
     player = factories.player()
     answer(player, first, 4)
-    served = starts.start_round(player, "news")
+    served = factories.started(player, "news")
     assert served.example_id == other.id
     finish(player, served, 3)
     with pytest.raises(starts.NoExamplesLeft, match="read every text in News"):
-        starts.start_round(player, "news")
+        factories.started(player, "news")
     read = set(db.session.scalars(select(PassageRead.passage_id)))
     assert len(read) == 2
 
@@ -62,7 +62,7 @@ def test_operators_may_allow_other_variants(ctx):
     second = factories.example(boundary=10, passage="doc-1")
     player = factories.player()
     answer(player, first, 4)
-    assert starts.start_round(player, "news").example_id == second.id
+    assert factories.started(player, "news").example_id == second.id
 
 
 def test_a_splice_counts_both_of_its_passages_as_read(ctx):
@@ -72,7 +72,7 @@ def test_a_splice_counts_both_of_its_passages_as_read(ctx):
     answer(player, spliced, 4)
     # The rest of doc-2 would give the splice away, and the splice gave doc-2 away.
     with pytest.raises(starts.NoExamplesLeft):
-        starts.start_round(player, "news")
+        factories.started(player, "news")
     assert db.session.get(Example, other_source.id).annotation_count == 0
 
 

@@ -16,8 +16,8 @@ from werkzeug.datastructures import MultiDict
 
 from app import PROJECT_ROOT
 from app.extensions import commit_keeping, db
-from app.game import rounds, starts
-from app.models import Category, Example, GameSet, Player, Round
+from app.game import starts
+from app.models import Example, GameSet, Player, Round
 from bench.protocol import Choice, Decide, Reply, play_sets
 from tests import factories
 from tests.conftest import csrf_token
@@ -121,17 +121,16 @@ def test_the_pick_returns_only_least_annotated_texts_the_player_may_read(ctx):
         example.annotation_count = 2
     db.session.commit()
     player = factories.player()
-    played = starts.create_round(player, quiet[0], "news")  # reads passage quiet-0
+    played = factories.round_of(player, quiet[0], "news")  # reads passage quiet-0
     played.guess = 2
     db.session.commit()
 
-    picks = Counter(rounds.pick_example(player, None).id for _ in range(300))
+    picks = Counter(starts.pick(player) for _ in range(300))
     # Random among the least annotated the player may read: every one comes up, no other.
     assert set(picks) == {example.id for example in quiet[1:]}
     assert quiet[0].id not in picks and same_passage.id not in picks
 
-    stories = db.session.scalar(select(Category).where(Category.slug == "stories"))
-    assert rounds.pick_example(player, stories).id == story.id
+    assert starts.pick(player, "stories") == story.id
 
 
 def test_the_pick_moves_on_to_the_next_count_and_ends_when_all_are_read(ctx):
@@ -141,10 +140,10 @@ def test_the_pick_moves_on_to_the_next_count_and_ends_when_all_are_read(ctx):
     db.session.commit()
     player = factories.player()
     for expected in (first, second):
-        assert rounds.pick_example(player, None).id == expected.id
-        starts.create_round(player, expected, "news").guess = 2
+        assert starts.pick(player) == expected.id
+        factories.round_of(player, expected, "news").guess = 2
         db.session.commit()
-    assert rounds.pick_example(player, None) is None
+    assert starts.pick(player) is None
 
 
 def test_the_pick_walks_back_from_the_point_in_the_same_statement(ctx, app, monkeypatch):
@@ -153,16 +152,16 @@ def test_the_pick_walks_back_from_the_point_in_the_same_statement(ctx, app, monk
     texts[3].annotation_count = 5  # not among the least annotated
     db.session.commit()
     player = factories.player()
-    starts.create_round(player, texts[2], "news").guess = 2  # read: not served again
+    factories.round_of(player, texts[2], "news").guess = 2  # read: not served again
     db.session.commit()
-    monkeypatch.setattr(rounds.random, "random", lambda: 0.999)
+    monkeypatch.setattr(starts.random, "random", lambda: 0.999)
     assert player.id  # loaded again after the commit, before counting
     with work(app) as counted:
-        picked = rounds.pick_example(player, None)
-    assert picked.id == texts[1].id
+        picked = starts.pick(player)
+    assert picked == texts[1].id
     assert len(counted.statements) == 1, counted.statements
-    monkeypatch.setattr(rounds.random, "random", lambda: 0.0)
-    assert rounds.pick_example(player, None).id == texts[0].id
+    monkeypatch.setattr(starts.random, "random", lambda: 0.0)
+    assert starts.pick(player) == texts[0].id
 
 
 def test_commit_keeping_keeps_only_the_named_objects_loaded(ctx):
@@ -438,7 +437,7 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(
     # The pick walks the texts from a random point and, when no text the player may read lies
     # after it, once more from the start: one statement more, by chance. The budgets are for the
     # first walk, so the point is fixed at the start of the range.
-    monkeypatch.setattr(rounds.random, "random", lambda: 0.0)
+    monkeypatch.setattr(starts.random, "random", lambda: 0.0)
     app = make_app(SET_SIZE=2)
     with app.app_context():
         if db_uri.startswith("postgresql"):

@@ -28,7 +28,7 @@ def reveal_until(player, round_, shown: int) -> None:
 def test_start_reveals_only_the_first_sentence(ctx):
     factories.example(boundary=4)
     player = factories.player()
-    round_ = starts.start_round(player, "news")
+    round_ = factories.started(player, "news")
     assert round_.revealed == 1
     assert [r.sentence_index for r in round_.reveals] == [0]
     assert round_.order_index == 1
@@ -38,7 +38,7 @@ def test_start_reveals_only_the_first_sentence(ctx):
 def test_reveal_one_at_a_time_with_server_timestamps(ctx):
     factories.example(boundary=4)
     player = factories.player()
-    round_ = starts.start_round(player, "news")
+    round_ = factories.started(player, "news")
     reveals.reveal_next(player, round_.id, 1)
     reveals.reveal_next(player, round_.id, 2)
     db.session.refresh(round_)
@@ -51,7 +51,7 @@ def test_reveal_one_at_a_time_with_server_timestamps(ctx):
 def test_stale_or_repeated_reveal_is_refused_and_changes_nothing(ctx):
     factories.example(boundary=4)
     player = factories.player()
-    round_ = starts.start_round(player, "news")
+    round_ = factories.started(player, "news")
     reveals.reveal_next(player, round_.id, 1)
     with pytest.raises(Conflict):
         reveals.reveal_next(player, round_.id, 1)  # a double click: same "seen" again
@@ -65,7 +65,7 @@ def test_stale_or_repeated_reveal_is_refused_and_changes_nothing(ctx):
 def test_cannot_reveal_past_the_end(ctx):
     factories.example(boundary=3, n=3)
     player = factories.player()
-    round_ = starts.start_round(player, "news")
+    round_ = factories.started(player, "news")
     reveal_until(player, round_, 3)
     with pytest.raises(Conflict):
         reveals.reveal_next(player, round_.id, 3)
@@ -80,7 +80,7 @@ def test_machine_answer_scores_the_latest_sentence(
 ):
     factories.example(boundary=boundary)
     player = factories.player()
-    round_ = starts.start_round(player, "news")
+    round_ = factories.started(player, "news")
     reveal_until(player, round_, flag_at + 1)  # sentence index flag_at is the latest shown
     done = answers.submit_answer(player, round_.id, machine(flag_at + 1))
     assert done.guess == expected_guess
@@ -92,7 +92,7 @@ def test_machine_answer_scores_the_latest_sentence(
 def test_all_human_only_at_the_last_sentence(ctx):
     factories.example(boundary=10)
     player = factories.player()
-    round_ = starts.start_round(player, "news")
+    round_ = factories.started(player, "news")
     reveal_until(player, round_, 9)
     with pytest.raises(BadRequest):
         answers.submit_answer(player, round_.id, human(9))
@@ -125,7 +125,7 @@ def test_reasons_are_kept_in_canonical_order_without_duplicates():
 def test_answering_twice_keeps_the_first_answer(ctx):
     factories.example(boundary=2)
     player = factories.player()
-    round_ = starts.start_round(player, "news")
+    round_ = factories.started(player, "news")
     reveal_until(player, round_, 3)
     first = answers.submit_answer(player, round_.id, machine(3))
     with pytest.raises(answers.AlreadyAnswered) as again:
@@ -139,7 +139,7 @@ def test_answering_twice_keeps_the_first_answer(ctx):
 def test_answer_with_a_stale_page_is_refused(ctx):
     factories.example(boundary=2)
     player = factories.player()
-    round_ = starts.start_round(player, "news")
+    round_ = factories.started(player, "news")
     reveal_until(player, round_, 3)
     with pytest.raises(Conflict):
         answers.submit_answer(player, round_.id, machine(2))  # claims only 2 were shown
@@ -150,7 +150,7 @@ def test_answer_with_a_stale_page_is_refused(ctx):
 def test_someone_elses_round_is_not_found(ctx):
     factories.example(boundary=2)
     owner, intruder = factories.player(), factories.player()
-    round_ = starts.start_round(owner, "news")
+    round_ = factories.started(owner, "news")
     with pytest.raises(NotFound):
         reveals.reveal_next(intruder, round_.id, 1)
     with pytest.raises(NotFound):
@@ -163,8 +163,8 @@ def test_start_resumes_the_open_round(ctx):
     factories.example(boundary=2)
     factories.example(boundary=3)
     player = factories.player()
-    first = starts.start_round(player, "news")
-    again = starts.start_round(player, "random")
+    first = factories.started(player, "news")
+    again = factories.started(player, "random")
     assert again.id == first.id
 
 
@@ -174,14 +174,14 @@ def test_never_the_same_text_twice_then_a_clear_message(ctx):
     player = factories.player()
     seen = set()
     for _ in range(3):
-        round_ = starts.start_round(player, "news")
+        round_ = factories.started(player, "news")
         seen.add(round_.example_id)
         reveal_until(player, round_, 3)
         answers.submit_answer(player, round_.id, machine(3))
     assert seen == examples
     with pytest.raises(starts.NoExamplesLeft, match="every text in News"):
-        starts.start_round(player, "news")
-    other = starts.start_round(player, "random")
+        factories.started(player, "news")
+    other = factories.started(player, "random")
     assert other.example.category.slug == "stories"
     assert [r.order_index for r in db.session.scalars(select(Round).order_by(Round.id))] == [
         1,
@@ -194,7 +194,7 @@ def test_never_the_same_text_twice_then_a_clear_message(ctx):
 def test_unknown_category_is_not_found(ctx):
     player = factories.player()
     with pytest.raises(NotFound):
-        starts.start_round(player, "poetry")
+        factories.started(player, "poetry")
 
 
 def test_least_annotated_examples_come_first(ctx):
@@ -204,17 +204,17 @@ def test_least_annotated_examples_come_first(ctx):
     db.session.commit()
     for _ in range(5):
         player = factories.player()
-        assert starts.start_round(player, "news").example_id == quiet.id
+        assert factories.started(player, "news").example_id == quiet.id
 
 
 def test_answers_increment_annotation_counts_and_totals(ctx):
     example = factories.example(boundary=3)
     factories.example(boundary=5, category_slug="stories")
     player = factories.player("ada")
-    r1 = starts.start_round(player, "news")
+    r1 = factories.started(player, "news")
     reveal_until(player, r1, 5)  # flags index 4: one late -> 4 points
     answers.submit_answer(player, r1.id, machine(5))
-    r2 = starts.start_round(player, "stories")
+    r2 = factories.started(player, "stories")
     reveal_until(player, r2, 3)  # flags index 2 of boundary 5: too early -> 0
     answers.submit_answer(player, r2.id, machine(3))
     db.session.refresh(example)

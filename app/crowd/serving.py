@@ -16,6 +16,7 @@ from app.crowd.slots import SLOT_POOLS, required_rounds
 from app.errors import Conflict
 from app.extensions import db
 from app.game import starts
+from app.game.rounds import RevealView
 from app.models import (
     Example,
     ExamplePassage,
@@ -140,7 +141,9 @@ def pending_ratings(study: Study, participant: Participant) -> Round | None:
     return last if last is not None and last.kind == NORMAL_ROUND and last.ratings is None else None
 
 
-def next_round(study: Study, participant: Participant, extra: bool = False) -> Round | None:
+def next_round(
+    study: Study, participant: Participant, extra: bool = False
+) -> Round | RevealView | None:
     """The worker's open round, or a new one for their next slot; None when they are done.
 
     With `extra`, a worker who completed the study may play on up to max_rounds (optional).
@@ -165,7 +168,13 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
         tutorial = conditions.pool_ids(study, participant, "tutorial")
         example = pick_from(tutorial, participant, ordered=True, unread=False)
         if example is not None:
-            return starts.create_round(player, example, study.slug, PRACTICE_ROUND, participant.id)
+            return starts.new_round(
+                player,
+                study.slug,
+                example=example,
+                kind=PRACTICE_ROUND,
+                participant_id=participant.id,
+            )
         participant.practice_done_at = utcnow()
         db.session.commit()
     slot = participant.rounds_done
@@ -191,7 +200,9 @@ def next_round(study: Study, participant: Participant, extra: bool = False) -> R
             finish(participant, config, ParticipantStatus.completed, RAN_OUT)
             db.session.commit()
         return None
-    made = starts.create_round(player, example, study.slug, round_kind, participant.id)
+    made = starts.new_round(
+        player, study.slug, example=example, kind=round_kind, participant_id=participant.id
+    )
     return made or open_round(participant)
 
 

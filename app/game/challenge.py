@@ -27,6 +27,7 @@ from sqlalchemy import exists, func, select
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
 from app.game import rounds, sets, starts
+from app.game.rounds import RevealView
 from app.leaderboard import integrity
 from app.models import Example, ExamplePassage, GameSet, PassageRead, Player, Round
 from app.models.sets import CHALLENGE_SET, NORMAL_SET
@@ -179,7 +180,7 @@ def check_start(player: Player | None, token: str) -> None:
         )
 
 
-def start(player: Player, token: str) -> Round:
+def start(player: Player, token: str) -> Round | RevealView:
     """Start (or resume) the player's run of the challenge behind `token`; the round to show.
 
     Raises NotFound (no such link), OwnChallenge, AlreadyPlayed (their run is finished),
@@ -209,7 +210,7 @@ def start(player: Player, token: str) -> Round:
     return next_round(player, run)
 
 
-def next_round(player: Player, run: GameSet) -> Round:
+def next_round(player: Player, run: GameSet) -> Round | RevealView:
     """The challenge's next text for this player (or their open round)."""
     current = rounds.open_round(player)
     if current is not None:
@@ -223,7 +224,7 @@ def next_round(player: Player, run: GameSet) -> Round:
             continue
         example = db.session.get(Example, example_id)
         reason = integrity.READ_BEFORE if _read_before(player, example_id) else None
-        new = starts.create_round(player, example, LABEL, game_set=run, uncounted=reason)
+        new = starts.new_round(player, LABEL, example=example, game_set=run, uncounted=reason)
         if new is not None:
             return new
         current = rounds.open_round(player)

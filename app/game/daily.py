@@ -23,6 +23,7 @@ from app.catalog.pools import DAILY
 from app.errors import Conflict, NotFound
 from app.extensions import db
 from app.game import daily_texts, rounds, sets, starts, tally
+from app.game.rounds import RevealView
 from app.models import DailyChallenge, Example, ExamplePassage, GameSet, Player, Round, System
 from app.models.rounds import NORMAL_ROUND
 from app.models.sets import DAILY_SET
@@ -180,7 +181,7 @@ def own_set(player: Player, day: date) -> GameSet | None:
     ).first()
 
 
-def start(player: Player) -> Round:
+def start(player: Player) -> Round | RevealView:
     """Start (or resume) today's challenge for the player; returns the round to show.
 
     Raises NoChallenge, AlreadyPlayed (finished today) or FinishCurrentFirst (a text of normal
@@ -203,7 +204,7 @@ def start(player: Player) -> Round:
     return next_round(player, game_set)
 
 
-def next_round(player: Player, game_set: GameSet) -> Round:
+def next_round(player: Player, game_set: GameSet) -> Round | RevealView:
     """The challenge's next text for this player (or their open round)."""
     return next_of_day(
         player, game_set, NORMAL_ROUND, "daily", NoChallenge("This challenge has no more texts.")
@@ -212,7 +213,7 @@ def next_round(player: Player, game_set: GameSet) -> Round:
 
 def next_of_day(
     player: Player, game_set: GameSet, kind: str, label: str, none_left: Exception
-) -> Round:
+) -> Round | RevealView:
     """The next text of a set that plays a day's challenge in order (the daily itself, or a past
     day practised): the player's open round of the set, or a new round of `kind` for the day's
     next text. Raises FinishCurrentFirst when a text of another set is open, `none_left` when
@@ -229,7 +230,7 @@ def next_of_day(
     example = db.session.get(Example, found.example_ids[played])
     chosen = f"{label}-{game_set.day.isoformat()}"
     for _ in range(3):
-        new = starts.create_round(player, example, chosen, kind, game_set=game_set)
+        new = starts.new_round(player, chosen, example=example, game_set=game_set, kind=kind)
         if new is not None:
             return new
         current = rounds.open_round(player)

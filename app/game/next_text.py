@@ -1,7 +1,7 @@
-"""The next text of a set, whatever its kind: a normal set's next round (on PostgreSQL often
-started in one statement), or the next text of a daily challenge, a practice of a past one, or
-a friend's challenge. Above the services of each kind (app/game/sets.py, daily.py, practice.py,
-challenge.py), which build on the sets service, so that none of them imports another back.
+"""The next text of a set, whatever its kind: a normal set's next round, or the next text of a
+daily challenge, a practice of a past one, or a friend's challenge. Above the services of each
+kind (app/game/sets.py, daily.py, practice.py, challenge.py), which build on the sets service, so
+that none of them imports another back.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ _OPEN_ROUND_AND_LAST_CHOICE = select(
 def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
     """The round to show when the player asks for the next text of a set.
 
-    On PostgreSQL a new round of a normal set comes as the `reveals.RevealView` its fragment is
-    drawn from, started in one statement (`starts.start_at_once`).
+    A new round comes as the `reveals.RevealView` its page is drawn from (`starts.new_round`).
     Raises `sets.SetFinished` for a finished set (the caller shows its summary).
     """
     game_set = sets.get_own(player, set_id)
@@ -39,17 +38,8 @@ def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
         ).one()
         if open_id is not None and (current := rounds.open_round(player)) is not None:
             return current
-        chosen = chosen or starts.RANDOM
-        if view := starts.start_at_once(player, chosen, game_set, game_set.level):
-            return view
-        # SQLite; or a race lost, no text left, no such category: the full path, which looks
-        # for the open round again (a round another request opened is served) and refuses.
         return starts.start_round(
-            player,
-            chosen,
-            game_set=game_set,
-            level=game_set.level,
-            looked_up=not rounds.in_one_statement(),
+            player, chosen or starts.RANDOM, game_set, level=game_set.level, looked_up=True
         )
     current = rounds.open_round(player)
     if current is not None:

@@ -102,7 +102,7 @@ def go_to_round(round_):
     with its address in X-Round-URL."""
     if wants_fragment():
         if isinstance(round_, reveals.RevealView):
-            # Started in one statement (`starts.start_at_once`): drawn from its row.
+            # A new round (`starts.new_round`): drawn from its row; an open one, from its objects.
             page, status = render_state(round_)
         else:
             page, status = render_round(round_)

@@ -15,8 +15,6 @@ that.
 
 from __future__ import annotations
 
-import functools
-import random
 from dataclasses import dataclass
 from datetime import date
 
@@ -136,7 +134,7 @@ _OPEN_ROUND = (
 
 def in_one_statement() -> bool:
     """Whether each write of a round's life runs as one statement (PostgreSQL, whose WITH may
-    modify data: the start in `starts.start_at_once`, the reveal and the answer); SQLite runs
+    modify data: the start in `starts.new_round`, the reveal and the answer); SQLite runs
     their parts one by one. The one place the game asks which database it runs on."""
     return db.session.get_bind().dialect.name == "postgresql"
 
@@ -209,33 +207,20 @@ def _unplayed_by_ids(
     return query
 
 
-@functools.cache
-def _pick_statement(by_category: bool, avoid_repeats: bool, by_level: bool = False) -> Select:
-    """The statement of `pick_example`, built once per kind of pick."""
-    return (
-        select(Example)
-        .where(
-            Example.id
-            == picked_id(
-                bindparam("player_id"),
-                bindparam("category_id") if by_category else None,
-                avoid_repeats,
-                bindparam("level") if by_level else None,
-            )
-        )
-        .options(_PAGE_COLUMNS, *_EXAMPLE_DETAILS)
-    )
-
-
 def picked_id(
     player_id: BindParameter,
     category_id: BindParameter | ColumnElement | None,
     avoid_repeats: bool,
     level: BindParameter | None,
 ) -> ColumnElement:
-    """The id of the text `pick_example` serves (NULL: none is left), as an expression of the
-    player's id, the category's (None: any) and the level (None: any); the start in one
-    statement (app/game/starts.py) picks with it too."""
+    """The id of the text a new round is on (NULL: none is left), as an expression of the
+    player's id, the category's (None: any) and the level (None: any): one of the
+    least-annotated texts the player may read, at random among them (app/game/starts.py).
+
+    Its cost does not grow with the pool: walks of `ix_examples_pick` in index order, each
+    stopping at the first text the player may read. The first finds the lowest annotation count
+    among those texts; the second takes the first such text at or after a random point of the
+    id range, and only when there is none, a third the last one before it."""
     eligible = _unplayed_by_ids(player_id, category_id, avoid_repeats, level)
     lowest = (
         eligible.with_only_columns(Example.annotation_count)
@@ -266,27 +251,6 @@ def picked_id(
     # COALESCE evaluates its second argument only when the first is NULL: the walk back from the
     # point runs only when no text lies after it, in the same statement.
     return func.coalesce(after, before)
-
-
-def pick_example(
-    player: Player, category: Category | None, level: str | None = None
-) -> Example | None:
-    """A text the player may be served: one of the least-annotated, at random among them.
-
-    One statement, whose cost does not grow with the pool: walks of `ix_examples_pick` in index
-    order, each stopping at the first text the player may read. The first finds the lowest
-    annotation count among those texts; the second takes the first such text at or after a
-    random point of the id range, and only when there is none, a third the last one before it.
-    """
-    statement = _pick_statement(
-        category is not None, current_app.config["AVOID_REPEATED_PASSAGES"], level is not None
-    )
-    params = {"player_id": player.id, "fraction": random.random()}
-    if category is not None:
-        params["category_id"] = category.id
-    if level is not None:
-        params["level"] = level
-    return db.session.scalars(statement, params).first()
 
 
 def preload_round(round_id: int) -> Round | None:

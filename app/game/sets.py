@@ -18,12 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
-from flask import current_app
 from sqlalchemy import and_, bindparam, func, select
-from sqlalchemy.exc import IntegrityError
 
 from app.errors import Conflict, NotFound
-from app.extensions import add_or_theirs, commit_keeping, db
+from app.extensions import add_or_theirs, db
 from app.game import reveals, rounds, starts, tally
 from app.game.scoring import verdict
 from app.models import Category, Example, GameSet, Player, Round
@@ -39,30 +37,6 @@ _OPEN_NORMAL_SET = select(GameSet).where(
 
 def open_normal_set(player: Player) -> GameSet | None:
     return db.session.scalars(_OPEN_NORMAL_SET, {"player_id": player.id}).first()
-
-
-def _normal_set(player: Player, looked_up: bool = False, level: str | None = None) -> GameSet:
-    """The player's unfinished normal set, or a new one drawing from difficulty `level` (None:
-    any) (`looked_up`: the caller has just found none, so the first look is skipped)."""
-    for attempt in range(3):
-        found = None if looked_up and attempt == 0 else open_normal_set(player)
-        if found is not None:
-            return found
-        new = GameSet(
-            player_id=player.id,
-            kind=NORMAL_SET,
-            size=current_app.config["SET_SIZE"],
-            level=level,
-        )
-        db.session.add(new)
-        try:
-            # Only the new set changed: what the request loaded so far stays loaded.
-            commit_keeping(new, *db.session.identity_map.values())
-        except IntegrityError:
-            db.session.rollback()  # another request of this player made it first
-            continue
-        return new
-    raise Conflict("Could not start a set right now; please try again.")
 
 
 def start_set(
@@ -102,34 +76,21 @@ def play(
 
     `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
     on, "any" from every level; None keeps the open set's level (a new set has none).
-    On PostgreSQL a new round comes as the `reveals.RevealView` its fragment is drawn from,
-    started (with its new set, if any) in one statement (`starts.start_at_once`).
+    A new round comes as the `reveals.RevealView` its page is drawn from, started with its new
+    set, if any (`starts.new_round`).
     """
     # The open set and whether a round is open, in one statement: a round open already is what
     # `start_round` looks for first (it looks again only when there is one).
     current, open_id = db.session.execute(_OPEN_SET_AND_ROUND, {"player_id": player.id}).one()
     chosen = (current.level if current is not None else None) if level is None else level
     chosen = None if chosen == "any" else chosen
-    looked_up = open_id is None
-    if looked_up and (current is None or current.level == chosen):
-        # A set whose level changes takes the full path (its UPDATE goes with the new round).
-        if (view := starts.start_at_once(player, category_slug, current, chosen)) is not None:
-            return view
-        # SQLite; or a race lost, no text left, no such category: the full path, which looks
-        # for the open round again (a round another request opened is served) and refuses.
-        looked_up = not rounds.in_one_statement()
-
-    def open_set() -> GameSet:
-        game_set = (
-            current if current is not None else _normal_set(player, looked_up=True, level=chosen)
-        )
-        # Committed with the new round; a new set has its level already (no UPDATE).
-        if game_set.level != chosen:
-            game_set.level = chosen
-        return game_set
-
     return starts.start_round(
-        player, category_slug, open_set=open_set, level=chosen, looked_up=looked_up
+        player,
+        category_slug,
+        current,
+        normal_set=lambda: open_normal_set(player),
+        level=chosen,
+        looked_up=open_id is None,
     )
 
 

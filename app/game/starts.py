@@ -1,7 +1,11 @@
-"""The game service's start of a round: resume the player's open round or start a new one on a
-text picked for them (`rounds.pick_example`), in one statement on PostgreSQL.
+"""The game service's start of a round: resume the player's open round, or start a new one, on a
+text picked for them or given by the caller (a study's slot, a daily's next text, a friend's
+challenge), as the `RevealView` its page is drawn from.
 
-Every function owns its transaction.
+Every new round of every kind is stored by `new_round`, the one path: on PostgreSQL in one
+statement (the pick, a new set, the round, its first reveal and the passages read); on SQLite,
+which has no data-modifying WITH, the same parts one by one in one transaction. Every function
+owns its transaction.
 
 Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, starts.py,
 reveals.py, answers.py and sets.py), the only modules of app/game that write textual SQL or
@@ -14,9 +18,10 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable
+from typing import NamedTuple
 
 from flask import current_app
-from sqlalchemy import CTE, Integer, bindparam, func, insert, literal, select, true
+from sqlalchemy import Integer, Select, bindparam, func, insert, literal, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
@@ -32,6 +37,7 @@ from app.models import (
     Example,
     ExamplePassage,
     GameSet,
+    Participant,
     PassageRead,
     Player,
     Reveal,
@@ -43,14 +49,6 @@ from app.models.sets import NORMAL_SET
 
 RANDOM = "random"
 _START_ATTEMPTS = 5
-
-# The player's last order index, and how many rounds the set already holds.
-_NEXT_PLACES = select(
-    select(func.max(Round.order_index))
-    .where(Round.player_id == bindparam("player_id"))
-    .scalar_subquery(),
-    select(func.count(Round.id)).where(Round.set_id == bindparam("set_id")).scalar_subquery(),
-)
 
 
 class NoExamplesLeft(Conflict):
@@ -98,128 +96,294 @@ def start_round(
     player: Player,
     category_slug: str,
     game_set: GameSet | None = None,
-    open_set: Callable[[], GameSet] | None = None,
+    *,
+    normal_set: Callable[[], GameSet | None] | None = None,
     level: str | None = None,
     looked_up: bool = False,
-) -> Round:
+) -> Round | RevealView:
     """Resume the player's open round, or start a new one in the chosen category ("random": any)
-    and difficulty level (None: any), as part of `game_set`, or of the set `open_set()` returns
-    once a text is found. `looked_up`: the caller has just found no open round, so the first
-    look is skipped (a retry after a lost race looks again).
+    and difficulty level (None: any), as part of `game_set`. For a normal set's round,
+    `normal_set()` is the player's unfinished normal set, None when a new one (of `level`) is to
+    be made with the round; `game_set` is then what the caller found already. `looked_up`: the
+    caller has just found no open round (and the set), so the first look is skipped.
 
     Raises NotFound for an unknown category and NoExamplesLeft when the player has read every
     text there; either way nothing is stored.
     """
-    category = _chosen_category(category_slug)
     for attempt in range(_START_ATTEMPTS):
-        current = None if looked_up and attempt == 0 else open_round(player)
-        if current is not None:
-            return current
-        example = rounds.pick_example(player, category, level)
-        if example is None:
-            raise _nothing_left(category, level)
-        if open_set is not None:
-            game_set = open_set()
-        new = create_round(player, example, category_slug, game_set=game_set)
-        if new is not None:
-            return new
+        if attempt > 0 or not looked_up:
+            if (current := open_round(player)) is not None:
+                return current
+            if normal_set is not None:
+                game_set = normal_set()
+        new_set = normal_set is not None and game_set is None
+        view = new_round(player, category_slug, game_set=game_set, new_set=new_set, level=level)
+        if view is not None:
+            return view
+        # No text was picked, or another request of the player started a round (or a set) at
+        # the same moment: refuse as the page words it, or look again.
+        check_start(player, category_slug, level)
     raise Conflict("Could not start a round right now; please try again.")
 
 
-@functools.cache
-def _remember_passages_statement(dialect: str):
-    module = postgresql if dialect == "postgresql" else sqlite
-    passages = ExamplePassage.__table__.c
-    rows = select(
-        bindparam("player_id", type_=Integer),
-        passages.passage_id,
-        bindparam("read_at", type_=UTCDateTime()),
-    ).where(passages.example_id == bindparam("example_id"))
-    return (
-        module.insert(PassageRead.__table__)
-        .from_select(["player_id", "passage_id", "read_at"], rows)
-        .on_conflict_do_nothing()
-    )
-
-
-def _remember_passages(player_id: int, example_id: int, now) -> None:
-    """Record the example's passages as read by the player (no commit)."""
-    db.session.execute(
-        _remember_passages_statement("postgresql" if in_one_statement() else "sqlite"),
-        {"player_id": player_id, "example_id": example_id, "read_at": now},
-    )
-
-
-def create_round(
+def new_round(
     player: Player,
-    example: Example,
     chosen_category: str,
+    *,
+    example: Example | None = None,
+    game_set: GameSet | None = None,
+    new_set: bool = False,
+    level: str | None = None,
     kind: str = NORMAL_ROUND,
     participant_id: int | None = None,
-    game_set: GameSet | None = None,
     uncounted: str | None = None,
-) -> Round | None:
-    """Insert the player's next round with s[0] revealed, in `game_set` if given; None if another
-    request won the race. `uncounted` is why its answer will not count, when known already (a
-    challenge's text whose passage the player read before).
+) -> RevealView | None:
+    """Store the player's next round, with s[0] revealed, and return it as its page's view.
 
-    The example's passages count as read from this moment.
+    The round is on `example`, or (None) on a text picked for the player: one of the
+    least-annotated they may read, at random among them, in the category `chosen_category`
+    names (unless "random") and of difficulty `level` (unless None). It joins `game_set`, or
+    with `new_set` a new normal set of `level` made with it; a normal set whose level is not
+    `level` takes it. `uncounted` is why its answer will not count, when known already (a
+    challenge's text whose passage the player read before). The text's passages count as read
+    from this moment.
+
+    None, with nothing stored, when no text is left to pick (or the slug names no category), or
+    when another request of the player started a round or a set at the same moment (a unique
+    index says so).
     """
-    set_id = game_set.id if game_set is not None else None
-    last, in_set = db.session.execute(
-        _NEXT_PLACES, {"player_id": player.id, "set_id": set_id}
-    ).one()
-    now = utcnow()
-    new = Round(
-        player_id=player.id,
-        example=example,
-        order_index=(last or 0) + 1,
-        chosen_category=chosen_category,
-        kind=kind,
-        participant_id=participant_id,
-        game_set=game_set,
-        revealed=1,
-        started_at=now,
-        reasons=[],
-        explanation="",
-        uncounted=uncounted,
-    )
-    new.reveals.append(Reveal(sentence_index=0, revealed_at=now))
-    db.session.add(new)
+    pick = "given" if example is not None else "any" if chosen_category == RANDOM else "category"
+    params = {
+        "player_id": player.id,
+        "now": utcnow(),
+        "chosen_category": chosen_category,
+        "kind": kind,
+        "participant_id": participant_id,
+        "uncounted": uncounted,
+        "reasons": [],
+    }
+    if example is not None:
+        params["example_id"] = example.id
+    else:
+        params["fraction"] = random.random()
+        if pick == "category":
+            params["category_slug"] = chosen_category
+        if level is not None:
+            params["level"] = level
+    if new_set:
+        params.update(set_size=current_app.config["SET_SIZE"], set_level=level)
+    else:
+        params["set_id"] = game_set.id if game_set is not None else None
+    avoid_repeats = current_app.config["AVOID_REPEATED_PASSAGES"]
+    by_level = example is None and level is not None
     try:
-        db.session.flush()
-        # Every earlier round of the set is answered: this one is the next in it.
-        set_committed_value(new, "set_number", in_set + 1 if set_id is not None else None)
-        _remember_passages(player.id, example.id, now)
-        # The round's page comes next: keep the player, the round and its text loaded.
-        _commit_keeping_round(player, new)
+        if game_set is not None and game_set.kind == NORMAL_SET and game_set.level != level:
+            db.session.execute(_SET_LEVEL, {"set_id": game_set.id, "level": level})
+        if in_one_statement():
+            statement = _start_in_one_statement(pick, avoid_repeats, by_level, new_set)
+            row = db.session.execute(statement, params).first()
+        else:
+            row = _start_step_by_step(pick, avoid_repeats, by_level, new_set, params)
     except IntegrityError:
-        # Another request of the same player started a round at the same moment.
+        # Another request of the same player started a round (or a set) at the same moment.
         db.session.rollback()
         return None
-    return new
+    if row is None:
+        db.session.rollback()
+        return None
+    if game_set is not None and game_set.kind == NORMAL_SET:
+        set_committed_value(game_set, "level", level)
+    # On PostgreSQL the statement committed on its own; the player (and set) stay loaded.
+    commit_keeping(player, *([game_set] if game_set is not None else []))
+    return _view_of(row, player, kind, participant_id, game_set, level)
 
 
-_passages = ExamplePassage.__table__.c
-# The parameters of the one-statement start, bound by name.
+def _view_of(row, player: Player, kind: str, participant_id, game_set, level) -> RevealView:
+    """The new round's view, from the row the start returned and its set as it stood (None: a
+    new normal set, or none)."""
+    if game_set is not None:
+        size, points, answered = game_set.size, game_set.points, game_set.answered
+        set_kind, day, level = game_set.kind, game_set.day, game_set.level
+    else:  # a new normal set (none when the row has no set)
+        size, points, answered = current_app.config["SET_SIZE"], 0, 0
+        set_kind, day = NORMAL_SET, None
+    in_set = row.set_id is not None
+    return RevealView(
+        id=row.id,
+        player_id=player.id,
+        kind=kind,
+        participant_id=participant_id,
+        revealed=1,
+        guess=None,
+        sentences=row.sentences,
+        n_sentences=row.n_sentences,
+        category_name=row.category_name,
+        set_id=row.set_id,
+        set_kind=set_kind if in_set else None,
+        set_number=row.in_set + 1 if in_set else None,
+        set_size=size if in_set else None,
+        set_points=points if in_set else None,
+        set_answered=answered if in_set else None,
+        set_finished=False,
+        set_day=day if in_set else None,
+        set_level=level if in_set else None,
+        order_index=row.order_index,
+    )
+
+
+def pick(player: Player, chosen_category: str = RANDOM, level: str | None = None) -> int | None:
+    """The id of the text `new_round` would start the player on now, at a random point (None:
+    none is left); the same statement as its pick, storing nothing."""
+    pick_kind = "any" if chosen_category == RANDOM else "category"
+    params = {"player_id": player.id, "fraction": random.random(), "category_slug": chosen_category}
+    if level is not None:
+        params["level"] = level
+    statement = _picked(pick_kind, current_app.config["AVOID_REPEATED_PASSAGES"], level is not None)
+    return db.session.scalar(statement.with_only_columns(EXAMPLES.id), params)
+
+
+# The parameters of a start, bound by name.
 _PLAYER_ID = bindparam("player_id", type_=Integer)
 _NOW = bindparam("now", type_=UTCDateTime())
+_SET_ID = bindparam("set_id", type_=Integer)
+_PARTICIPANT_ID = bindparam("participant_id", type_=Integer)
+_passages = ExamplePassage.__table__.c
+
+# A normal set's new level, set with its next round.
+_SET_LEVEL = update(GameSet.__table__).where(SETS.id == _SET_ID).values(level=bindparam("level"))
+# The player's last order index, and how many rounds the set already holds.
+_PLACES = select(
+    select(func.max(ROUNDS.order_index))
+    .where(ROUNDS.player_id == _PLAYER_ID)
+    .scalar_subquery()
+    .label("last"),
+    select(func.count(ROUNDS.id)).where(ROUNDS.set_id == _SET_ID).scalar_subquery().label("in_set"),
+)
 
 
 @functools.cache
-def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bool, new_set: bool):
-    """`start_round`'s work after its look for an open round, as one PostgreSQL statement: the
-    pick (`_picked`), the player's next places (`_places`), with `new_set` the player's new
-    normal set, the round with s[0] revealed (`_new_round`), its first reveal and the text's
-    passages as read (`_first_reveal`, `_passages_read`).
+def _picked(pick: str, avoid_repeats: bool, by_level: bool) -> Select:
+    """The text the round is on, with what its page shows of it: the one given by id
+    (`pick` "given"), or picked (`rounds.picked_id`) in the category named by its slug
+    ("category") or in any ("any")."""
+    if pick == "given":
+        chosen = bindparam("example_id", type_=Integer)
+    else:
+        category_id = None
+        if pick == "category":
+            category_id = (
+                select(CATEGORIES.id)
+                .where(CATEGORIES.slug == bindparam("category_slug"))
+                .scalar_subquery()
+            )
+        level = bindparam("level") if by_level else None
+        chosen = rounds.picked_id(_PLAYER_ID, category_id, avoid_repeats, level)
+    return (
+        select(
+            EXAMPLES.id,
+            EXAMPLES.sentences,
+            EXAMPLES.n_sentences,
+            CATEGORIES.name.label("category_name"),
+        )
+        .join_from(Example.__table__, Category.__table__, CATEGORIES.id == EXAMPLES.category_id)
+        .where(EXAMPLES.id == chosen)
+    )
 
-    It returns the new round's id and set, what its fragment shows of the text and how many
-    rounds the set held before; no row, and nothing stored, when no text is left (or the slug
-    names no category). A round (or set) opened meanwhile by another request breaks a unique
-    index: IntegrityError, and nothing is stored."""
-    picked = _picked(by_category, avoid_repeats, by_level)
-    places = _places(picked, new_set)
-    new = _new_round(picked, places)
+
+def _set_row() -> dict:
+    """A new normal set's columns."""
+    return {
+        "player_id": _PLAYER_ID,
+        "kind": literal(NORMAL_SET, SETS.kind.type),
+        "size": bindparam("set_size", type_=Integer),
+        "level": bindparam("set_level", type_=SETS.level.type),
+        "answered": literal(0, Integer),
+        "points": literal(0, Integer),
+        "exact": literal(0, Integer),
+        "started_at": _NOW,
+    }
+
+
+def _round_row(example_id, order_index, set_id) -> dict:
+    """The new round's columns, with s[0] revealed."""
+    return {
+        "player_id": _PLAYER_ID,
+        "example_id": example_id,
+        "order_index": order_index,
+        "chosen_category": bindparam("chosen_category", type_=ROUNDS.chosen_category.type),
+        "kind": bindparam("kind", type_=ROUNDS.kind.type),
+        "participant_id": _PARTICIPANT_ID,
+        "set_id": set_id,
+        "revealed": literal(1, Integer),
+        "started_at": _NOW,
+        "reasons": bindparam("reasons", type_=ROUNDS.reasons.type),
+        "explanation": literal("", ROUNDS.explanation.type),
+        "upvotes": literal(0, Integer),
+        "uncounted": bindparam("uncounted", type_=ROUNDS.uncounted.type),
+        # A study's round carries its worker's condition (None outside studies with conditions).
+        "condition": select(Participant.condition)
+        .where(Participant.id == _PARTICIPANT_ID)
+        .scalar_subquery(),
+    }
+
+
+def _reveal_row(round_id) -> dict:
+    """The new round's reveal of s[0]."""
+    return {"round_id": round_id, "sentence_index": literal(0, Integer), "revealed_at": _NOW}
+
+
+def _insert(table, row: dict, *source, dialect=None):
+    """INSERT INTO `table` the `row` of columns, SELECTed from `source` (none: one row)."""
+    values = select(*row.values())
+    if source:
+        values = values.select_from(*source)
+    return (dialect.insert if dialect else insert)(table).from_select(
+        list(row), values, include_defaults=False
+    )
+
+
+def _passages_read(dialect, example_id, *source):
+    """The text's passages, as read by the player from now (kept as they were if read before)."""
+    row = {"player_id": _PLAYER_ID, "passage_id": _passages.passage_id, "read_at": _NOW}
+    values = select(*row.values())
+    if source:
+        values = values.join_from(
+            ExamplePassage.__table__, *source, _passages.example_id == example_id
+        )
+    else:
+        values = values.where(_passages.example_id == example_id)
+    read = dialect.insert(PassageRead.__table__).from_select(
+        list(row), values, include_defaults=False
+    )
+    return read.on_conflict_do_nothing()
+
+
+@functools.cache
+def _start_in_one_statement(pick: str, avoid_repeats: bool, by_level: bool, new_set: bool):
+    """`new_round` as one PostgreSQL statement: the text (`_picked`), the player's next places
+    (with `new_set` the new normal set, made once a text is picked), the round, its first reveal
+    and the text's passages as read.
+
+    It returns the new round's id, set and order index, what its page shows of the text and how
+    many rounds the set held before; no row, and nothing stored, when no text is left (or the
+    slug names no category). A round (or set) opened meanwhile by another request breaks a
+    unique index: IntegrityError, and nothing is stored."""
+    picked = _picked(pick, avoid_repeats, by_level).cte("picked")
+    if new_set:
+        made = _insert(GameSet.__table__, _set_row(), picked).returning(SETS.id).cte("made")
+        places = select(
+            _PLACES.selected_columns.last, made.c.id.label("set_id"), literal(0).label("in_set")
+        ).select_from(made)
+    else:
+        places = _PLACES.add_columns(_SET_ID.label("set_id"))
+    places = places.cte("places")
+    order_index = func.coalesce(places.c.last, 0) + 1
+    row = _round_row(picked.c.id, order_index, places.c.set_id)
+    new = (
+        _insert(Round.__table__, row, picked.join(places, true()))
+        .returning(ROUNDS.id, ROUNDS.example_id, ROUNDS.set_id, ROUNDS.order_index)
+        .cte("new")
+    )
     return (
         select(
             new.c.id,
@@ -231,224 +395,66 @@ def _start_in_one_statement(by_category: bool, avoid_repeats: bool, by_level: bo
             places.c.in_set,
         )
         .select_from(new.join(picked, true()).join(places, true()))
-        .add_cte(_first_reveal(new), _passages_read(new))
+        .add_cte(
+            _insert(Reveal.__table__, _reveal_row(new.c.id), new).cte("first_reveal"),
+            _passages_read(postgresql, new.c.example_id, new).cte("read"),
+        )
         .execution_options(**ALONE)
     )
 
 
-def _picked(by_category: bool, avoid_repeats: bool, by_level: bool) -> CTE:
-    """The text `rounds.pick_example` would pick, with what the round's fragment shows of it; in
-    the category named by its slug when `by_category`."""
-    category_id = None
-    if by_category:
-        category_id = (
-            select(CATEGORIES.id)
-            .where(CATEGORIES.slug == bindparam("category_slug"))
-            .scalar_subquery()
-        )
-    level = bindparam("level") if by_level else None
+@functools.cache
+def _step_statements(pick: str, avoid_repeats: bool, by_level: bool) -> tuple:
+    """`new_round`'s parts as statements of their own, for SQLite (no data-modifying WITH): the
+    text, a new normal set, the places, the round, its first reveal, the passages read."""
+    round_row = _round_row(
+        bindparam("example_id", type_=Integer), bindparam("order_index", type_=Integer), _SET_ID
+    )
     return (
-        select(
-            EXAMPLES.id,
-            EXAMPLES.sentences,
-            EXAMPLES.n_sentences,
-            CATEGORIES.name.label("category_name"),
-        )
-        .join_from(Example.__table__, Category.__table__, CATEGORIES.id == EXAMPLES.category_id)
-        .where(EXAMPLES.id == rounds.picked_id(_PLAYER_ID, category_id, avoid_repeats, level))
-        .cte("picked")
+        _picked(pick, avoid_repeats, by_level),
+        _insert(GameSet.__table__, _set_row()).returning(SETS.id),
+        _PLACES,
+        _insert(Round.__table__, round_row).returning(ROUNDS.id),
+        _insert(Reveal.__table__, _reveal_row(bindparam("round_id", type_=Integer))),
+        _passages_read(sqlite, bindparam("example_id", type_=Integer)),
     )
 
 
-def _places(picked: CTE, new_set: bool) -> CTE:
-    """The player's last order index, the round's set and how many rounds it held (as
-    `_NEXT_PLACES`); with `new_set`, the set is made here, as `sets._normal_set` makes it, once
-    a text is picked."""
-    last = (
-        select(func.max(ROUNDS.order_index))
-        .where(ROUNDS.player_id == _PLAYER_ID)
-        .scalar_subquery()
-        .label("last")
+def _start_step_by_step(pick: str, avoid_repeats: bool, by_level: bool, new_set: bool, params):
+    """`new_round` on SQLite: `_start_in_one_statement`'s parts one by one, in the request's
+    transaction (the caller commits); its row, or None when no text is left."""
+    text_of, make_set, places_of, add_round, add_reveal, read = _step_statements(
+        pick, avoid_repeats, by_level
     )
-    if not new_set:
-        in_set = (
-            select(func.count(ROUNDS.id))
-            .where(ROUNDS.set_id == bindparam("set_id"))
-            .scalar_subquery()
-            .label("in_set")
-        )
-        return select(last, bindparam("set_id", type_=Integer).label("set_id"), in_set).cte(
-            "places"
-        )
-    made = (
-        insert(GameSet.__table__)
-        .from_select(
-            ["player_id", "kind", "size", "level", "answered", "points", "exact", "started_at"],
-            select(
-                _PLAYER_ID,
-                literal(NORMAL_SET, SETS.kind.type),
-                bindparam("set_size", type_=Integer),
-                bindparam("set_level", type_=SETS.level.type),
-                literal(0, Integer),
-                literal(0, Integer),
-                literal(0, Integer),
-                _NOW,
-            ).select_from(picked),
-            include_defaults=False,
-        )
-        .returning(SETS.id)
-        .cte("made")
-    )
-    places = select(last, made.c.id.label("set_id"), literal(0, Integer).label("in_set"))
-    return places.select_from(made).cte("places")
-
-
-def _new_round(picked: CTE, places: CTE) -> CTE:
-    """The new round on the picked text, at the player's next places, with s[0] revealed (the
-    row `create_round` inserts)."""
-    return (
-        insert(Round.__table__)
-        .from_select(
-            [
-                "player_id",
-                "example_id",
-                "order_index",
-                "chosen_category",
-                "kind",
-                "set_id",
-                "revealed",
-                "started_at",
-                "reasons",
-                "explanation",
-                "upvotes",
-            ],
-            select(
-                _PLAYER_ID,
-                picked.c.id,
-                func.coalesce(places.c.last, 0) + 1,
-                bindparam("chosen_category", type_=ROUNDS.chosen_category.type),
-                literal(NORMAL_ROUND, ROUNDS.kind.type),
-                places.c.set_id,
-                literal(1, Integer),
-                _NOW,
-                bindparam("reasons", type_=ROUNDS.reasons.type),
-                literal("", ROUNDS.explanation.type),
-                literal(0, Integer),
-            ).select_from(picked.join(places, true())),
-            include_defaults=False,
-        )
-        .returning(ROUNDS.id, ROUNDS.example_id, ROUNDS.set_id, ROUNDS.order_index)
-        .cte("new")
-    )
-
-
-def _first_reveal(new: CTE) -> CTE:
-    """The new round's reveal of s[0]."""
-    return (
-        insert(Reveal.__table__)
-        .from_select(
-            ["round_id", "sentence_index", "revealed_at"],
-            select(new.c.id, literal(0, Integer), _NOW),
-            include_defaults=False,
-        )
-        .cte("first_reveal")
-    )
-
-
-def _passages_read(new: CTE) -> CTE:
-    """The new round's passages, as read by the player from now (`_remember_passages`)."""
-    return (
-        postgresql.insert(PassageRead.__table__)
-        .from_select(
-            ["player_id", "passage_id", "read_at"],
-            select(_PLAYER_ID, _passages.passage_id, _NOW).join_from(
-                ExamplePassage.__table__, new, _passages.example_id == new.c.example_id
-            ),
-            include_defaults=False,
-        )
-        .on_conflict_do_nothing()
-        .cte("read")
-    )
-
-
-def start_at_once(
-    player: Player, chosen_category: str, game_set: GameSet | None, level: str | None = None
-) -> RevealView | None:
-    """Start the player's next round, of `game_set` (a normal set, unfinished, loaded, whose
-    level is `level`) or of a new normal set of difficulty `level` (`game_set` None), on
-    PostgreSQL in one statement, when the caller has just found no open round: the same rows as
-    `start_round` (and `sets._normal_set`), returned as the view the round's fragment is drawn
-    from (no ORM objects).
-
-    None when this cannot serve: not PostgreSQL, no text found (or no such category), or another
-    request opened a round or a set meanwhile; nothing is stored then, and the caller takes the
-    full path, which looks for the open round again and refuses as it always does.
-    """
-    if not in_one_statement():
+    text = db.session.execute(text_of, params).first()
+    if text is None:
         return None
-    by_category = chosen_category != RANDOM
-    statement = _start_in_one_statement(
-        by_category,
-        current_app.config["AVOID_REPEATED_PASSAGES"],
-        level is not None,
-        game_set is None,
+    params = {**params, "example_id": text.id}
+    if new_set:
+        params["set_id"] = db.session.execute(make_set, params).scalar_one()
+    last, in_set = db.session.execute(places_of, params).one()
+    params["order_index"] = (last or 0) + 1
+    params["round_id"] = db.session.execute(add_round, params).scalar_one()
+    db.session.execute(add_reveal, params)
+    db.session.execute(read, params)
+    return _Started(
+        params["round_id"],
+        params["set_id"],
+        params["order_index"],
+        text.sentences,
+        text.n_sentences,
+        text.category_name,
+        in_set,
     )
-    params = {
-        "player_id": player.id,
-        "fraction": random.random(),
-        "chosen_category": chosen_category,
-        "now": utcnow(),
-        "reasons": [],
-    }
-    if game_set is None:
-        params["set_size"] = size = current_app.config["SET_SIZE"]
-        params["set_level"] = level
-    else:
-        params["set_id"] = game_set.id
-        size = game_set.size
-    if by_category:
-        params["category_slug"] = chosen_category
-    if level is not None:
-        params["level"] = level
-    try:
-        row = db.session.execute(statement, params).first()
-    except IntegrityError:
-        # Another request of the same player started a round (or a set) at the same moment.
-        db.session.rollback()
-        return None
-    if row is None:
-        return None
-    fresh = game_set is None
-    view = RevealView(
-        id=row.id,
-        player_id=player.id,
-        kind=NORMAL_ROUND,
-        participant_id=None,
-        revealed=1,
-        guess=None,
-        sentences=row.sentences,
-        n_sentences=row.n_sentences,
-        category_name=row.category_name,
-        set_id=row.set_id,
-        set_kind=NORMAL_SET,
-        set_number=row.in_set + 1,
-        set_size=size,
-        set_points=0 if fresh else game_set.points,
-        set_answered=0 if fresh else game_set.answered,
-        set_finished=False,
-        set_day=None if fresh else game_set.day,
-        set_level=level,
-        order_index=row.order_index,
-    )
-    # Everything is stored (the statement committed on its own); the player stays loaded.
-    commit_keeping(player)
-    return view
 
 
-def _commit_keeping_round(player: Player, current: Round) -> None:
-    """Commit, keeping what the round's page shows: the player, the round, its text and set."""
-    example = current.example
-    db.session.expire(current, ["reveals"])
-    # The set was loaded with the round, or given with a new one.
-    game_set = current.game_set if current.set_id is not None else None
-    commit_keeping(player, current, example, example.category, example.system, game_set)
+class _Started(NamedTuple):
+    """The row `_start_in_one_statement` returns."""
+
+    id: int
+    set_id: int | None
+    order_index: int
+    sentences: list[str]
+    n_sentences: int
+    category_name: str
+    in_set: int

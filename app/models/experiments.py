@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Integer, String, Text, UniqueConstraint, event, select
+from sqlalchemy import JSON, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
-from app.models.rounds import Round
-from app.models.studies import Participant
 
 
 class ConditionSlot(db.Model):
@@ -51,12 +49,3 @@ class StudyPlan(db.Model):
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Workers who had entered the study when this version was frozen (0: before any data).
     participants_then: Mapped[int] = mapped_column(Integer, default=0)
-
-
-@event.listens_for(Round, "before_insert")
-def _round_condition(_mapper, connection, target: Round) -> None:
-    """A study round carries its worker's condition, whoever creates it."""
-    if target.participant_id is not None and target.condition is None:
-        target.condition = connection.scalar(
-            select(Participant.condition).where(Participant.id == target.participant_id)
-        )

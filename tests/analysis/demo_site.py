@@ -78,7 +78,7 @@ def play(player, style: str, count: int, clock: Clock, rng: random.Random, rare:
     played = 0
     for _ in range(count):
         try:
-            round_ = starts.start_round(player, "random")
+            round_ = factories.started(player, "random")
         except starts.NoExamplesLeft:  # the player has read every text: stop, as a player does
             break
         example = round_.example

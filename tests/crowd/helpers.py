@@ -33,6 +33,13 @@ BASE = {
 }
 
 
+def study_round(study, participant: Participant, extra: bool = False) -> Round | None:
+    """The worker's next round as the study link serves it (`serving.next_round`), loaded as the
+    ORM object; None when they are done."""
+    made = serving.next_round(study, participant, extra=extra)
+    return None if made is None else db.session.get(Round, made.id)
+
+
 def make_pool(normal: int = 12, human: int = 4) -> None:
     for _ in range(normal):
         factories.example(boundary=3, category_slug="news")
@@ -75,7 +82,7 @@ def play_slot(
     """Play the worker's next round: checks answered right (or wrongly), others flagged at
     `flag_at` (None: the right answer, every time); then give every rating the study asks for
     after the reveal (`rating` None: give none)."""
-    round_ = serving.next_round(study, participant)
+    round_ = study_round(study, participant)
     example = round_.example
     if round_.kind == CHECK_ROUND:
         right = example.boundary
@@ -94,7 +101,7 @@ def play_slot(
 def play_lazy(study, participant: Participant, strategy: str):
     """Play every round as a lazy worker: "human" presses H to the end of every text, "first"
     says machine at the first chance (the second sentence; the first is always human)."""
-    while (round_ := serving.next_round(study, participant)) is not None:
+    while (round_ := study_round(study, participant)) is not None:
         answer(round_, round_.example.n_sentences if strategy == "human" else 1)
         db.session.refresh(participant)
 

@@ -100,10 +100,13 @@ class Arrivals(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def returns(self, data):
-        playing = sorted(w for w in self.seen if self._holding(w))
-        if not playing:
+        # Drawn from every worker seen, the same list whatever conditions the study's random
+        # blocks gave them (hypothesis replays a draw only from the same choices).
+        if not self.seen:
             return
-        worker = data.draw(st.sampled_from(playing))
+        worker = data.draw(st.sampled_from(sorted(self.seen)))
+        if not self._holding(worker):
+            return
         participant = next(p for p in self._participants() if p.worker_id == worker)
         admission.mark_left(participant, ParticipantStatus.returned)
         db.session.commit()

@@ -15,7 +15,7 @@ from app.extensions import db
 from app.models import Example, Round
 from app.research import export_options, exports
 from tests.conftest import csrf_token
-from tests.crowd.helpers import answer, join, make_pool, make_study
+from tests.crowd.helpers import answer, join, make_pool, make_study, study_round
 from tests.crowd.test_crowd_http import join_http
 
 ARMS = [
@@ -60,7 +60,7 @@ def test_hints_are_stored_shown_to_the_hint_condition_and_exported(app, ctx, run
     workers = {p.condition: p for p in (join(study, "w0", "s0"), join(study, "w1", "s1"))}
     seen = {}
     for name, participant in workers.items():
-        round_ = serving.next_round(study, participant)
+        round_ = study_round(study, participant)
         context = serving.round_context(round_)
         seen[name] = context
         if name == "hint":

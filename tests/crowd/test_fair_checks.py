@@ -12,12 +12,12 @@ import io
 import pytest
 from sqlalchemy import select
 
-from app.crowd import lookup, schedule, serving, verdicts, verify, verify_submissions
+from app.crowd import lookup, schedule, verdicts, verify, verify_submissions
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
 from app.models.rounds import CHECK_ROUND
 from tests.conftest import csrf_token
-from tests.crowd.helpers import answer, join, make_pool, play_lazy
+from tests.crowd.helpers import answer, join, make_pool, play_lazy, study_round
 from tests.crowd.test_crowd_http import join_http, play_round_http
 from tests.crowd.test_study_cli import STUDY_TOML, create
 
@@ -57,7 +57,7 @@ def play(study, participant, early_on_checks: int = 0):
     """A careful worker who, on the first `early_on_checks` inside checks, honestly flags the
     sentence before the check's sentence (they thought the machine had taken over)."""
     early = early_on_checks
-    while (round_ := serving.next_round(study, participant)) is not None:
+    while (round_ := study_round(study, participant)) is not None:
         example = round_.example
         check = (example.source or {}).get("check")
         if check == "inside" and early:

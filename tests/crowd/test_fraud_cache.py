@@ -6,19 +6,19 @@ answers."""
 from __future__ import annotations
 
 from app.accounts import service as accounts
-from app.crowd import fraud, fraud_report, lookup, serving
+from app.crowd import fraud, fraud_report, lookup
 from app.extensions import db
 from app.game import answers, reveals
 from app.models import Participant, Player
 from tests.conftest import csrf_token
-from tests.crowd.helpers import join, make_pool, make_study
+from tests.crowd.helpers import join, make_pool, make_study, study_round
 
 PASSWORD = "a long password for the lab"
 COPIED = "The second paragraph invents a mayor who was never mentioned in the opening lines."
 
 
 def answer_with(study, participant: Participant, explanation: str) -> None:
-    round_ = serving.next_round(study, participant)
+    round_ = study_round(study, participant)
     player = db.session.get(Player, round_.player_id)
     while round_.revealed < 4:
         reveals.reveal_next(player, round_.id, round_.revealed)

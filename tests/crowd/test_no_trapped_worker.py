@@ -18,12 +18,12 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from app.crowd import admission, fill, lookup, serving, slots, verdicts, verify, verify_submissions
+from app.crowd import admission, fill, lookup, slots, verdicts, verify, verify_submissions
 from app.crowd.reports import worker_stats
 from app.extensions import db
 from app.models import ExamplePassage, ParticipantStatus, Round, Study, StudySlot
 from tests import factories
-from tests.crowd.helpers import join, play_slot
+from tests.crowd.helpers import join, play_slot, study_round
 from tests.crowd.test_crowd_http import join_http
 from tests.crowd.test_scripted_study_review import sign_in
 from tests.crowd.test_study_cli import STUDY_TOML, create
@@ -84,7 +84,7 @@ def test_with_enough_passages_every_place_has_a_complete_schedule(runner, ctx, t
         assert len(texts) == 8 and None not in texts
         # Every passage once: the splices, which take two, had to give way.
         assert sorted(passages_of(texts).values()) == [1] * 8
-        while serving.next_round(study, worker) is not None:
+        while study_round(study, worker) is not None:
             play_slot(study, worker, flag_at=None)
         db.session.refresh(worker)
         assert worker.status == ParticipantStatus.completed and worker.rounds_done == 8
@@ -108,7 +108,7 @@ def test_a_worker_the_pool_cannot_serve_is_not_admitted_and_gets_a_code(app, run
     assert worker.status == ParticipantStatus.screened_out
     assert worker.outcome == admission.NO_TEXTS
     assert verdicts.completion_code(worker) == "C3OUT003"
-    assert slots.stored(worker) == [] and serving.next_round(study, worker) is None
+    assert slots.stored(worker) == [] and study_round(study, worker) is None
     stats = {w.worker_id: w for w in worker_stats(study)}
     assert "not admitted: the pool had no complete schedule" in stats["w-late"].trouble
     page = sign_in(app).get("/research/studies/pilot").get_data(as_text=True)
@@ -142,7 +142,7 @@ def test_a_schedule_stored_short_finishes_the_worker_with_the_completed_code(run
     assert stats["w-old"].trouble == f"no text for round {gap + 1} of their schedule"
     for _ in range(gap):
         play_slot(study, worker, flag_at=None)
-    assert serving.next_round(study, worker) is None  # never a dead end
+    assert study_round(study, worker) is None  # never a dead end
     db.session.refresh(worker)
     assert worker.status == ParticipantStatus.completed and worker.outcome == admission.RAN_OUT
     assert verdicts.completion_code(worker) == "C1DONE01"
@@ -189,16 +189,16 @@ def test_every_kind_of_worker_ends_with_the_right_code_and_decision(runner, ctx,
         return join(study, worker, f"s-{worker}", screening=answer)
 
     careful = enter("careful")
-    while serving.next_round(study, careful) is not None:
+    while study_round(study, careful) is not None:
         play_slot(study, careful, flag_at=None)
     lazy = enter("lazy")
-    while serving.next_round(study, lazy) is not None:
+    while study_round(study, lazy) is not None:
         play_slot(study, lazy, pass_check=False)
     returning = enter("returning")
     for _ in range(3):
         play_slot(study, returning, flag_at=None)
     assert enter("returning").id == returning.id  # the link opened again: the same schedule
-    while serving.next_round(study, returning) is not None:
+    while study_round(study, returning) is not None:
         play_slot(study, returning, flag_at=None)
     late = enter("late")
     play_slot(study, late, flag_at=None)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.crowd import lookup, schedule, serving, verdicts, verify, verify_runs, verify_submissions
+from app.crowd import lookup, schedule, verdicts, verify, verify_runs, verify_submissions
 from app.crowd.config import StudyConfigError
 from app.crowd.study_file import parse_study
 from app.models import ParticipantStatus
-from tests.crowd.helpers import BASE, join, make_pool, make_study, play_slot
+from tests.crowd.helpers import BASE, join, make_pool, make_study, play_slot, study_round
 
 
 def test_a_returned_submission_of_a_worker_who_never_joined_is_returned(ctx):
@@ -50,13 +50,13 @@ def test_a_worker_who_fails_the_required_checks_is_stopped_at_once(ctx):
         play_slot(study, worker, pass_check=False)
     assert worker.status == ParticipantStatus.failed_checks
     assert worker.rounds_done == second_check + 1 < 8
-    assert serving.next_round(study, worker) is None
+    assert study_round(study, worker) is None
     assert verdicts.completion_code(worker) == "C2FAIL02"
     assert "2 of the 2 attention checks" in verdicts.failed_checks_message(worker)
 
     patient = make_study(slug="patient", rounds=8, attention_check_rate=0.25)
     worker = join(patient, "w-fail", "s2")
-    while serving.next_round(patient, worker) is not None:
+    while study_round(patient, worker) is not None:
         play_slot(patient, worker, pass_check=False)
     assert worker.status == ParticipantStatus.failed_checks and worker.rounds_done == 8
 

@@ -9,11 +9,19 @@ from collections import Counter
 
 from sqlalchemy import delete, select
 
-from app.crowd import lookup, schedule, serving, slots
+from app.crowd import lookup, schedule, slots
 from app.extensions import db
 from app.models import ExamplePassage, Participant, Round, StudySlot
 from tests import factories
-from tests.crowd.helpers import answer, join, make_pool, make_study, play_lazy, play_slot
+from tests.crowd.helpers import (
+    answer,
+    join,
+    make_pool,
+    make_study,
+    play_lazy,
+    play_slot,
+    study_round,
+)
 
 
 def stored(participant) -> list[tuple[int, str, int | None]]:
@@ -55,14 +63,14 @@ def test_the_schedule_is_stored_at_entry_and_a_return_serves_the_same_texts(ctx)
     assert len(plan) == 6 and all(example for _p, _k, example in plan)
     assert {kind for _p, kind, _e in plan} == {schedule.NORMAL, schedule.INSIDE}
 
-    first = serving.next_round(study, worker)
-    again = serving.next_round(study, worker)  # a reload
+    first = study_round(study, worker)
+    again = study_round(study, worker)  # a reload
     assert again.id == first.id and first.example_id == plan[0][2]
     answer(first, first.example.boundary)  # right, check or not: the schedule stays
     db.session.refresh(worker)
     back = join(study, "w1", "s1")  # the platform's link opened again
     assert back.id == worker.id and stored(back) == plan
-    while serving.next_round(study, worker) is not None:
+    while study_round(study, worker) is not None:
         play_slot(study, worker)
     assert played(worker) == [example for _p, _k, example in plan]
 
@@ -105,7 +113,7 @@ def test_no_passage_twice_in_any_schedule_with_checks_and_spares(ctx):
             assert kinds == worker.schedule
             assert {schedule.SPARE, schedule.SPARE_ADDED} & set(kinds)
         else:
-            while serving.next_round(study, worker) is not None:
+            while study_round(study, worker) is not None:
                 play_slot(study, worker, flag_at=2)
         plan = stored(worker)
         assert max(passages_of(e for _p, _k, e in plan).values()) == 1
@@ -136,15 +144,15 @@ def test_a_worker_who_entered_before_schedules_were_stored_keeps_playing(ctx):
     worker = join(study, "w1", "s1")
     play_slot(study, worker)
     play_slot(study, worker)
-    open_now = serving.next_round(study, worker)
+    open_now = study_round(study, worker)
     # As a worker who entered before the table existed: no stored slots.
     db.session.execute(delete(StudySlot).where(StudySlot.participant_id == worker.id))
     db.session.commit()
     assert not slots.has_schedule(worker)
-    assert serving.next_round(study, worker).id == open_now.id
+    assert study_round(study, worker).id == open_now.id
     answer(open_now, 3 if open_now.kind == "normal" else open_now.example.boundary)
     db.session.refresh(worker)
-    while serving.next_round(study, worker) is not None:
+    while study_round(study, worker) is not None:
         play_slot(study, worker)
     plan = stored(worker)
     assert [k for _p, k, _e in plan] == worker.schedule

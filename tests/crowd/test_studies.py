@@ -16,7 +16,7 @@ from app.leaderboard import standings
 from app.models import Example, Participant, ParticipantStatus, Player, PlayerTotal, Round, Study
 from app.models.rounds import CHECK_ROUND, NORMAL_ROUND, PRACTICE_ROUND
 from roftcore.boundary import points as boundary_points
-from tests.crowd.helpers import join, make_pool, make_study, play_slot
+from tests.crowd.helpers import join, make_pool, make_study, play_slot, study_round
 
 
 def test_create_study_fixes_pool_and_builds_both_kinds_of_check(ctx):
@@ -84,7 +84,7 @@ def test_a_worker_plays_the_quota_and_gets_one_code_only_then(ctx):
     assert participant.checks_passed == 2
     assert verdicts.completion_code(participant) == "C1DONE01"
     assert verdicts.completion_url(participant).endswith("cc=C1DONE01")
-    assert serving.next_round(study, participant) is None
+    assert study_round(study, participant) is None
 
 
 def test_checks_earn_no_points_and_stay_off_totals(ctx):
@@ -174,7 +174,7 @@ def test_consent_and_screening(ctx):
         join(study, consent=False)
     out = join(study, worker="w2", session="s2", screening="no")
     assert out.status == ParticipantStatus.screened_out
-    assert serving.next_round(study, out) is None
+    assert study_round(study, out) is None
     assert verdicts.completion_code(out)  # a per-worker code for the screened-out outcome
 
 
@@ -233,7 +233,7 @@ def test_concurrent_next_round_requests_make_one_round(app):
             study = db.session.get(Study, study_id)
             participant = db.session.get(Participant, participant_id)
             barrier.wait()
-            made.append(serving.next_round(study, participant).id)
+            made.append(study_round(study, participant).id)
             db.session.remove()
 
     threads = [threading.Thread(target=worker) for _ in range(4)]
@@ -257,16 +257,16 @@ def test_optional_extra_rounds_up_to_max_rounds_keep_the_code(ctx):
         play_slot(study, participant)
     code = verdicts.completion_code(participant)
     assert participant.status == ParticipantStatus.completed
-    assert serving.next_round(study, participant) is None  # nothing more unless asked for
+    assert study_round(study, participant) is None  # nothing more unless asked for
     assert serving.extra_rounds_left(study, participant) == 2
     for _ in range(2):
-        extra = serving.next_round(study, participant, extra=True)
+        extra = study_round(study, participant, extra=True)
         player = db.session.get(Player, participant.player_id)
         reveals.reveal_next(player, extra.id, 1)
         answers.submit_answer(player, extra.id, answers.parse_answer("machine", 2, ["generic"], ""))
         db.session.refresh(participant)
     assert participant.rounds_done == 5
     assert serving.extra_rounds_left(study, participant) == 0
-    assert serving.next_round(study, participant, extra=True) is None
+    assert study_round(study, participant, extra=True) is None
     assert verdicts.completion_code(participant) == code
     assert participant.status == ParticipantStatus.completed

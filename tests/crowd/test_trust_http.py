@@ -9,11 +9,10 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from app.crowd import serving
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
 from tests.conftest import csrf_token
-from tests.crowd.helpers import join, make_pool, make_study
+from tests.crowd.helpers import join, make_pool, make_study, study_round
 from tests.crowd.test_crowd_http import PROLIFIC, join_http, play_round_http, setup_study
 
 QUESTIONS = [
@@ -243,14 +242,14 @@ def test_abandoned_rounds_stop_counting_towards_k(ctx):
     study = make_study(rounds=1, attention_check_rate=0, target_per_example=1,
                        time_limit_minutes=30)  # fmt: skip
     first = join(study, "w1", "s1")
-    held = serving.next_round(study, first)
+    held = study_round(study, first)
     second = join(study, "w2", "s2")
-    other = serving.next_round(study, second)
+    other = study_round(study, second)
     assert other.example_id != held.example_id  # the held text counts while w1 may finish
     first.started_at -= timedelta(minutes=31)
     db.session.commit()
     third = join(study, "w3", "s3")  # w2's text is held; w1's is free again
-    assert serving.next_round(study, third).example_id == held.example_id
+    assert study_round(study, third).example_id == held.example_id
 
 
 def test_dashboard_shows_the_public_link_agreement_and_worker_decisions(app, client, runner):

@@ -20,7 +20,7 @@ from app.crowd import admission, ledger, lookup, serving, verdicts, verify, veri
 from app.errors import Conflict
 from app.extensions import db
 from app.models import ParticipantStatus, Round, StudyBonus, StudyDecision
-from tests.crowd.helpers import answer, join, make_pool, play_lazy, play_slot
+from tests.crowd.helpers import answer, join, make_pool, play_lazy, play_slot, study_round
 from tests.crowd.test_study_cli import STUDY_TOML, create
 
 BONUS = STUDY_TOML + "\n[bonus]\nper_exact = 0.05\ncap = 0.40\n"
@@ -62,7 +62,7 @@ def study(runner, ctx, tmp_path):
     pace(nocode, 18)
     returned = workers["w-returned"] = join(made, "w-returned", "s5")
     play_slot(made, returned)
-    serving.next_round(made, returned)  # the round they left open
+    study_round(made, returned)  # the round they left open
     slow = workers["w-slow"] = join(made, "w-slow", "s6")
     play_slot(made, slow)
     for w in workers.values():
@@ -255,7 +255,7 @@ def test_extra_rounds_do_not_change_the_bonus_as_the_finish_page_says(runner, ct
     page = serving.extra_rounds_left(made, worker)
     assert page == 4
     for _ in range(4):
-        round_ = serving.next_round(made, worker, extra=True)
+        round_ = study_round(made, worker, extra=True)
         answer(round_, round_.example.boundary)  # right every time: would raise the bonus
     db.session.refresh(worker)
     assert worker.rounds_done == 10

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from app.extensions import db
-from app.game import answers, reveals, starts
+from app.game import answers, reveals
 from app.models import Player
 from app.models.base import utcnow
+from tests import factories
 
 
 def consent(player: Player) -> Player:
@@ -16,7 +17,7 @@ def consent(player: Player) -> Player:
 
 def play(player: Player, guess: int, reasons=("irrelevant",), explanation: str = "") -> int:
     """Start a round, reveal up to the guess and answer; returns the stored points."""
-    round_ = starts.start_round(player, "random")
+    round_ = factories.started(player, "random")
     n = round_.example.n_sentences
     target = n if guess >= n else guess + 1
     while round_.revealed < target:

@@ -12,7 +12,7 @@ from app.crowd import hints, lookup, serving
 from app.extensions import db
 from app.models import Example, StudyDecision
 from app.research import export_options, exports
-from tests.crowd.helpers import answer, join, make_pool, make_study
+from tests.crowd.helpers import answer, join, make_pool, make_study, study_round
 from tests.crowd.test_detector_hint import write_detections
 
 ARMS = [{"name": "alone"}, {"name": "hint", "detector_hint": True}]
@@ -37,7 +37,7 @@ def test_the_analysis_reads_the_sites_plan_conditions_and_hints(ctx, tmp_path):
     workers = [join(study, f"w{i}", session=f"s{i}") for i in range(6)]
     for participant in workers:
         for _ in range(4):
-            round_ = serving.next_round(study, participant)
+            round_ = study_round(study, participant)
             serving.round_context(round_)  # the page: it stores the hint levels it shows
             right = participant.condition == "hint"
             answer(round_, round_.example.boundary if right else 5)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from app.extensions import db
-from app.game import answers, reveals, starts, typing_signals
+from app.game import answers, reveals, typing_signals
 from app.models import Round
 from app.research import export_options, exports
 from tests import factories
@@ -19,7 +19,7 @@ from tests.research.helpers import consent
 
 
 def _answer(player, guess: int, confidence: str | None) -> Round:
-    round_ = starts.start_round(player, "random")
+    round_ = factories.started(player, "random")
     while round_.revealed < guess + 1:
         round_ = reveals.reveal_next(player, round_.id, round_.revealed)
     answer = answers.parse_answer("machine", round_.revealed, ["grammar"], "", confidence)

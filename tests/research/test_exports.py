@@ -36,9 +36,8 @@ def played(research_app):
             play(named, guess, reasons=("grammar", "repetition"))
         for guess in (4, 4):
             play(refuser, guess)
-        from app.game import starts
 
-        starts.start_round(waiting, "random")  # never answered: not an annotation
+        factories.started(waiting, "random")  # never answered: not an annotation
     return research_app
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import event, func, select, update
 from app import PROJECT_ROOT
 from app.catalog.importer import import_file
 from app.extensions import cache, db
-from app.game import answers, reveals, rounds, starts
+from app.game import answers, reveals, starts
 from app.game.scoring import points
 from app.leaderboard import fairness, integrity, skill, standings
 from app.models import BoardTotal, Example, Player, PlayerTotal, Round
@@ -55,7 +55,7 @@ def clock(monkeypatch):
 
 def play_to(player, guess: int, clock: Clock, seconds_per_sentence: float, category="random"):
     """Play one round through the service: flag sentence `guess`, or "all human" at N."""
-    round_ = starts.start_round(player, category)
+    round_ = factories.started(player, category)
     n = round_.example.n_sentences
     shown = min(guess + 1, n)
     while round_.revealed < shown:
@@ -108,7 +108,7 @@ def test_careful_reader_ranks_above_lazy_players_and_answer_key_farmers(ctx, clo
     # with few all-human texts among them, a careful reader who misjudges one human text in five
     # fell to "all human"'s skill of 0 or below a constant guesser's lucky 12 rounds in 2 of 55
     # unseeded draws tried (the boards shrink few rounds toward 0; they do not remove luck).
-    monkeypatch.setattr(rounds, "random", random.Random(3))
+    monkeypatch.setattr(starts, "random", random.Random(3))
     import_file(DEMO)
     key = dict(db.session.execute(select(Example.id, Example.boundary)).all())
     rng = random.Random(3)
@@ -116,7 +116,7 @@ def test_careful_reader_ranks_above_lazy_players_and_answer_key_farmers(ctx, clo
     cara, hugo, sam, kim, flash = (factories.player(name) for name in names)
     for i in range(fairness.JUDGE_AFTER + 5):
         # cara reads every sentence (4 s each) and is usually right.
-        round_ = starts.start_round(cara, "random")
+        round_ = factories.started(cara, "random")
         play_to(cara, careful_guess(key[round_.example_id], 10, rng), clock, 4)
         if i < skill.MIN_ROUNDS + 2:  # enough to be ranked
             # hugo says "all human" every time without reading (2 s a sentence clicking through).
@@ -124,10 +124,10 @@ def test_careful_reader_ranks_above_lazy_players_and_answer_key_farmers(ctx, clo
             # sam flags the sixth sentence every time, the best constant guess on the demo set.
             play_to(sam, 5, clock, 3)
         # kim plays from the public answer key at a reader's pace: exact every time.
-        round_ = starts.start_round(kim, "random")
+        round_ = factories.started(kim, "random")
         play_to(kim, key[round_.example_id], clock, 4)
         # flash plays from the key at machine speed.
-        round_ = starts.start_round(flash, "random")
+        round_ = factories.started(flash, "random")
         play_to(flash, key[round_.example_id], clock, 0.05)
     board = {s.name: s for s in standings.top()}
     # "All human" has exactly no skill whatever the draw (the whole demo set is checked above);

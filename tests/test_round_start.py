@@ -1,6 +1,7 @@
-""" "Next text" started in one statement (`starts.start_at_once`, PostgreSQL): the page's
-script gets exactly the round the full path draws, the same rows are stored, and a lost race or
-an empty pool ends as it did before. On SQLite the full path serves, and the same tests hold."""
+"""Starting a round (`starts.start_round`, `starts.new_round`) from "Play" and "Next text": the
+page's script gets the round's page, the round, its first reveal, its set and the passages read
+are stored, a lost race serves the other tab's round or joins its set, and an empty pool is
+refused with nothing stored. On PostgreSQL (one statement) and SQLite (its parts one by one)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.extensions import db
 from app.game import starts
-from app.models import Example, GameSet, PassageRead, Player, Reveal, Round
+from app.models import Example, GameSet, PassageRead, Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import play_over_http
@@ -39,26 +40,6 @@ def sets_of_three(make_app, db_uri):
         db.session.remove()
         if db_uri.startswith("postgresql"):
             db.drop_all()
-
-
-def _on_postgresql(app) -> bool:
-    with app.app_context():
-        return db.engine.dialect.name == "postgresql"
-
-
-def _watch_lean(monkeypatch, full_path: bool = False) -> list:
-    """The views `start_at_once` returned; with `full_path` it serves nothing, so the
-    full path starts every round."""
-    served: list = []
-    real = starts.start_at_once
-
-    def watched(*args, **kwargs):
-        view = None if full_path else real(*args, **kwargs)
-        served.append(view)
-        return view
-
-    monkeypatch.setattr(starts, "start_at_once", watched)
-    return served
 
 
 def _next_path(client, round_id: int) -> str:
@@ -91,69 +72,67 @@ def _row(app, round_id: int) -> tuple[dict, list, int]:
 
 
 @pytest.mark.parametrize("category", ["news", starts.RANDOM])
-def test_next_text_draws_and_stores_the_round_as_the_full_path(
-    sets_of_three, monkeypatch, category
-):
+def test_play_and_next_text_store_the_round_and_draw_its_page(sets_of_three, category):
+    """ "Play a set" (a new set) and "Next text" (into it): the fragment the script gets is the
+    round's page, and the round, its first reveal, its set and the passages read are stored."""
     app = sets_of_three
-    monkeypatch.setattr(starts.random, "random", lambda: 0.0)
-    drawn = {}
-    for path_name in ("lean", "full"):
-        served = _watch_lean(monkeypatch, full_path=path_name == "full")
-        client = app.test_client()
-        token = csrf_token(client)
-        started = client.post(
-            "/play", data={"csrf_token": token, "category": category}, headers=FETCH
-        )
-        assert started.status_code == 200
-        first_url = started.headers["X-Round-URL"]
-        first = int(re.fullmatch(r"/play/round/(\d+)", first_url).group(1))
-        body = started.get_data(as_text=True)
-        assert "text 1 of 3" in body and "Sentence 1 of" in body
-        page = client.get(first_url, headers=FETCH)
-        assert _same_but_token(body) == _same_but_token(page.get_data(as_text=True))
-        drawn[path_name, "first"] = _row(app, first)
-        client.post(f"/play/round/{first}/next", data={"csrf_token": token, "seen": "1"})
-        answered = client.post(
-            f"/play/round/{first}/answer",
-            data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch"},
-        )
-        assert answered.status_code == 302
-        shown = _next_text(client, token, _next_path(client, first))
-        assert shown.status_code == 200
-        url = shown.headers["X-Round-URL"]
-        round_id = int(re.fullmatch(r"/play/round/(\d+)", url).group(1))
-        body = shown.get_data(as_text=True)
-        assert "text 2 of 3" in body and "Sentence 1 of" in body
-        page = client.get(url, headers=FETCH)
-        assert _same_but_token(body) == _same_but_token(page.get_data(as_text=True))
-        lean = [view for view in served if view is not None]
-        # "Play a set" (a new set) and "Next text" (into it).
-        assert len(lean) == (2 if path_name == "lean" and _on_postgresql(app) else 0)
-        drawn[path_name, "next"] = _row(app, round_id)
-        with app.app_context():
-            example = db.session.get(Round, round_id).example
-            assert category == starts.RANDOM or example.category.slug == category
-            sets_made = db.session.execute(
-                select(GameSet.__table__).where(GameSet.id == example_set(round_id))
-            ).all()
-            assert len(sets_made) == 1
-            drawn[path_name, "set"] = {
-                k: v for k, v in sets_made[0]._mapping.items() if k not in OWN
-            }
-    for which in ("first", "next"):
-        lean, full = drawn["lean", which][0], drawn["full", which][0]
-        assert {k: v for k, v in lean.items() if k not in OWN} == {
-            k: v for k, v in full.items() if k not in OWN
-        }
-        assert drawn["lean", which][1] == [(0, lean["started_at"])]
-        assert drawn["full", which][1] == [(0, full["started_at"])]
-    assert drawn["lean", "set"] == drawn["full", "set"]
-    assert drawn["lean", "set"]["answered"] == 1 and drawn["lean", "set"]["size"] == 3
-    lean_row, _, lean_read = drawn["lean", "next"]
-    full_read = drawn["full", "next"][2]
-    assert lean_row["order_index"] == 2 and lean_row["revealed"] == 1
-    assert lean_row["set_id"] is not None and lean_row["chosen_category"] == category
-    assert lean_read == full_read == 2  # both texts' passages
+    client = app.test_client()
+    token = csrf_token(client)
+    started = client.post("/play", data={"csrf_token": token, "category": category}, headers=FETCH)
+    assert started.status_code == 200
+    first_url = started.headers["X-Round-URL"]
+    first = int(re.fullmatch(r"/play/round/(\d+)", first_url).group(1))
+    body = started.get_data(as_text=True)
+    assert "text 1 of 3" in body and "Sentence 1 of" in body
+    page = client.get(first_url, headers=FETCH)
+    assert _same_but_token(body) == _same_but_token(page.get_data(as_text=True))
+    client.post(f"/play/round/{first}/next", data={"csrf_token": token, "seen": "1"})
+    answered = client.post(
+        f"/play/round/{first}/answer",
+        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch"},
+    )
+    assert answered.status_code == 302
+    shown = _next_text(client, token, _next_path(client, first))
+    assert shown.status_code == 200
+    url = shown.headers["X-Round-URL"]
+    round_id = int(re.fullmatch(r"/play/round/(\d+)", url).group(1))
+    body = shown.get_data(as_text=True)
+    assert "text 2 of 3" in body and "Sentence 1 of" in body
+    page = client.get(url, headers=FETCH)
+    assert _same_but_token(body) == _same_but_token(page.get_data(as_text=True))
+    for number, started_id in enumerate((first, round_id), start=1):
+        row, reveals, read = _row(app, started_id)
+        assert reveals[0] == (0, row["started_at"]) and len(reveals) == 3 - number
+        assert row["order_index"] == number and row["chosen_category"] == category
+        assert row["kind"] == "normal" and row["participant_id"] is None
+        assert (row["guess"] is None) == (number == 2)
+        assert read == 2  # both texts' passages
+    with app.app_context():
+        example = db.session.get(Round, round_id).example
+        assert category == starts.RANDOM or example.category.slug == category
+        sets_made = db.session.execute(select(GameSet.__table__)).all()
+        assert len(sets_made) == 1 and example_set(first) == example_set(round_id)
+        made = sets_made[0]._mapping
+        assert made["answered"] == 1 and made["size"] == 3 and made["kind"] == "normal"
+        assert made["finished_at"] is None and made["level"] is None
+
+
+def _another_tab_first(monkeypatch, other_tab) -> list:
+    """What `starts.new_round` returned, each call; `other_tab(player_id)` runs once, in a
+    session of its own, just before the first."""
+    real = starts.new_round
+    outcome: list = []
+
+    def after_another_tab(player, *args, **kwargs):
+        if not outcome:
+            with Session(db.engine) as other:
+                other_tab(other, player.id)
+                other.commit()
+        outcome.append(real(player, *args, **kwargs))
+        return outcome[-1]
+
+    monkeypatch.setattr(starts, "new_round", after_another_tab)
+    return outcome
 
 
 def test_a_round_opened_meanwhile_is_served(sets_of_three, monkeypatch):
@@ -165,41 +144,35 @@ def test_a_round_opened_meanwhile_is_served(sets_of_three, monkeypatch):
     first = play_over_http(client, token, 1)
     path = _next_path(client, first)
     with app.app_context():
-        player_id = db.session.scalar(select(Player.id))
         set_id = db.session.scalar(select(GameSet.id))
         read_before = db.session.scalar(select(func.count()).select_from(PassageRead))
-    real = starts.start_at_once
     theirs = []
 
-    def after_another_tab(*args, **kwargs):
-        with Session(db.engine) as other:
-            played = select(Round.example_id).where(Round.player_id == player_id)
-            example_id = other.scalar(
-                select(Example.id).where(Example.id.not_in(played)).order_by(Example.id.desc())
+    def another_tab(other, player_id):
+        played = select(Round.example_id).where(Round.player_id == player_id)
+        example_id = other.scalar(
+            select(Example.id).where(Example.id.not_in(played)).order_by(Example.id.desc())
+        )
+        other.add(
+            Round(
+                player_id=player_id,
+                example_id=example_id,
+                order_index=2,
+                chosen_category="news",
+                set_id=set_id,
+                revealed=1,
+                reasons=[],
+                explanation="",
             )
-            other.add(
-                Round(
-                    player_id=player_id,
-                    example_id=example_id,
-                    order_index=2,
-                    chosen_category="news",
-                    set_id=set_id,
-                    revealed=1,
-                    reasons=[],
-                    explanation="",
-                )
-            )
-            other.commit()
-            theirs.append(other.scalar(select(Round.id).where(Round.guess.is_(None))))
-        outcome.append(real(*args, **kwargs))
-        return outcome[-1]
+        )
+        other.flush()
+        theirs.append(other.scalar(select(Round.id).where(Round.guess.is_(None))))
 
-    outcome: list = []
-    monkeypatch.setattr(starts, "start_at_once", after_another_tab)
+    outcome = _another_tab_first(monkeypatch, another_tab)
     shown = _next_text(client, token, path)
     assert shown.status_code == 200
     assert shown.headers["X-Round-URL"] == f"/play/round/{theirs[0]}"
-    assert outcome == [None]  # refused by the unique index, on PostgreSQL
+    assert outcome == [None]  # refused by the unique index
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Round)) == 2
         assert (
@@ -248,11 +221,9 @@ def test_a_finished_set_leads_to_its_summary(sets_of_three):
         assert db.session.scalar(select(func.count()).select_from(Round)) == 3
 
 
-def test_play_continues_the_open_set(sets_of_three, monkeypatch):
-    """ "Play" again with a set open (no round open): the next text of that set, as drawn by the
-    full path, from one statement on PostgreSQL."""
+def test_play_continues_the_open_set(sets_of_three):
+    """ "Play" again with a set open (no round open): the next text of that set."""
     app = sets_of_three
-    served = _watch_lean(monkeypatch)
     client = app.test_client()
     token = csrf_token(client)
     first = play_over_http(client, token, 1)
@@ -266,7 +237,6 @@ def test_play_continues_the_open_set(sets_of_three, monkeypatch):
         second = int(url.rsplit("/", 1)[1])
         assert example_set(second) == example_set(first)
         assert db.session.scalar(select(func.count()).select_from(GameSet)) == 1
-    assert len([view for view in served if view is not None]) == (2 if _on_postgresql(app) else 0)
 
 
 def test_a_set_made_meanwhile_is_joined(sets_of_three, monkeypatch):
@@ -280,23 +250,18 @@ def test_a_set_made_meanwhile_is_joined(sets_of_three, monkeypatch):
     login = {"csrf_token": token, "username": "reader", "password": "reader-password"}
     assert client.post("/login", data=login).status_code == 302
     token = csrf_token(client, "/")  # a login rotates it
-    real = starts.start_at_once
     theirs = []
 
-    def after_another_tab(*args, **kwargs):
-        with Session(db.engine) as other:
-            made = GameSet(player_id=args[0].id, kind="normal", size=3)
-            other.add(made)
-            other.commit()
-            theirs.append(made.id)
-        outcome.append(real(*args, **kwargs))
-        return outcome[-1]
+    def another_tab(other, player_id):
+        made = GameSet(player_id=player_id, kind="normal", size=3)
+        other.add(made)
+        other.flush()
+        theirs.append(made.id)
 
-    outcome: list = []
-    monkeypatch.setattr(starts, "start_at_once", after_another_tab)
+    outcome = _another_tab_first(monkeypatch, another_tab)
     started = client.post("/play", data={"csrf_token": token, "category": "news"}, headers=FETCH)
     assert started.status_code == 200 and "text 1 of 3" in started.text
-    assert outcome == [None]  # refused by the unique index, on PostgreSQL
+    assert outcome[0] is None and outcome[1].set_id == theirs[0]  # refused, then in theirs
     with app.app_context():
         assert db.session.scalars(select(GameSet.id)).all() == theirs
         assert db.session.scalars(select(Round.set_id)).all() == theirs
@@ -304,7 +269,7 @@ def test_a_set_made_meanwhile_is_joined(sets_of_three, monkeypatch):
 
 
 def test_a_new_level_for_the_open_set_is_stored(sets_of_three):
-    """A set whose level changes takes the full path: the level is stored with the round."""
+    """A set whose level changes: the level is stored with the round."""
     app = sets_of_three
     with app.app_context():
         for example in db.session.scalars(select(Example)):
