@@ -332,14 +332,12 @@ def _reveal_row(round_id) -> dict:
     return {"round_id": round_id, "sentence_index": literal(0, Integer), "revealed_at": _NOW}
 
 
-def _insert(table, row: dict, *source, dialect=None):
+def _insert(table, row: dict, *source):
     """INSERT INTO `table` the `row` of columns, SELECTed from `source` (none: one row)."""
     values = select(*row.values())
     if source:
         values = values.select_from(*source)
-    return (dialect.insert if dialect else insert)(table).from_select(
-        list(row), values, include_defaults=False
-    )
+    return insert(table).from_select(list(row), values, include_defaults=False)
 
 
 def _passages_read(dialect, example_id, *source):
