@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.game import insights
+from app.game.reasons import MAX_EXPLANATION_CHARS
 from app.leaderboard.integrity import DEVICE_COOKIE
 from app.models import (
     BoardTotal,
@@ -247,3 +248,32 @@ def test_the_teaching_statement_reads_what_the_two_did(app):
         assert explanations == insights.explanations_for(mine)
         assert [e.upvotes for e in explanations] == [4, 4, 0]
         assert [e.voted for e in explanations] == [False, True, False]
+
+
+def test_a_refused_answer_keeps_its_ticks_and_no_other_page_gets_them(app, client):
+    """The reason and confidence chips are rendered once and kept while none is ticked
+    (app/game/round_views.py, `_fixed`): a refused answer is shown again with what it had ticked,
+    and the pages before and after it with nothing ticked."""
+    with app.app_context():
+        factories.example(boundary=2, n=4)
+    token = csrf_token(client)
+    round_id = _start(client, token)
+    _read_to(client, token, round_id, 3)
+
+    def why_page() -> str:
+        page = client.get(f"/play/round/{round_id}?flag=1", headers=FETCH)
+        assert page.status_code == 200
+        return _same_but_token(page.get_data(as_text=True))
+
+    before = why_page()
+    assert 'name="reasons" value="grammar"' in before and 'name="confidence" value="70"' in before
+    assert " checked" not in before
+    too_long = "x" * (MAX_EXPLANATION_CHARS + 1)
+    refused = _answer(client, token, round_id, 3, "machine", explanation=too_long, confidence="70")
+    assert refused.status_code == 400
+    page = refused.get_data(as_text=True)
+    assert page.count(" checked") == 3
+    assert 'value="grammar" data-key="1" checked' in page
+    assert 'value="generic" data-key="8" checked' in page
+    assert 'value="70" checked' in page
+    assert why_page() == before

@@ -5,6 +5,7 @@ to its page or as the fragment with its address."""
 from __future__ import annotations
 
 from flask import current_app, redirect, render_template, request, url_for
+from markupsafe import Markup
 
 from app.game import answers, charts, hooks, insights, reveals, sets
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
@@ -12,10 +13,39 @@ from app.game.scoring import verdict
 from app.models import Round
 
 FRAGMENT_HEADER = "X-Requested-With"
+# Where an app keeps the fragments `_fixed` rendered, by template.
+_FIXED = "game.fixed_fragments"
 
 
 def wants_fragment() -> bool:
     return request.headers.get(FRAGMENT_HEADER) == "fetch"
+
+
+def _fixed(name: str, chosen, **constants) -> Markup:
+    """The template `name` rendered with `constants` and what the player had `chosen` in it.
+
+    With nothing chosen (every round page but a refused answer shown again) it is the same for
+    every round and player: rendered once per app and kept, as a reveal's page shows it after
+    every sentence. Templates that reload when changed (debug) are rendered every time.
+    """
+    app = current_app._get_current_object()
+    kept = app.extensions.setdefault(_FIXED, {})
+    if not chosen and name in kept:
+        return kept[name]
+    html = Markup(app.jinja_env.get_template(name).render(chosen=chosen, **constants))
+    if not chosen and not app.jinja_env.auto_reload:
+        kept[name] = html
+    return html
+
+
+def reason_chips(picked=()) -> Markup:
+    """The reason chips of the "machine" answer, `picked` ticked (game/_reason_chips.html)."""
+    return _fixed("game/_reason_chips.html", picked, reasons=REASONS)
+
+
+def confidence_chips(sure: str | None = None) -> Markup:
+    """How sure the player is, `sure` chosen (game/_confidence.html)."""
+    return _fixed("game/_confidence.html", sure, confidence_levels=answers.CONFIDENCE_LEVELS)
 
 
 def _teaching(state: answers.AnswerView) -> dict:
@@ -74,8 +104,9 @@ def render_state(
         "n": n,
         "remaining": n - state.revealed,
         "reasons": REASONS,
+        "reason_chips": reason_chips,
+        "confidence_chips": confidence_chips,
         "max_explanation": MAX_EXPLANATION_CHARS,
-        "confidence_levels": answers.CONFIDENCE_LEVELS,
         "flag": flag,
         "error": error,
         "form": request.form if error else {},
