@@ -71,6 +71,17 @@ def _row(app, round_id: int) -> tuple[dict, list, int]:
         return row, [tuple(reveal) for reveal in reveals], read
 
 
+def _drawn_as_its_page(client, started, where: str) -> int:
+    """The id of the round just started, whose fragment (at sentence 1, `where` in its set) is
+    the round's page."""
+    assert started.status_code == 200
+    url = started.headers["X-Round-URL"]
+    body = started.get_data(as_text=True)
+    assert where in body and "Sentence 1 of" in body
+    assert _same_but_token(body) == _same_but_token(client.get(url, headers=FETCH).text)
+    return int(re.fullmatch(r"/play/round/(\d+)", url).group(1))
+
+
 @pytest.mark.parametrize("category", ["news", starts.RANDOM])
 def test_play_and_next_text_store_the_round_and_draw_its_page(sets_of_three, category):
     """ "Play a set" (a new set) and "Next text" (into it): the fragment the script gets is the
@@ -79,13 +90,7 @@ def test_play_and_next_text_store_the_round_and_draw_its_page(sets_of_three, cat
     client = app.test_client()
     token = csrf_token(client)
     started = client.post("/play", data={"csrf_token": token, "category": category}, headers=FETCH)
-    assert started.status_code == 200
-    first_url = started.headers["X-Round-URL"]
-    first = int(re.fullmatch(r"/play/round/(\d+)", first_url).group(1))
-    body = started.get_data(as_text=True)
-    assert "text 1 of 3" in body and "Sentence 1 of" in body
-    page = client.get(first_url, headers=FETCH)
-    assert _same_but_token(body) == _same_but_token(page.get_data(as_text=True))
+    first = _drawn_as_its_page(client, started, "text 1 of 3")
     client.post(f"/play/round/{first}/next", data={"csrf_token": token, "seen": "1"})
     answered = client.post(
         f"/play/round/{first}/answer",
@@ -93,13 +98,7 @@ def test_play_and_next_text_store_the_round_and_draw_its_page(sets_of_three, cat
     )
     assert answered.status_code == 302
     shown = _next_text(client, token, _next_path(client, first))
-    assert shown.status_code == 200
-    url = shown.headers["X-Round-URL"]
-    round_id = int(re.fullmatch(r"/play/round/(\d+)", url).group(1))
-    body = shown.get_data(as_text=True)
-    assert "text 2 of 3" in body and "Sentence 1 of" in body
-    page = client.get(url, headers=FETCH)
-    assert _same_but_token(body) == _same_but_token(page.get_data(as_text=True))
+    round_id = _drawn_as_its_page(client, shown, "text 2 of 3")
     for number, started_id in enumerate((first, round_id), start=1):
         row, reveals, read = _row(app, started_id)
         assert reveals[0] == (0, row["started_at"]) and len(reveals) == 3 - number
