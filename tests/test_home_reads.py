@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from app.extensions import db
-from app.game import daily, home, next_text, rounds, sets, starts
+from app.game import daily, home, next_text, reveals, sets, starts
 from app.models import Example, GameSet, Player, PlayerTotal, Round
 from app.models.base import utcnow
 from app.models.sets import DAILY_SET
@@ -21,7 +21,7 @@ from tests.game_helpers import answer, finish, play_over_http
 
 def separate_reads(player, day) -> home.HomeState:
     """What the home page read before, one statement each."""
-    found = rounds.open_round(player)
+    found = reveals.open_round(player)
     return home.HomeState(
         daily.own_set(player, day),
         sets.open_normal_set(player),

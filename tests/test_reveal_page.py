@@ -8,7 +8,6 @@ import re
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import rounds
 from app.models import Player, Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
@@ -67,8 +66,7 @@ def test_a_reveal_of_a_round_outside_a_set(app, client):
     token = csrf_token(client)
     _start(client, token)  # signs the guest in
     with app.app_context():
-        player = db.session.scalar(select(Player))
-        open_round = rounds.open_round(player)
+        open_round = db.session.scalar(select(Round))
         open_round.set_id = None
         db.session.commit()
         round_id = open_round.id

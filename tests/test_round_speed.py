@@ -213,7 +213,9 @@ def test_a_round_loads_the_player_and_its_round_once_per_request(app, client, db
             players = [s for s in run if s.lstrip().startswith("SELECT players.id")]
             round_loads = [s for s in run if "FROM rounds JOIN " in s]
             if action == "start":
-                assert len(players) == 1 and not round_loads, (action, run)
+                # The player by the user loader; the open round in one statement, without them.
+                assert len(players) == 1 and len(round_loads) == 1, (action, run)
+                assert "JOIN players" not in round_loads[0], run
             else:
                 # A reveal or an answer loads the player with the round: no SELECT of its own.
                 assert not players and len(round_loads) == 1, (action, run)

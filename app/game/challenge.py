@@ -26,7 +26,7 @@ from sqlalchemy import exists, func, select
 
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
-from app.game import rounds, sets, starts
+from app.game import reveals, sets, starts
 from app.game.rounds import RevealView
 from app.leaderboard import integrity
 from app.models import Example, ExamplePassage, GameSet, PassageRead, Player, Round
@@ -47,7 +47,7 @@ class OwnChallenge(Conflict):
 
 
 class FinishCurrentFirst(Conflict):
-    def __init__(self, round_: Round):
+    def __init__(self, round_: RevealView):
         super().__init__("Finish the text you are reading first, then start the challenge.")
         self.round = round_
 
@@ -180,7 +180,7 @@ def check_start(player: Player | None, token: str) -> None:
         )
 
 
-def start(player: Player, token: str) -> Round | RevealView:
+def start(player: Player, token: str) -> RevealView:
     """Start (or resume) the player's run of the challenge behind `token`; the round to show.
 
     Raises NotFound (no such link), OwnChallenge, AlreadyPlayed (their run is finished),
@@ -192,7 +192,7 @@ def start(player: Player, token: str) -> Round | RevealView:
         raise OwnChallenge()
     run = own_run(player, source)
     if run is None:
-        current = rounds.open_round(player)
+        current = reveals.open_round(player)
         if current is not None:
             raise FinishCurrentFirst(current)
         example_ids = texts(source)
@@ -210,9 +210,9 @@ def start(player: Player, token: str) -> Round | RevealView:
     return next_round(player, run)
 
 
-def next_round(player: Player, run: GameSet) -> Round | RevealView:
+def next_round(player: Player, run: GameSet) -> RevealView:
     """The challenge's next text for this player (or their open round)."""
-    current = rounds.open_round(player)
+    current = reveals.open_round(player)
     if current is not None:
         if current.set_id != run.id:
             raise FinishCurrentFirst(current)
@@ -227,7 +227,7 @@ def next_round(player: Player, run: GameSet) -> Round | RevealView:
         new = starts.new_round(player, LABEL, example=example, game_set=run, uncounted=reason)
         if new is not None:
             return new
-        current = rounds.open_round(player)
+        current = reveals.open_round(player)
         if current is not None and current.set_id == run.id:
             return current
         raise Conflict("Could not start the next text right now; please try again.")

@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from app.catalog.pools import DAILY
 from app.errors import Conflict, NotFound
 from app.extensions import db
-from app.game import daily_texts, rounds, sets, starts, tally
+from app.game import daily_texts, reveals, sets, starts, tally
 from app.game.rounds import RevealView
 from app.models import DailyChallenge, Example, ExamplePassage, GameSet, Player, Round, System
 from app.models.rounds import NORMAL_ROUND
@@ -46,7 +46,7 @@ class AlreadyPlayed(Conflict):
 
 
 class FinishCurrentFirst(Conflict):
-    def __init__(self, round_: Round):
+    def __init__(self, round_: RevealView):
         super().__init__("Finish the text you are reading first, then start the challenge.")
         self.round = round_
 
@@ -181,7 +181,7 @@ def own_set(player: Player, day: date) -> GameSet | None:
     ).first()
 
 
-def start(player: Player) -> Round | RevealView:
+def start(player: Player) -> RevealView:
     """Start (or resume) today's challenge for the player; returns the round to show.
 
     Raises NoChallenge, AlreadyPlayed (finished today) or FinishCurrentFirst (a text of normal
@@ -193,7 +193,7 @@ def start(player: Player) -> Round | RevealView:
         raise NoChallenge("There is no daily challenge today. Please come back tomorrow.")
     game_set = own_set(player, day)
     if game_set is None:
-        current = rounds.open_round(player)
+        current = reveals.open_round(player)
         if current is not None:
             raise FinishCurrentFirst(current)
         game_set = sets.start_set(
@@ -204,7 +204,7 @@ def start(player: Player) -> Round | RevealView:
     return next_round(player, game_set)
 
 
-def next_round(player: Player, game_set: GameSet) -> Round | RevealView:
+def next_round(player: Player, game_set: GameSet) -> RevealView:
     """The challenge's next text for this player (or their open round)."""
     return next_of_day(
         player, game_set, NORMAL_ROUND, "daily", NoChallenge("This challenge has no more texts.")
@@ -213,12 +213,12 @@ def next_round(player: Player, game_set: GameSet) -> Round | RevealView:
 
 def next_of_day(
     player: Player, game_set: GameSet, kind: str, label: str, none_left: Exception
-) -> Round | RevealView:
+) -> RevealView:
     """The next text of a set that plays a day's challenge in order (the daily itself, or a past
     day practised): the player's open round of the set, or a new round of `kind` for the day's
     next text. Raises FinishCurrentFirst when a text of another set is open, `none_left` when
     the day has no more texts."""
-    current = rounds.open_round(player)
+    current = reveals.open_round(player)
     if current is not None:
         if current.set_id != game_set.id:
             raise FinishCurrentFirst(current)
@@ -233,7 +233,7 @@ def next_of_day(
         new = starts.new_round(player, chosen, example=example, game_set=game_set, kind=kind)
         if new is not None:
             return new
-        current = rounds.open_round(player)
+        current = reveals.open_round(player)
         if current is not None and current.set_id == game_set.id:
             return current
     raise Conflict("Could not start the next text right now; please try again.")

@@ -2,7 +2,7 @@
 
 The page shows today's daily set, the open normal set, whether a text is open, the category the
 player last chose and their totals. Read one by one (`daily.own_set`, `sets.open_normal_set`,
-`rounds.open_round`, `sets.last_choice`, `profiles.overall`) that was five statements, each
+`reveals.open_round`, `sets.last_choice`, `profiles.overall`) that was five statements, each
 costing about a millisecond of CPU on the ORM's side (bench/round_cpu.py --sets); here it
 is one: the player's row outer-joined to the two sets and their totals, with the open round's
 id and the last choice as scalar subqueries. The totals row stays in the session's identity map,
@@ -35,7 +35,7 @@ class OpenRound:
 class HomeState:
     today_set: GameSet | None  # today's daily set (`daily.own_set`)
     open_set: GameSet | None  # the unfinished normal set (`sets.open_normal_set`)
-    open_round: OpenRound | None  # the unanswered round (`rounds.open_round`)
+    open_round: OpenRound | None  # the unanswered round (`reveals.open_round`)
     choice: str  # the last chosen category of normal play (`sets.last_choice`)
     totals: PlayerTotal | None  # kept referenced: the identity map holds it weakly
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import bindparam, select
 
 from app.extensions import db
-from app.game import challenge, daily, practice, reveals, rounds, sets, starts
+from app.game import challenge, daily, practice, reveals, sets, starts
 from app.models import Player, Round
 from app.models.sets import CHALLENGE_SET, DAILY_SET, NORMAL_SET, PRACTICE_SET
 
@@ -24,10 +24,10 @@ _OPEN_ROUND_AND_LAST_CHOICE = select(
 )
 
 
-def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
+def next_round(player: Player, set_id: int) -> reveals.RevealView:
     """The round to show when the player asks for the next text of a set.
 
-    A new round comes as the `reveals.RevealView` its page is drawn from (`starts.new_round`).
+    The round, open or new, comes as the `reveals.RevealView` its page is drawn from.
     Raises `sets.SetFinished` for a finished set (the caller shows its summary).
     """
     game_set = sets.get_own(player, set_id)
@@ -36,12 +36,12 @@ def next_round(player: Player, set_id: int) -> Round | reveals.RevealView:
         open_id, chosen = db.session.execute(
             _OPEN_ROUND_AND_LAST_CHOICE, {"player_id": player.id, "set_id": game_set.id}
         ).one()
-        if open_id is not None and (current := rounds.open_round(player)) is not None:
+        if open_id is not None and (current := reveals.open_round(player)) is not None:
             return current
         return starts.start_round(
             player, chosen or starts.RANDOM, game_set, level=game_set.level, looked_up=True
         )
-    current = rounds.open_round(player)
+    current = reveals.open_round(player)
     if current is not None:
         return current
     if game_set.finished:

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from app.errors import Conflict, NotFound
 from app.extensions import db
-from app.game import daily, rounds, sets
+from app.game import daily, reveals, sets
 from app.game.scoring import verdict
 from app.models import DailyChallenge, Example, GameSet, Player, Round
 from app.models.rounds import PRACTICE_ROUND
@@ -123,7 +123,7 @@ def start(player: Player, day: date) -> GameSet:
         raise PlayedOnTheDay(day)
     game_set = own_set(player, day)
     if game_set is None:
-        current = rounds.open_round(player)
+        current = reveals.open_round(player)
         if current is not None:
             raise daily.FinishCurrentFirst(current)
         game_set = sets.start_set(
@@ -134,7 +134,7 @@ def start(player: Player, day: date) -> GameSet:
     return game_set
 
 
-def next_round(player: Player, game_set: GameSet) -> Round:
+def next_round(player: Player, game_set: GameSet) -> reveals.RevealView:
     """The practice set's next text for this player (or their open round), as a practice round."""
     return daily.next_of_day(
         player,

@@ -55,9 +55,8 @@ _REVEAL_AND_RECORD = (
 
 
 _players = Player.__table__.c
-# The round for a reveal with its player (an ORM object: Flask-Login's user loader finds it in
-# the session, as with `_ROUND_WITH_OWNER`), the rest as plain columns.
-REVEAL_VIEW = (
+# A round as a `RevealView` reads it, as plain columns.
+_VIEW = (
     select(
         ROUNDS.id,
         ROUNDS.player_id,
@@ -78,15 +77,21 @@ REVEAL_VIEW = (
         SETS.day.label("set_day"),
         SETS.level.label("set_level"),
         ROUNDS.order_index,
-        Player,
     )
     .select_from(Round.__table__)
     .join(Example.__table__, EXAMPLES.id == ROUNDS.example_id)
     .join(Category.__table__, CATEGORIES.id == EXAMPLES.category_id)
-    .join(Player.__table__, _players.id == ROUNDS.player_id)
     .outerjoin(GameSet.__table__, SETS.id == ROUNDS.set_id)
+)
+# The round for a reveal with its player (an ORM object: Flask-Login's user loader finds it in
+# the session, as with `_ROUND_WITH_OWNER`).
+REVEAL_VIEW = (
+    _VIEW.add_columns(Player)
+    .join(Player.__table__, _players.id == ROUNDS.player_id)
     .where(ROUNDS.id == bindparam("round_id"))
 )
+# The player's unanswered round, the player being known (a unique index keeps it to one at most).
+_OPEN_VIEW = _VIEW.where(ROUNDS.player_id == bindparam("player_id"), ROUNDS.guess.is_(None))
 
 
 def reveal_fields(row) -> dict:
@@ -125,6 +130,12 @@ def preload_reveal(round_id: int) -> tuple[Player, RevealView] | None:
     if row is None:
         return None
     return row.Player, RevealView(**reveal_fields(row))
+
+
+def open_round(player: Player) -> RevealView | None:
+    """The player's unanswered round, if any, as its page is drawn from (one statement)."""
+    row = db.session.execute(_OPEN_VIEW, {"player_id": player.id}).first()
+    return RevealView(**reveal_fields(row)) if row is not None else None
 
 
 def reveal_next(

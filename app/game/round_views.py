@@ -5,12 +5,13 @@ to its page or as the fragment with its address."""
 from __future__ import annotations
 
 from flask import current_app, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from flask_login import current_user
 from markupsafe import Markup
 
-from app.game import answers, charts, hooks, insights, reveals, sets
+from app.game import answers, charts, hooks, insights, reveals, rounds, sets
 from app.game.reasons import MAX_EXPLANATION_CHARS, REASONS
 from app.game.scoring import verdict
-from app.models import Round
 
 FRAGMENT_HEADER = "X-Requested-With"
 # Where an app keeps the fragments `_fixed` rendered, by template.
@@ -81,20 +82,15 @@ def _teaching(state: answers.AnswerView) -> dict:
 
 def render_round(round_, status: int = 200, error: str | None = None, flag: bool = False):
     """A round loaded as ORM objects (`rounds.get_round`), drawn from its state."""
-    study_round = round_ if round_.participant_id is not None else None
-    return render_state(answers.view_of(round_), status, error, flag, study_round)
+    return render_state(answers.view_of(round_), status, error, flag)
 
 
 def render_state(
-    state: reveals.RevealView,
-    status: int = 200,
-    error: str | None = None,
-    flag: bool = False,
-    study_round: Round | None = None,
+    state: reveals.RevealView, status: int = 200, error: str | None = None, flag: bool = False
 ):
     """The round's page (the fragment, for the page's script) drawn from its state: after an
-    answer an `answers.AnswerView`, which has the truth. `study_round`: a study's round, whose
-    page has parts of its own (the `round_page` hook)."""
+    answer an `answers.AnswerView`, which has the truth. A study's round has parts of its own
+    (the `round_page` hook, which reads its `Round`: found loaded when the caller holds it)."""
     n = state.n_sentences
     context = {
         "round": state,
@@ -118,8 +114,8 @@ def render_state(
             boundary=state.boundary,
             **_teaching(state),
         )
-    if study_round is not None:
-        for extra in hooks.round_page.send(study_round):
+    if state.participant_id is not None:
+        for extra in hooks.round_page.send(rounds.get_round(current_user, state.id)):
             # A study may show an answered round on its own page (app/crowd/serving.round_context).
             context.update(extra)
     template = context.pop("template", None) or (
@@ -128,17 +124,14 @@ def render_state(
     return render_template(template, **context), status
 
 
-def go_to_round(round_):
-    """A round just started: a redirect to its page, or (for the page's script) the round itself
-    with its address in X-Round-URL."""
-    if wants_fragment():
-        if isinstance(round_, reveals.RevealView):
-            # A new round (`starts.new_round`): drawn from its row; an open one, from its objects.
-            page, status = render_state(round_)
-        else:
-            page, status = render_round(round_)
-        return page, status, {"X-Round-URL": url_for("game.show", round_id=round_.id)}
-    return redirect(url_for("game.show", round_id=round_.id))
+def go_to_round(state: reveals.RevealView) -> ResponseReturnValue:
+    """A round just started or resumed: a redirect to its page, or (for the page's script) the
+    round itself with its address in X-Round-URL."""
+    address = url_for("game.show", round_id=state.id)
+    if not wants_fragment():
+        return redirect(address)
+    page, status = render_state(state)
+    return page, status, {"X-Round-URL": address}
 
 
 def _position_of(state: reveals.RevealView) -> sets.Position | None:

@@ -3,7 +3,7 @@ of one), and loading a round for its page.
 
 Starting a round is app/game/starts.py; revealing its sentences, app/game/reveals.py; storing
 the answer, app/game/answers.py. A round as they read and show it is a `RevealView` (defined
-here: a round started in one statement comes back as one).
+here): a round started (in one statement) or resumed (`reveals.open_round`) comes back as one.
 Every function owns its transaction. The state that decides points (what was revealed, the guess)
 lives on the server; the client only sends intents.
 
@@ -57,8 +57,10 @@ class RevealView:
 
     Loading the round with its text, category, system, set and player as ORM objects cost a
     reveal more CPU than anything else it does (docs/performance.md, "CPU per round in
-    process"); a reveal reads a few of their columns. The round's page (`rounds.get_round`) and
-    a study's round still load the objects.
+    process"); a reveal reads a few of their columns, and a round started or resumed
+    (`starts.new_round`, `reveals.open_round`) comes back as one. The round's page
+    (`rounds.get_round`) still loads the objects; a study's round loads its `Round` too when it
+    is drawn, for the study's `round_page` hook (app/game/round_views.py: `render_state`).
     """
 
     id: int
@@ -124,12 +126,6 @@ _ROUND_FOR_PAGE = (
 # user loader then finds them loaded (app/accounts/service.py: load_player) instead of running a
 # SELECT of its own.
 _ROUND_WITH_OWNER = _ROUND_FOR_PAGE.options(joinedload(Round.player, innerjoin=True))
-_OPEN_ROUND = (
-    select(Round)
-    .where(Round.player_id == bindparam("player_id"), Round.guess.is_(None))
-    .order_by(Round.id.desc())
-    .limit(1)
-)
 
 
 def in_one_statement() -> bool:
@@ -157,11 +153,6 @@ def categories_left_for(player: Player) -> list[Category]:
         for category in categories_with_examples()
         if db.session.scalar(select(unplayed(player, category).exists()))
     ]
-
-
-def open_round(player: Player) -> Round | None:
-    """The player's unanswered round, if any (a player has at most one)."""
-    return db.session.scalars(_OPEN_ROUND, {"player_id": player.id}).first()
 
 
 def category_by_slug(slug: str) -> Category | None:

@@ -260,9 +260,6 @@ def reveal(round_id: int):
         )
     if not round_views.wants_fragment():
         return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
-    if shown.participant_id is not None:
-        # A study's round page has parts of its own (the `round_page` hook).
-        return round_views.render_round(rounds.get_round(current_user, round_id))
     return round_views.render_state(shown)
 
 
@@ -292,15 +289,12 @@ def answer(round_id: int):
         )
     if not round_views.wants_fragment():
         return redirect(url_for("game.show", round_id=round_id, _anchor="result"))
-    if done.participant_id is not None:
-        # A study's round page has parts of its own (the `round_page` hook).
-        return round_views.render_round(rounds.get_round(current_user, round_id))
     return round_views.render_state(done)
 
 
 @bp.get("/play/continue")
 def resume():
-    if current_user.is_authenticated and (open_round := rounds.open_round(current_user)):
+    if current_user.is_authenticated and (open_round := reveals.open_round(current_user)):
         return redirect(url_for("game.show", round_id=open_round.id))
     return redirect(url_for("game.home"))
 

@@ -68,16 +68,14 @@ def finish_early(game_set: GameSet) -> None:
     db.session.commit()
 
 
-def play(
-    player: Player, category_slug: str, level: str | None = None
-) -> Round | reveals.RevealView:
+def play(player: Player, category_slug: str, level: str | None = None) -> reveals.RevealView:
     """The round to show after a category is chosen: the open round, or the next text of the
     player's set (a new set if none is open) from that category.
 
     `level` ("easy", "medium", "hard") draws the set's texts from that difficulty level from now
     on, "any" from every level; None keeps the open set's level (a new set has none).
-    A new round comes as the `reveals.RevealView` its page is drawn from, started with its new
-    set, if any (`starts.new_round`).
+    The round comes as the `reveals.RevealView` its page is drawn from; a new one is started
+    with its new set, if any (`starts.new_round`).
     """
     # The open set and whether a round is open, in one statement: a round open already is what
     # `start_round` looks for first (it looks again only when there is one).

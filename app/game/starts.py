@@ -30,7 +30,8 @@ from app.database import ALONE
 from app.errors import Conflict, NotFound
 from app.extensions import commit_keeping, db
 from app.game import rounds
-from app.game.rounds import RevealView, category_by_slug, in_one_statement, open_round
+from app.game.reveals import open_round
+from app.game.rounds import RevealView, category_by_slug, in_one_statement
 from app.game.tables import CATEGORIES, EXAMPLES, ROUNDS, SETS
 from app.models import (
     Category,
@@ -100,7 +101,7 @@ def start_round(
     normal_set: Callable[[], GameSet | None] | None = None,
     level: str | None = None,
     looked_up: bool = False,
-) -> Round | RevealView:
+) -> RevealView:
     """Resume the player's open round, or start a new one in the chosen category ("random": any)
     and difficulty level (None: any), as part of `game_set`. For a normal set's round,
     `normal_set()` is the player's unfinished normal set, None when a new one (of `level`) is to

@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study
+from tests.test_reveal_page import FETCH, _same_but_token
 
 PROLIFIC = "/study/pilot?PROLIFIC_PID=5f1a2b3c&STUDY_ID=st1&SESSION_ID=sess1"
 
@@ -121,6 +122,23 @@ def test_worker_cannot_answer_someone_elses_round(app, client):
     assert response.status_code == 404
     with app.app_context():
         assert db.session.get(Round, round_id).revealed == 1
+
+
+def test_a_study_round_drawn_for_the_script_is_its_page(app, client):
+    """A study's round revealed, then answered, by the page's script: the fragment has the
+    study's parts (the `round_page` hook, which reads the `Round`), as the round's page does."""
+    setup_study(app)
+    join_http(client)
+    token = csrf_token(client)
+    location = client.post("/study/pilot/next", data={"csrf_token": token}).headers["Location"]
+    url = re.search(r"/play/round/\d+", location).group(0)
+    for action, data in (
+        ("next", {"seen": "1"}),
+        ("answer", {"seen": "2", "choice": "machine", "reasons": "hunch"}),
+    ):
+        drawn = client.post(f"{url}/{action}", data={"csrf_token": token, **data}, headers=FETCH)
+        assert drawn.status_code == 200 and "Spot the machine" in drawn.text, drawn.text
+        assert _same_but_token(drawn.text) == _same_but_token(client.get(url, headers=FETCH).text)
 
 
 def test_public_game_sends_crowd_workers_back_to_their_study(app, client):
