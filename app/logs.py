@@ -94,6 +94,7 @@ def configure_logging(app: Flask) -> None:
     app.logger.setLevel(app.config.get("LOG_LEVEL", "INFO"))
     app.logger.propagate = False
     access = app.config.get("LOG_REQUESTS", True)
+    logger = app.logger
 
     @app.before_request
     def start_request() -> None:
@@ -104,21 +105,27 @@ def configure_logging(app: Flask) -> None:
     def finish_request(response):
         request_id = g.get("request_id") or request_id_from(None)
         response.headers[REQUEST_ID_HEADER] = request_id
-        if access and "request_started" in g:
+        started = g.get("request_started")
+        if access and started is not None and logger.isEnabledFor(logging.INFO):
             # Only a player this request already loaded, by its identity key: reading an
             # attribute after a commit would load the player again.
             state = inspect(g.get("_login_user"), raiseerr=False)
             player = state.identity[0] if state is not None and state.identity else None
-            app.logger.info(
-                "request",
-                extra={
-                    "method": request.method,
-                    "path": request.path,
-                    "endpoint": request.endpoint,
-                    "status": response.status_code,
-                    "duration_ms": round((time.perf_counter() - g.request_started) * 1000, 2),
-                    "remote": request.remote_addr,
-                    "player": str(player) if player is not None else None,
-                },
-            )
+            fields = {
+                "method": request.method,
+                "path": request.path,
+                "endpoint": request.endpoint,
+                "status": response.status_code,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "remote": request.remote_addr,
+                "player": str(player) if player is not None else None,
+            }
+            # The record `logger.info("request", extra=fields)` makes, without its search of the
+            # call stack for the caller's line (always this function; the lines do not show it).
+            logger.handle(
+                logger.makeRecord(
+                    logger.name, logging.INFO, __file__, 0, "request", (), None,
+                    "finish_request", fields,
+                )
+            )  # fmt: skip
         return response
