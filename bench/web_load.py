@@ -7,6 +7,10 @@
                                        [--configs "NAME:KEY=VALUE,...;NAME2:..."]
                                        [--current-env KEY=VALUE,...] [--proxy none|nginx|both]
 
+Why not a load-testing library (Locust): the players here follow bench/protocol.py, the page
+script's own requests, which bench/round_cpu.py plays too, and the trees alternate in A-B phases
+under one load; a library would run one target per run with all of that written around it.
+
 Trees. The current tree (the checkout this script is in, with any uncommitted change) always runs.
 With --baseline-ref, a detached `git worktree` of REF (e.g. the commit before a change) runs too,
 in a temporary folder removed at the end. Each tree is measured with its own code: its own

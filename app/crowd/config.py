@@ -2,6 +2,9 @@
 
 Pure: no Flask, no database. docs/running-a-study.md documents every field. What the
 platforms' rules say about a valid file (pay, attention checks) is app/crowd/platform_rules.py.
+Checked here, not by a schema library: every error names the file and the key in a sentence a
+researcher can act on, and several rules relate fields (an answer among its options, a bonus and
+its cap, a code per outcome); a library's generic messages would each need rewording.
 """
 
 from __future__ import annotations
