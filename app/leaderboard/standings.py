@@ -92,10 +92,6 @@ class Standing:
         return self.points / self.rounds if self.rounds else 0.0
 
     @property
-    def skill_points(self) -> float:
-        return self.skill / skill_rule.SCALE
-
-    @property
     def rounds_to_rank(self) -> int:
         return max(skill_rule.MIN_ROUNDS - self.rounds, 0)
 
