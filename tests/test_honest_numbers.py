@@ -10,12 +10,12 @@ import re
 from sqlalchemy import select
 
 from app.extensions import db
-from app.game import cards, daily, insights
+from app.game import cards, daily
 from app.models import GameSet, Round
 from tests import factories
 from tests import test_sets_and_daily as shared
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, play_over_http
+from tests.game_helpers import answer, play_over_http, teaching
 from tests.test_accounts import login, signup
 from tests.test_sets_and_daily import DAY, ROUND_RE, SHARE_RE
 
@@ -197,5 +197,5 @@ def test_an_uncounted_round_shows_no_points_beside_its_explanation(ctx):
     writer.uncounted = "truth_seen_device"  # as if another identity had seen the truth first
     db.session.commit()
     reader_round = answer(factories.player(), example, 3)
-    shown = insights.explanations_for(reader_round)
+    _, shown = teaching(reader_round)
     assert [(e.text, e.points) for e in shown] == [("The style shifts.", 0)]

@@ -16,7 +16,7 @@ from app.models import Example, Player, Round
 from app.research import export_options, exports
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, others_answer, play_over_http
+from tests.game_helpers import answer, others_answer, play_over_http, teaching
 
 # -- plain words (pure) -----------------------------------------------------------------------
 
@@ -196,9 +196,7 @@ def test_crowd_and_other_texts_explanations_stay_out(ctx):
     elsewhere = factories.example(boundary=4, passage="b")
     others_answer(elsewhere, [4], "About another text")
     mine = answer(factories.player(), example, 4, "Mine")
-    assert insights.explanations_for(mine) == []
-    with pytest.raises(ValueError):
-        insights.explanations_for(Round(guess=None))
+    assert teaching(mine)[1] == []
 
 
 def test_votes_are_in_my_data_and_leave_with_a_deleted_account(ctx):
