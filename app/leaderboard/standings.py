@@ -333,6 +333,7 @@ def standing_of(
     )
 
 
-def rank_of(player: Player, measure: str = SKILL, period: str = "all") -> Standing | None:
-    """The player's standing on an overall board (for a home page: rank, gap, points)."""
-    return standing_of(player, None, measure, period)
+def rank_of(player: Player) -> Standing | None:
+    """The player's standing on the overall skill board of all time (for the home page: rank,
+    gap, points)."""
+    return standing_of(player)
