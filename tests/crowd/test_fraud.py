@@ -12,38 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from app.crowd import admission, fraud, fraud_report, lookup, serving, slots, verdicts
+from app.crowd import fraud, fraud_report, lookup
 from app.extensions import db
-from app.game import answers, reveals, starts
-from app.leaderboard import standings
 from app.models import Participant, Round, StudyDecision
 from app.models.rounds import CHECK_ROUND
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
+from tests.factories import Clock
 
 # -- the scripted study ------------------------------------------------------------------------
-
-
-class Clock:
-    """The game's and the study's clock, moved by hand: reading takes time here."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC).replace(microsecond=0)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    fake = Clock()
-    for module in (starts, reveals, answers, admission, serving, verdicts, slots, standings):
-        monkeypatch.setattr(module, "utcnow", fake)
-    return fake
 
 
 def link(worker: str, session: str) -> str:

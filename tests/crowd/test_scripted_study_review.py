@@ -38,7 +38,7 @@ from app.extensions import db
 from app.models import Participant, ParticipantStatus, StudyBonus
 from app.research import export_options, exports, pseudonyms
 from tests.conftest import csrf_token
-from tests.crowd.test_scripted_study import clock, run_study  # noqa: F401 (a fixture)
+from tests.crowd.test_scripted_study import run_study
 
 PASSWORD = "a long password for the lab"
 MESSAGE = (
@@ -123,7 +123,7 @@ def bonus_on_the_page(lab, worker: str, amount: str, reason: str) -> None:
 def test_every_review_is_decided_on_the_page_and_the_files_and_analysis_follow(
     app,
     runner,
-    clock,  # noqa: F811
+    clock,
     tmp_path,
 ):
     run_study(app, runner, clock, tmp_path)
