@@ -11,8 +11,7 @@ import pytest
 
 from app.crowd import fraud, fraud_report, studies
 from app.extensions import db
-from app.models import Player
-from tests.conftest import csrf_token
+from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
 from tests.factories import Clock
@@ -134,17 +133,7 @@ def test_pasting_and_robot_typing_are_flagged_with_their_rounds(app, typed_study
         "robot": ["implausible_typing"],
     }
 
-    with app.app_context():
-        researcher = Player(username="res", is_guest=False, is_researcher=True)
-        researcher.set_password("a long password 123")
-        db.session.add(researcher)
-        db.session.commit()
-    browser = app.test_client()
-    token = csrf_token(browser)
-    browser.post(
-        "/login", data={"csrf_token": token, "username": "res", "password": "a long password 123"}
-    )
-    body = browser.get("/research/studies/pilot").get_data(as_text=True)
+    body = sign_in(app).get("/research/studies/pilot").get_data(as_text=True)
     section = body[body.index('id="fraud-signals"') :]
     assert 'data-signal="pasted_explanation"' in section
     assert 'data-signal="implausible_typing"' in section
