@@ -28,9 +28,10 @@ STAT_RE = r"<div><strong>([-\d.—+]+)</strong><span>{}</span></div>"
 EARNED_BADGE_RE = re.compile(r'<li class="earned"><strong>★ ([^<]+)</strong>')
 
 
-def play_daily_exactly(app, client, token: str) -> list[int]:
-    """Play today's challenge flagging the true boundary of every text (25 of 25 if it counts)."""
-    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
+def play_daily_exactly(app, client, token: str, start: str = "/daily/start") -> list[int]:
+    """Play today's challenge (or the set `start` begins) flagging the true boundary of every
+    text (25 of 25 if it counts); the rounds played."""
+    location = client.post(start, data={"csrf_token": token}).headers["Location"]
     played = []
     while match := ROUND_RE.search(location):
         round_id = int(match.group(1))
