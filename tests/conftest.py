@@ -28,6 +28,7 @@ from sqlalchemy.engine import make_url
 os.environ.setdefault("SECRET_KEY", "test-secret-key")
 
 from app import create_app
+from app.accounts import service as accounts
 from app.extensions import db
 
 PG_URL = os.environ.get("TEST_DATABASE_URL")
@@ -229,3 +230,13 @@ def csrf_token(client, path: str = "/login") -> str:
     found = CSRF_RE.search(page)
     assert found, f"no CSRF token on {path}"
     return found.group(1)
+
+
+def sign_in(app, username: str = "lab", researcher: bool = True, password: str = "a long password"):
+    """A new browser signed in to a new account (by default the researcher "lab")."""
+    with app.app_context():
+        accounts.sign_up(username, password, consent=False, researcher=researcher)
+    browser = app.test_client()
+    login = {"csrf_token": csrf_token(browser), "username": username, "password": password}
+    assert browser.post("/login", data=login).status_code == 302
+    return browser

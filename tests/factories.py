@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
 from app.catalog.pools import link_passages
 from app.extensions import db
-from app.game import starts
+from app.game import answers, reveals, starts
+from app.leaderboard import standings
 from app.models import Category, Example, Player, Round, System
 
 _ids = itertools.count(1)
@@ -104,3 +106,25 @@ def started(player: Player, category_slug: str = "random", **options) -> Round:
     (`starts.start_round`, which takes `options`), loaded as the ORM object."""
 
     return db.session.get(Round, starts.start_round(player, category_slug, **options).id)
+
+
+class Clock:
+    """The site's clock, moved by hand: reading takes time in simulations (`use_clock`)."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime.now(UTC).replace(microsecond=0)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def use_clock(monkeypatch, *modules, start: datetime | None = None) -> Clock:
+    """A `Clock` as `utcnow` of the game's rounds and boards (starts, reveals, answers,
+    standings) and of `modules`."""
+    clock = Clock(start)
+    for module in (starts, reveals, answers, standings, *modules):
+        monkeypatch.setattr(module, "utcnow", clock)
+    return clock

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from app.extensions import db
-from app.game import answers, reveals
+from app.game import answers, insights, reveals
 from app.models import Example, Player, Round
 from tests import factories
 
@@ -41,6 +41,14 @@ def finish(
         parsed = answers.parse_answer("machine", round_.revealed, list(reasons), explanation)
     answers.submit_answer(player, round_.id, parsed)
     return db.session.get(Round, round_.id)
+
+
+def teaching(round_: Round) -> tuple[insights.Spread | None, list[insights.Explanation]]:
+    """What the reveal of an answered round shows of other players (`insights.teaching`)."""
+    example = round_.example
+    return insights.teaching(
+        example.id, round_.player_id, example.n_sentences, example.boundary, round_.guess
+    )
 
 
 def others_answer(example: Example, flags: list[int | None], explanation: str = "") -> list[Round]:

@@ -8,7 +8,6 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.game import insights
 from app.game.reasons import MAX_EXPLANATION_CHARS
 from app.leaderboard.integrity import DEVICE_COOKIE
 from app.models import (
@@ -24,7 +23,7 @@ from app.models import (
 from app.models.base import utcnow
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import others_answer
+from tests.game_helpers import others_answer, teaching
 from tests.test_reveal_page import FETCH, ROUND_PATH, _same_but_token, _start
 from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
 
@@ -227,8 +226,9 @@ def test_the_answer_is_stored_once_and_refusals_are_still_refused(app, client):
         assert db.session.get(Round, round_id).answered_at is not None
 
 
-def test_the_teaching_statement_reads_what_the_two_did(app):
-    """`insights.teaching` (one statement) is `spread` and `explanations_for` (two)."""
+def test_the_teaching_statement_reads_the_spread_and_the_best_explanations(app):
+    """`insights.teaching`: other answers counted by guess, and the best shown explanations
+    (not hidden ones, not one's own), most up-voted first, with whether the reader voted."""
     with app.app_context():
         example = factories.example(boundary=3, n=6, passage="one")
         done = others_answer(example, [1, 3, 3, None, 5, 2], "It changes topic")
@@ -240,12 +240,10 @@ def test_the_teaching_statement_reads_what_the_two_did(app):
             ExplanationVote(round_id=done[4].id, voter_id=mine.player_id, voted_at=utcnow())
         )
         db.session.commit()
-        spread, explanations = insights.teaching(
-            example.id, mine.player_id, example.n_sentences, example.boundary, mine.guess
-        )
-        assert spread == insights.spread(mine)
+        spread, explanations = teaching(mine)
         assert spread.counts == [0, 1, 1, 2, 0, 1, 1]
-        assert explanations == insights.explanations_for(mine)
+        assert spread.better_than == 4  # four scored less than this late flag
+        assert [e.round_id for e in explanations] == [done[2].id, done[4].id, done[1].id]
         assert [e.upvotes for e in explanations] == [4, 4, 0]
         assert [e.voted for e in explanations] == [False, True, False]
 

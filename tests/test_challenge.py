@@ -39,6 +39,22 @@ def game(make_app, db_uri):
             db.drop_all()
 
 
+def played_set(player: Player, examples: list[Example], flag_at: int | None = 2) -> GameSet:
+    """A normal set of `examples` the player has answered, each flagged at sentence index
+    `flag_at` (None: at its boundary, for 5 points)."""
+    source = GameSet(player_id=player.id, kind="normal", size=len(examples))
+    db.session.add(source)
+    db.session.commit()
+    for example in examples:
+        round_ = factories.round_of(player, example, example.category.slug, game_set=source)
+        finish(player, round_, example.boundary if flag_at is None else flag_at)
+    return source
+
+
+def first_texts() -> list[Example]:
+    return db.session.scalars(select(Example).order_by(Example.id).limit(3)).all()
+
+
 def play_set(client, token: str, flag_at: int = 2) -> int:
     """Play a whole normal set of 3 texts over HTTP; the set's id."""
     first = play_over_http(client, token, flag_at)
@@ -226,13 +242,7 @@ def test_a_text_whose_passage_the_friend_read_does_not_count(game):
         first_id, second_id = first.id, second.id
         challenger = factories.player()
         friend = factories.player()
-        source = GameSet(player_id=challenger.id, kind="normal", size=1)
-        db.session.add(source)
-        db.session.commit()
-        round_ = factories.round_of(
-            challenger, db.session.get(Example, second_id), "stories", game_set=source
-        )
-        finish(challenger, round_, 2)
+        source = played_set(challenger, [db.session.get(Example, second_id)])
         answer(friend, db.session.get(Example, first_id), 2)
         source = challenge.link(challenger, source.id)
         played = db.session.get(Round, challenge.start(friend, source.challenge_token).id)
@@ -247,13 +257,8 @@ def test_a_text_whose_passage_the_friend_read_does_not_count(game):
 def test_a_text_the_friend_already_played_is_left_out(game):
     with game.app_context():
         challenger, friend = factories.player(), factories.player()
-        examples = db.session.scalars(select(Example).order_by(Example.id).limit(3)).all()
-        source = GameSet(player_id=challenger.id, kind="normal", size=3)
-        db.session.add(source)
-        db.session.commit()
-        for example in examples:
-            round_ = factories.round_of(challenger, example, "news", game_set=source)
-            finish(challenger, round_, 2)
+        examples = first_texts()
+        source = played_set(challenger, examples)
         answer(friend, examples[1], 2)
         token = challenge.link(challenger, source.id).challenge_token
         first = db.session.get(Round, challenge.start(friend, token).id)
@@ -319,13 +324,8 @@ def test_guessed_tokens_are_not_found(game, token):
 def test_a_refused_start_stores_no_guest_and_no_consent(game):
     with game.app_context():
         challenger = factories.player()
-        examples = db.session.scalars(select(Example).order_by(Example.id).limit(3)).all()
-        source = GameSet(player_id=challenger.id, kind="normal", size=3)
-        db.session.add(source)
-        db.session.commit()
-        for example in examples:
-            round_ = factories.round_of(challenger, example, "news", game_set=source)
-            finish(challenger, round_, 2)
+        examples = first_texts()
+        source = played_set(challenger, examples)
         token = challenge.link(challenger, source.id).challenge_token
         reader = factories.player("reader", "a good password")
         for example in examples:
@@ -355,13 +355,7 @@ def test_a_refused_start_stores_no_guest_and_no_consent(game):
 def test_the_challenger_sees_every_friend_and_the_set_summary_agrees(game):
     with game.app_context():
         challenger = factories.player("ann")
-        examples = db.session.scalars(select(Example).order_by(Example.id).limit(3)).all()
-        source = GameSet(player_id=challenger.id, kind="normal", size=3)
-        db.session.add(source)
-        db.session.commit()
-        for example in examples:
-            round_ = factories.round_of(challenger, example, "news", game_set=source)
-            finish(challenger, round_, example.boundary)  # exact: 5 points each
+        source = played_set(challenger, first_texts(), flag_at=None)  # exact: 5 points each
         token = challenge.link(challenger, source.id).challenge_token
         friends = [factories.player(), factories.player(), factories.player("bob")]
         for late, friend in enumerate(friends):

@@ -100,7 +100,7 @@ def test_a_thin_pool_still_gives_the_best_day_and_says_what_it_lacks():
     assert picked.missed == ("machine", "few_human")
     assert sum(c.kind == SPLICE for c in picked.texts) == 1  # the splice rule still holds
     assert "at least 3 texts a language model continued" in picked.shortfall()
-    assert daily_texts.days_available(pool, set(), 5) == 0
+    assert daily_texts.full_days(daily_texts.plan_days(pool, set(), 5)) == 0
 
 
 def test_no_day_without_enough_distinct_passages():
@@ -109,20 +109,19 @@ def test_no_day_without_enough_distinct_passages():
     assert daily_texts.plan_days(pool, set(), 5) == []
 
 
-def test_days_available_counts_days_that_keep_every_rule():
+def test_full_days_counts_days_that_keep_every_rule():
     # Four texts a day must be three machine texts and one all-human: six days' worth, no more.
     pool = []
     for day in range(6):
         pool += [text(10 * day + i, MACHINE) for i in range(3)] + [text(10 * day + 3, HUMAN)]
     pool.append(text(99, HUMAN))
     days = daily_texts.plan_days(pool, set(), 4)
-    assert daily_texts.days_available(pool, set(), 4) == daily_texts.full_days(days) == 6
+    assert daily_texts.full_days(days) == 6
     assert [d.complete for d in days] == [True] * 6
     for day in days:
         assert sorted(c.kind for c in day.texts) == [HUMAN, MACHINE, MACHINE, MACHINE]
-    assert (
-        daily_texts.days_available(pool, {0, 1, 10}, 4) == 5
-    )  # three machine passages already shown
+    # Three machine passages already shown: a day fewer.
+    assert daily_texts.full_days(daily_texts.plan_days(pool, {0, 1, 10}, 4)) == 5
     # A pool shaped like the demo's: 3 categories of 40 passages, each shown all human, by two
     # model continuations and by two splices with another passage of its category.
     rng = random.Random(7)
@@ -136,7 +135,7 @@ def test_days_available_counts_days_that_keep_every_rule():
             other = (passage + 3 * rng.randint(1, 39)) % 120
             pool.append(text(first + i, SPLICE, category, rng.randint(1, N - 1), (passage, other)))
     days = daily_texts.plan_days(pool, set(), 5)
-    assert daily_texts.days_available(pool, set(), 5) >= 22  # at most 24: 120 passages, 5 a day
+    assert daily_texts.full_days(days) >= 22  # at most 24: 120 passages, 5 a day
     for day in days[:22]:
         assert daily_texts.broken_rules(daily_texts.rules_for(5, 3, 3), day.texts) == []
 
@@ -194,12 +193,12 @@ def test_a_day_keeps_the_rules_whenever_the_pool_allows(rows, count, used, seed)
 
 @settings(max_examples=60, deadline=None)
 @given(rows=POOLS, count=st.integers(1, 5))
-def test_days_available_are_days_that_keep_the_rules_and_never_share_a_passage(rows, count):
+def test_full_days_are_days_that_keep_the_rules_and_never_share_a_passage(rows, count):
     pool = make_pool(rows)
     days = daily_texts.plan_days(pool, set(), count)
     passages = [p for day in days for c in day.texts for p in c.passages]
     assert len(passages) == len(set(passages))  # nobody meets a passage twice
-    available = daily_texts.days_available(pool, set(), count)
+    available = daily_texts.full_days(days)
     assert all(day.complete for day in days[:available])
     assert available == len(days) or not days[available].complete
 

@@ -119,32 +119,14 @@ def numbers(app, client) -> dict:
 
 def practise(app, client, token: str, day) -> list[int]:
     """Practise a past day, flagging every text's true boundary; the rounds played."""
-    location = client.post(f"/daily/{day}/practice", data={"csrf_token": token}).headers["Location"]
-    played = []
-    while match := ROUND_RE.search(location):
-        round_id = int(match.group(1))
-        played.append(round_id)
-        with app.app_context():
-            example = db.session.get(Round, round_id).example
-            boundary, n = example.boundary, example.n_sentences
-        target = n if boundary >= n else boundary + 1
-        for seen in range(1, target):
-            client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen})
-        choice = "human" if boundary >= n else "machine"
-        client.post(
-            f"/play/round/{round_id}/answer",
-            data={"csrf_token": token, "seen": target, "choice": choice, "reasons": "hunch"},
-        )
+    played = play_daily_exactly(app, client, token, start=f"/daily/{day}/practice")
+    for round_id in played:
         page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
         assert "Practice · daily challenge" in page and "practice, not counted" in page
         # No "0" badge beside "Exact!": the line under it says what the call would have earned.
         assert "points-badge" not in page
         assert "Practice round: not counted (your call would have earned 5)" in page
-        onward = re.search(r'action="(/sets/\d+/next)"', page)
-        if not onward:
-            assert "See your practice results" in page
-            break
-        location = client.post(onward.group(1), data={"csrf_token": token}).headers["Location"]
+    assert "See your practice results" in page
     return played
 
 

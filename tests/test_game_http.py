@@ -264,25 +264,6 @@ def test_dataset_and_player_text_is_escaped(app, client):
     assert result.count("&lt;script&gt;") >= 2
 
 
-def test_session_cookie_is_httponly_and_samesite(app, client):
-    with app.app_context():
-        factories.example(boundary=3)
-    token = csrf_token(client)
-    response = client.post("/play", data={"csrf_token": token, "category": "news"})
-    cookies = response.headers.getlist("Set-Cookie")
-    assert cookies
-    for cookie in cookies:
-        assert "HttpOnly" in cookie
-        assert "SameSite=Lax" in cookie
-
-
-def test_security_headers_on_pages(client):
-    response = client.get("/")
-    assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
-    assert response.headers["X-Content-Type-Options"] == "nosniff"
-    assert response.headers["Referrer-Policy"] == "same-origin"
-
-
 def test_round_pages_are_not_cached(app, client):
     with app.app_context():
         factories.example(boundary=3)
@@ -316,15 +297,6 @@ def test_seen_everything_is_a_clear_message(app, client):
     response = client.post("/play", data={"csrf_token": token, "category": "news"})
     assert response.status_code == 409
     assert "You have read every text in News" in response.get_data(as_text=True)
-
-
-def test_malformed_reveal_request_is_a_400(app, client):
-    with app.app_context():
-        factories.example(boundary=3)
-    round_id = start(client)
-    token = csrf_token(client)
-    response = client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "x"})
-    assert response.status_code == 400
 
 
 def test_round_pages_need_a_player(client):

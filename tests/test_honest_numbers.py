@@ -10,12 +10,12 @@ import re
 from sqlalchemy import select
 
 from app.extensions import db
-from app.game import cards, daily, insights
+from app.game import cards, daily
 from app.models import GameSet, Round
 from tests import factories
 from tests import test_sets_and_daily as shared
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, play_over_http
+from tests.game_helpers import answer, play_over_http, teaching
 from tests.test_accounts import login, signup
 from tests.test_sets_and_daily import DAY, ROUND_RE, SHARE_RE
 
@@ -28,9 +28,10 @@ STAT_RE = r"<div><strong>([-\d.—+]+)</strong><span>{}</span></div>"
 EARNED_BADGE_RE = re.compile(r'<li class="earned"><strong>★ ([^<]+)</strong>')
 
 
-def play_daily_exactly(app, client, token: str) -> list[int]:
-    """Play today's challenge flagging the true boundary of every text (25 of 25 if it counts)."""
-    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
+def play_daily_exactly(app, client, token: str, start: str = "/daily/start") -> list[int]:
+    """Play today's challenge (or the set `start` begins) flagging the true boundary of every
+    text (25 of 25 if it counts); the rounds played."""
+    location = client.post(start, data={"csrf_token": token}).headers["Location"]
     played = []
     while match := ROUND_RE.search(location):
         round_id = int(match.group(1))
@@ -197,5 +198,5 @@ def test_an_uncounted_round_shows_no_points_beside_its_explanation(ctx):
     writer.uncounted = "truth_seen_device"  # as if another identity had seen the truth first
     db.session.commit()
     reader_round = answer(factories.player(), example, 3)
-    shown = insights.explanations_for(reader_round)
+    _, shown = teaching(reader_round)
     assert [(e.text, e.points) for e in shown] == [("The style shifts.", 0)]

@@ -9,14 +9,13 @@ import pandas as pd
 import pytest
 
 from app.accounts import lifecycle
-from app.accounts import service as accounts
 from app.extensions import db
 from app.game import insights
 from app.models import Example, Player, Round
 from app.research import export_options, exports
 from tests import factories
-from tests.conftest import csrf_token
-from tests.game_helpers import answer, others_answer, play_over_http
+from tests.conftest import csrf_token, sign_in
+from tests.game_helpers import answer, others_answer, play_over_http, teaching
 
 # -- plain words (pure) -----------------------------------------------------------------------
 
@@ -146,11 +145,7 @@ def test_a_hidden_explanation_is_never_shown_and_is_marked_in_exports(app, text,
     with app.app_context():
         target = db.session.scalars(db.select(Round).order_by(Round.id)).first()
         target_id, marker, author = target.id, target.explanation, target.player_id
-        accounts.sign_up("lab", "a long password", consent=False, researcher=True)
-    researcher = app.test_client()
-    token = csrf_token(researcher)
-    researcher.post("/login", data={"csrf_token": token, "username": "lab",
-                                    "password": "a long password"})  # fmt: skip
+    researcher = sign_in(app)
     listing = researcher.get("/research/explanations").get_data(as_text=True)
     assert marker in listing
     token = csrf_token(researcher, "/research/explanations")  # a login gives a new token
@@ -196,9 +191,7 @@ def test_crowd_and_other_texts_explanations_stay_out(ctx):
     elsewhere = factories.example(boundary=4, passage="b")
     others_answer(elsewhere, [4], "About another text")
     mine = answer(factories.player(), example, 4, "Mine")
-    assert insights.explanations_for(mine) == []
-    with pytest.raises(ValueError):
-        insights.explanations_for(Round(guess=None))
+    assert teaching(mine)[1] == []
 
 
 def test_votes_are_in_my_data_and_leave_with_a_deleted_account(ctx):

@@ -292,5 +292,6 @@ def test_cookies_set_and_cleared_are_httponly_and_samesite(app: Flask, client):
     responses["guest"] = guest.post("/play", data={"csrf_token": csrf_token(guest)})
     cookies = [cookie for r in responses.values() for cookie in r.headers.getlist("Set-Cookie")]
     assert any(cookie.startswith("remember_token=;") for cookie in cookies)  # cleared too
+    assert all("SameSite=Lax" in cookie for cookie in cookies)  # the site's own pages: Lax
     for what, response in responses.items():
         assert_secure(response, framed=False, what=what)

@@ -47,17 +47,6 @@ def test_pick_texts_takes_unused_distinct_passages_and_keeps_the_composition():
     assert daily_texts.pick_texts(pool[:4], used=set(), count=5, rng=random.Random(0)) is None
 
 
-def test_days_available_counts_whole_days():
-    # 23 passages, each shown all human and by a model: four whole days of five.
-    pool = [
-        candidate(10 * p + k, category=p % 3, kind=kind, passages=(p,))
-        for p in range(23)
-        for k, kind in enumerate((daily_texts.HUMAN, daily_texts.MACHINE))
-    ]
-    assert daily_texts.days_available(pool, used=set(), count=5) == 4
-    assert daily_texts.days_available(pool, used=set(range(20)), count=5) == 0
-
-
 def test_streaks():
     days = [DAY, DAY - timedelta(days=1), DAY - timedelta(days=2), DAY - timedelta(days=5)]
     assert daily.current_streak(days, DAY) == 3

@@ -15,7 +15,6 @@ import pytest
 from app.config import (
     ConfigurationError,
     build_config,
-    check_production,
     load_secret_key,
     per_host_key_warning,
     shared_state_warning,
@@ -64,17 +63,6 @@ def test_without_redis_url_state_stays_on_the_host(monkeypatch, tmp_path: Path):
     config = build_config(tmp_path)
     assert config["RATELIMIT_STORAGE_URI"] == "memory://"
     assert config["CACHE_TYPE"] == "FileSystemCache"
-
-
-def test_production_refuses_to_start_without_redis(monkeypatch, tmp_path: Path):
-    monkeypatch.setenv("SECRET_KEY", "k")
-    monkeypatch.setenv("ROFT_ENV", "production")
-    monkeypatch.setenv("TRUSTED_HOSTS", "roft.example.org")
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    with pytest.raises(ConfigurationError, match="REDIS_URL"):
-        check_production(build_config(tmp_path))
-    monkeypatch.setenv("REDIS_URL", "redis://cache.internal:6379/0")
-    check_production(build_config(tmp_path))
 
 
 def _key_of_worker(instance: str, start, results) -> None:

@@ -11,7 +11,6 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from app.extensions import db
-from app.game import answers
 from app.game.typing_signals import MAX_TYPED_CHARS, MAX_TYPING_MS, Typing, parse
 from app.models import Round
 from tests import factories
@@ -46,11 +45,8 @@ def test_parse_keeps_whole_numbers_clamped_and_drops_the_rest(form, expected):
     assert parse(MultiDict(form), WORDS) == expected
 
 
-def test_no_explanation_keeps_nothing_and_speed_needs_a_time():
+def test_no_explanation_keeps_nothing():
     assert parse(MultiDict({"typing_pasted": "1", "typing_ms": "40"}), "") == Typing()
-    assert not Typing().reported
-    assert Typing(None, 0, 50).chars_per_second is None
-    assert Typing(None, 2000, 50).chars_per_second == 25.0
 
 
 def _round_at(client, token: str, shown: int = 4) -> int:
@@ -133,6 +129,3 @@ def test_without_the_script_nothing_is_stored(app):
     data = {"csrf_token": token, "seen": "4", "choice": "machine", "explanation": WORDS}
     client.post(f"/play/round/{round_id}/answer", data=data)
     assert _stored(app, round_id) == (3, None, None, None)
-    with app.app_context():
-        answers.record_typing(round_id, Typing())  # nothing reported: nothing written
-        assert db.session.get(Round, round_id).typed_chars is None

@@ -25,7 +25,6 @@ class Figures:
     exact: int
     too_early: int
     distance_sum: int
-    abs_distance_sum: int
 
     @property
     def mean_points(self) -> float | None:
@@ -35,10 +34,6 @@ class Figures:
     def mean_distance(self) -> float | None:
         """Mean signed distance from the boundary, in sentences (negative = early)."""
         return self.distance_sum / self.rounds if self.rounds else None
-
-    @property
-    def mean_abs_distance(self) -> float | None:
-        return self.abs_distance_sum / self.rounds if self.rounds else None
 
     @property
     def exact_rate(self) -> float | None:
@@ -62,7 +57,7 @@ class RecentRound:
 
 def _figures(label: str, row) -> Figures:
     if row is None:
-        return Figures(label, 0, 0, 0, 0, 0, 0)
+        return Figures(label, 0, 0, 0, 0, 0)
     return Figures(
         label,
         row.points,
@@ -70,7 +65,6 @@ def _figures(label: str, row) -> Figures:
         row.exact,
         row.too_early,
         row.distance_sum,
-        row.abs_distance_sum,
     )
 
 

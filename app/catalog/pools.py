@@ -147,9 +147,7 @@ def _set_kinds(kinds: dict[int, str]) -> None:
             db.session.execute(update(Example).where(Example.id.in_(chunk)).values(kind=kind))
 
 
-def place_new_examples(
-    examples: list[Example], daily_share: float = 0.0, rng: random.Random | None = None
-) -> dict[str, int]:
+def place_new_examples(examples: list[Example], daily_share: float = 0.0) -> dict[str, int]:
     """Link new (flushed) examples to their passages and put each in its pool (no commit).
 
     A passage other examples already use keeps its pool; a share `daily_share` of the new
@@ -165,7 +163,7 @@ def place_new_examples(
         for ex in examples:
             first_category.setdefault(links[ex.id][0], ex.category_id)
         candidates = {p: c for p, c in first_category.items() if p not in pools}
-        drawn = _choose(candidates, daily_share, rng, _splice_links(links.values()))
+        drawn = _choose(candidates, daily_share, None, _splice_links(links.values()))
         pools.update(dict.fromkeys(drawn, DAILY))
     kinds = {ex_id: _kind_for([pools.get(p, NORMAL) for p in ps]) for ex_id, ps in links.items()}
     _set_kinds({ex_id: kind for ex_id, kind in kinds.items() if kind != NORMAL})

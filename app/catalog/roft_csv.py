@@ -70,11 +70,6 @@ class Conversion:
         )
 
 
-def convert_rows(rows: Iterable[dict], path: Path = Path("roft.csv")) -> list[ExampleRecord]:
-    """Records for the distinct texts of the rows (dicts with the roft.csv columns)."""
-    return convert(rows, path).records
-
-
 def convert(rows: Iterable[dict], path: Path = Path("roft.csv")) -> Conversion:
     """Records for the distinct texts of the rows, each cut to the sentences RoFT showed, with
     the count of texts trimmed and sentences dropped."""
@@ -138,13 +133,9 @@ def convert(rows: Iterable[dict], path: Path = Path("roft.csv")) -> Conversion:
     return Conversion(list(records.values()), trimmed, dropped_total)
 
 
-def read_roft_csv(path: Path) -> list[ExampleRecord]:
-    """Every distinct text of a roft.csv file as an example record (all-or-nothing)."""
-    return read_roft_csv_counted(path).records
-
-
 def read_roft_csv_counted(path: Path) -> Conversion:
-    """`read_roft_csv` with the count of sentences dropped because RoFT never showed them."""
+    """Every distinct text of a roft.csv file as an example record (all-or-nothing), with the
+    count of sentences dropped because RoFT never showed them."""
     path = Path(path)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select
 
@@ -57,16 +57,6 @@ def participant_count(study: Study) -> int:
     return db.session.scalar(
         select(func.count(Participant.id)).where(Participant.study_id == study.id)
     )
-
-
-# Settings that decide what each worker plays and how they are judged: fixed once anyone joined.
-
-
-def time_cutoff(config: StudyConfig, now: datetime) -> datetime | None:
-    """Workers who started before this are out of time (None: the study has no time limit)."""
-    if config.time_limit_minutes is None:
-        return None
-    return now - timedelta(minutes=config.time_limit_minutes)
 
 
 def holding_place(config: StudyConfig, now: datetime):

@@ -240,16 +240,11 @@ def sync(client: ProlificClient, study: Study) -> Synced:
 # -- messages -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Messaged:
-    state: str  # sent / already sent / unconfirmed
-    row_id: int
-
-
-def message(client: ProlificClient, study: Study, worker_id: str, body: str) -> Messaged:
+def message(client: ProlificClient, study: Study, worker_id: str, body: str) -> str:
     """Send `body` to a worker of the study, once: the same text to the same worker is never
-    sent twice. The row is committed as `sending` before the call; a lost answer leaves it so,
-    and it is not sent again (Prolific may have delivered it)."""
+    sent twice: "sent", "already sent" or "unconfirmed". The row is committed as `sending` before
+    the call; a lost answer leaves it so, and it is not sent again (Prolific may have delivered
+    it)."""
     body = body.strip()
     if not body:
         raise BadRequest("the message is empty")
@@ -272,9 +267,9 @@ def message(client: ProlificClient, study: Study, worker_id: str, body: str) -> 
         )
     )
     if row is not None and row.state == "sent":
-        return Messaged("already sent", row.id)
+        return "already sent"
     if row is not None and row.state == "sending":
-        return Messaged("unconfirmed", row.id)
+        return "unconfirmed"
     if row is None:
         row = StudyMessage(
             study_id=study.id, worker_id=worker_id, body_hash=digest, body=body, state="sending"
@@ -284,7 +279,7 @@ def message(client: ProlificClient, study: Study, worker_id: str, body: str) -> 
             db.session.commit()
         except IntegrityError:  # another run is sending the same message right now
             db.session.rollback()
-            return Messaged("unconfirmed", 0)
+            return "unconfirmed"
     else:  # failed before: try again, unless another run already does
         taken = db.session.execute(
             update(StudyMessage)
@@ -294,7 +289,7 @@ def message(client: ProlificClient, study: Study, worker_id: str, body: str) -> 
         )
         db.session.commit()
         if taken.rowcount != 1:
-            return Messaged("unconfirmed", row.id)
+            return "unconfirmed"
     try:
         answer = client.send_message(worker_id, prolific_id, body)
     except ProlificError as error:
@@ -306,4 +301,4 @@ def message(client: ProlificClient, study: Study, worker_id: str, body: str) -> 
     row.state, row.sent_at = "sent", utcnow()
     row.platform_ref = json.dumps({"answer": answer})
     db.session.commit()
-    return Messaged("sent", row.id)
+    return "sent"

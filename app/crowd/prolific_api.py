@@ -152,15 +152,6 @@ class ProlificClient:
             "POST", f"/api/v1/studies/{quote(study_id)}/transition/", {"action": action}
         )
 
-    def publish(self, study_id: str) -> dict:
-        return self.transition_study(study_id, "PUBLISH")
-
-    def pause_study(self, study_id: str) -> dict:
-        return self.transition_study(study_id, "PAUSE")
-
-    def start_study(self, study_id: str) -> dict:
-        return self.transition_study(study_id, "START")
-
     # -- submissions ----------------------------------------------------------------------
 
     def submissions(self, study_id: str) -> Iterator[dict]:

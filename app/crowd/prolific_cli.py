@@ -182,9 +182,9 @@ def message(slug: str, worker: str, text: str | None, text_file: Path | None) ->
             raise click.ClickException(f"{text_file}: cannot read ({error.strerror})") from None
     study = study_named(slug)
     sent = _run(prolific.message, prolific_client(), study, worker, text)
-    if sent.state == "sent":
+    if sent == "sent":
         click.echo(f"Sent the message to {worker}.")
-    elif sent.state == "already sent":
+    elif sent == "already sent":
         click.echo(f"Not sent again: {worker} already has this message.")
     else:
         click.echo(

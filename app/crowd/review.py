@@ -337,19 +337,15 @@ def _bonuses(study: Study, participant_id: int) -> list[BonusView]:
     ]
 
 
-def worker_list(study: Study, show: str = "all") -> list[WorkerView]:
-    """The study's workers with their current decision and fraud flags, in joining order; `show`
-    keeps one state (see SHOW). Rounds are left out: worker_view gives them."""
-    if show not in SHOW:
-        raise BadRequest(f"unknown filter {show!r}: choose one of {', '.join(SHOW)}")
+def worker_list(study: Study) -> list[WorkerView]:
+    """The study's workers with their current decision and fraud flags, in joining order. Rounds
+    are left out: worker_view gives them."""
     current = latest_decisions(study)
     flags = fraud_report.flags_by_participant(study)
     found = []
     for w in worker_stats(study):
         row = current.get(w.participant_id)
         state = state_of(row.decision if row else None)
-        if show != "all" and state != show:
-            continue
         flagged = flags.get(w.participant_id)
         found.append(WorkerView(w, state, row, list(flagged.flags) if flagged else []))
     return found

@@ -51,9 +51,7 @@ class Applied:
     written: tuple[Owed, ...] = ()
 
 
-def apply_decisions(
-    study: Study, decisions: list[Decision], via_api: bool = False, source: str = "verify"
-) -> Applied:
+def apply_decisions(study: Study, decisions: list[Decision], via_api: bool = False) -> Applied:
     """Record the decisions that changed as one run; mark returned / timed-out workers who had not
     finished; add the new bonuses to the ledger, as `issued` (written to bonus.csv for the
     researcher to upload) or, `via_api`, as `requested` (send_to_prolific pays them). Without
@@ -97,7 +95,7 @@ def apply_decisions(
                         platform_status=d.platform_status,
                         previous_status=previous if moved else None,
                         created_at=now,
-                        source=source,
+                        source="verify",
                     )
                 )
             if d.bonus_minor > 0:
@@ -120,7 +118,7 @@ def apply_decisions(
                 row.platform_ref = json.dumps({**platform_ref(row), "file_run": run})
         recorded = changed or bonuses or written
         if recorded:
-            db.session.add(StudyRun(study_id=study.id, run=run, source=source, created_at=now))
+            db.session.add(StudyRun(study_id=study.id, run=run, source="verify", created_at=now))
         db.session.commit()
     except Exception:
         db.session.rollback()

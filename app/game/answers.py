@@ -444,16 +444,3 @@ def _count_in_set(set_id: int, result: Verdict | None) -> tuple | None:
         },
     ).one_or_none()
     return tuple(figures) if figures is not None else None
-
-
-def record_typing(round_id: int, typing: Typing) -> None:
-    """Keep how an answered round's explanation was entered (app/game/typing_signals.py) with
-    the round, only when the script reported any, and commit."""
-    if not typing.reported:
-        return
-    db.session.execute(
-        update(Round)
-        .where(Round.id == round_id, Round.guess.is_not(None))
-        .values(explanation_pasted=typing.pasted, typing_ms=typing.ms, typed_chars=typing.chars)
-    )
-    db.session.commit()

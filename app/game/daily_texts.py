@@ -275,8 +275,3 @@ def full_days(days: Sequence[Pick]) -> int:
             break
         full += 1
     return full
-
-
-def days_available(candidates: Sequence[Candidate], used: set[int], count: int) -> int:
-    """How many more days `pick_texts` can fill meeting every rule (one simulated draw)."""
-    return full_days(plan_days(candidates, used, count))

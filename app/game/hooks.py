@@ -29,10 +29,6 @@ class Hook:
             self._handlers.append(handler)
         return handler
 
-    def disconnect(self, handler: Callable[..., Any]) -> None:
-        if handler in self._handlers:
-            self._handlers.remove(handler)
-
     def send(self, *args: Any) -> list[Any]:
         """Each handler's result, in the order they were connected."""
         return [handler(*args) for handler in self._handlers]

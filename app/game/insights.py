@@ -220,17 +220,6 @@ _OTHER_GUESSES = (
 )
 
 
-def spread(round_: Round) -> Spread | None:
-    """Other answers on the round's text, once at least SPREAD_MIN_OTHERS exist."""
-    if not round_.answered:
-        raise ValueError("round is not answered yet")
-    example = round_.example
-    rows = db.session.execute(
-        _OTHER_GUESSES, {"example_id": example.id, "player_id": round_.player_id}
-    ).all()
-    return _spread_of(rows, example.n_sentences, example.boundary, round_.guess)
-
-
 def _spread_of(rows, n: int, boundary: int, guess: int) -> Spread | None:
     """The spread of others' (guess, count) rows, once at least SPREAD_MIN_OTHERS exist."""
     if sum(count for _, count in rows) < current_app.config["SPREAD_MIN_OTHERS"]:
@@ -295,17 +284,6 @@ _BEST_EXPLANATIONS = (
 )
 
 
-def explanations_for(round_: Round, limit: int = MAX_SHOWN) -> list[Explanation]:
-    """The best explanations other players wrote for this text: most up-voted first."""
-    if not round_.answered:
-        raise ValueError("round is not answered yet")
-    rows = db.session.execute(
-        _BEST_EXPLANATIONS,
-        {"example_id": round_.example_id, "player_id": round_.player_id, "limit": limit},
-    ).all()
-    return [_explanation_of(row) for row in rows]
-
-
 def _explanation_of(row) -> Explanation:
     return Explanation(
         round_id=row.id,
@@ -318,8 +296,9 @@ def _explanation_of(row) -> Explanation:
     )
 
 
-# `spread` and `explanations_for` in one statement: the best explanations (part 0, in their
-# order), then the other answers' counts by guess (part 1, in `guess` and `upvotes`).
+# What an answered round teaches, in one statement: the best explanations of other players
+# (part 0, most up-voted first), then the other answers' counts by guess (part 1, in `guess`
+# and `upvotes`).
 _best = _BEST_EXPLANATIONS.subquery()
 _PARTS = union_all(
     select(
@@ -352,7 +331,8 @@ _TEACHING = _PARTS.order_by(
 def teaching(
     example_id: int, player_id: int, n_sentences: int, boundary: int, guess: int
 ) -> tuple[Spread | None, list[Explanation]]:
-    """`spread` and `explanations_for` (MAX_SHOWN) of an answered round, in one statement."""
+    """How other players answered the round's text (its `Spread`, once at least
+    SPREAD_MIN_OTHERS did) and the MAX_SHOWN best explanations they wrote, most up-voted first."""
     rows = db.session.execute(
         _TEACHING, {"example_id": example_id, "player_id": player_id, "limit": MAX_SHOWN}
     ).all()

@@ -29,17 +29,6 @@ class Typing:
     ms: int | None = None
     chars: int | None = None
 
-    @property
-    def reported(self) -> bool:
-        return not (self.pasted is None and self.ms is None and self.chars is None)
-
-    @property
-    def chars_per_second(self) -> float | None:
-        """Typing speed over the time measured; None when either is missing or the time is 0."""
-        if self.ms is None or self.chars is None or self.ms <= 0:
-            return None
-        return self.chars / (self.ms / 1000)
-
 
 NOT_REPORTED = Typing()
 

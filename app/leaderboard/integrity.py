@@ -185,13 +185,13 @@ def _why(same_device: bool) -> str:
     return SEEN_ON_DEVICE if same_device else SEEN_FROM_ADDRESS
 
 
-def same_client(other_player_id: int, now: datetime | None = None) -> bool:
+def same_client(other_player_id: int) -> bool:
     """Whether `other_player_id` was shown a truth from this browser (within DEVICE_WINDOW) or
     this address (within ADDRESS_WINDOW): probably another identity of the current player."""
     seen = client()
     if not (seen.device or seen.address):
         return False
-    now = now or utcnow()
+    now = utcnow()
     views = TruthView.__table__.c
     here = []
     if seen.device:

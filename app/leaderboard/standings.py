@@ -92,10 +92,6 @@ class Standing:
         return self.points / self.rounds if self.rounds else 0.0
 
     @property
-    def skill_points(self) -> float:
-        return self.skill / skill_rule.SCALE
-
-    @property
     def rounds_to_rank(self) -> int:
         return max(skill_rule.MIN_ROUNDS - self.rounds, 0)
 
@@ -337,6 +333,7 @@ def standing_of(
     )
 
 
-def rank_of(player: Player, measure: str = SKILL, period: str = "all") -> Standing | None:
-    """The player's standing on an overall board (for a home page: rank, gap, points)."""
-    return standing_of(player, None, measure, period)
+def rank_of(player: Player) -> Standing | None:
+    """The player's standing on the overall skill board of all time (for the home page: rank,
+    gap, points)."""
+    return standing_of(player)

@@ -8,14 +8,14 @@ Nothing here knows how many texts the demo set has: players pick texts the way t
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from app.extensions import db
 from app.game import answers, reveals, starts
-from app.leaderboard import standings
 from app.models.base import utcnow
 from tests import factories
+from tests.factories import Clock
 
 # What players write, in their own words (colloquial, misspelt, non-reasons).
 EXPLANATIONS = (
@@ -32,26 +32,9 @@ EXPLANATIONS = (
 REASONS = ("grammar", "repetition", "irrelevant", "generic", "common_sense", "hunch")
 
 
-class Clock:
-    """The site's clock, moved on by the simulated players (each reads for a while)."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 def use_clock(monkeypatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(starts, "utcnow", clock)
-    monkeypatch.setattr(reveals, "utcnow", clock)
-    monkeypatch.setattr(answers, "utcnow", clock)
-    monkeypatch.setattr(standings, "utcnow", clock)
-    return clock
+    """The site's clock, moved on by the simulated players (each reads for a while)."""
+    return factories.use_clock(monkeypatch, start=datetime(2026, 10, 5, 9, 0, tzinfo=UTC))
 
 
 def _choice(style: str, boundary: int, n: int, rng: random.Random) -> int:

@@ -37,7 +37,6 @@ from app.research import pseudonyms
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.test_crowd_http import join_http
-from tests.crowd.test_scripted_study import clock  # noqa: F401  (a fixture)
 from tests.crowd.test_study_cli import create
 
 pytestmark = pytest.mark.skipif(mixed.r_available() is None, reason="R with lme4 is not installed")
@@ -125,7 +124,7 @@ def shown_boundary(page: str) -> int | None:
     return None
 
 
-def play_round(app, client, clock, worker: Worker) -> int | None:  # noqa: F811
+def play_round(app, client, clock, worker: Worker) -> int | None:
     """One round through the pages: read up to the chosen sentence, 4 seconds a sentence, flag
     it, then read the result page (and learn from it when it shows the truth). Returns the
     round's id, None when the study is done."""
@@ -164,7 +163,7 @@ def play_round(app, client, clock, worker: Worker) -> int | None:  # noqa: F811
     return round_id
 
 
-def play_all(app, client, clock, worker: Worker, most: int = 99) -> int:  # noqa: F811
+def play_all(app, client, clock, worker: Worker, most: int = 99) -> int:
     played = 0
     while played < most and play_round(app, client, clock, worker) is not None:
         played += 1
@@ -176,7 +175,7 @@ def conditions_now(app) -> dict[str, str]:
         return {p.worker_id: p.condition for p in db.session.scalars(select(Participant))}
 
 
-def run_half(app, clock, workers: list[Worker], started: dict[str, str]) -> None:  # noqa: F811
+def run_half(app, clock, workers: list[Worker], started: dict[str, str]) -> None:
     """Each worker joins by the link and plays every round; allocation stays balanced as they
     arrive. The half's sixth worker leaves after three rounds and comes back in another browser
     through the link: the same participant, the same condition."""
@@ -209,7 +208,7 @@ def export(runner, out) -> pd.DataFrame:
 def test_a_feedback_experiment_finds_its_preregistered_effect(
     app,
     runner,
-    clock,  # noqa: F811
+    clock,
     tmp_path,
     monkeypatch,
     capsys,

@@ -12,38 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from app.crowd import admission, fraud, fraud_report, lookup, serving, slots, verdicts
+from app.crowd import fraud, fraud_report, lookup
 from app.extensions import db
-from app.game import answers, reveals, starts
-from app.leaderboard import standings
 from app.models import Participant, Round, StudyDecision
 from app.models.rounds import CHECK_ROUND
-from tests.conftest import csrf_token
+from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
+from tests.factories import Clock
 
 # -- the scripted study ------------------------------------------------------------------------
-
-
-class Clock:
-    """The game's and the study's clock, moved by hand: reading takes time here."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC).replace(microsecond=0)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    fake = Clock()
-    for module in (starts, reveals, answers, admission, serving, verdicts, slots, standings):
-        monkeypatch.setattr(module, "utcnow", fake)
-    return fake
 
 
 def link(worker: str, session: str) -> str:
@@ -213,20 +191,7 @@ def test_each_fraud_is_flagged_with_its_evidence_and_no_honest_worker(app, clock
 
 def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
     scripted_study(app, clock)
-    with app.app_context():
-        from app.models import Player
-
-        researcher = Player(username="res", is_guest=False, is_researcher=True)
-        researcher.set_password("a long password 123")
-        db.session.add(researcher)
-        db.session.commit()
-    browser = app.test_client()
-    token = csrf_token(browser)
-    browser.post(
-        "/login",
-        data={"csrf_token": token, "username": "res", "password": "a long password 123"},
-    )
-    page = browser.get("/research/studies/pilot")
+    page = sign_in(app).get("/research/studies/pilot")
     assert page.status_code == 200
     body = page.get_data(as_text=True)
     section = body[body.index('id="fraud-signals"') :]

@@ -5,15 +5,13 @@ answers."""
 
 from __future__ import annotations
 
-from app.accounts import service as accounts
 from app.crowd import fraud, fraud_report, lookup
 from app.extensions import db
 from app.game import answers, reveals
 from app.models import Participant, Player
-from tests.conftest import csrf_token
+from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import join, make_pool, make_study, study_round
 
-PASSWORD = "a long password for the lab"
 COPIED = "The second paragraph invents a mayor who was never mentioned in the opening lines."
 
 
@@ -43,10 +41,7 @@ def test_a_new_answer_shows_in_the_flags_at_the_next_load(app):
         b_id = b.id
         answer_with(study, a, COPIED)
         answer_with(study, b, "It repeats the same idea twice in a row, which people rarely do.")
-        accounts.sign_up("lab", PASSWORD, consent=False, researcher=True)
-    lab = app.test_client()
-    token = csrf_token(lab)
-    lab.post("/login", data={"csrf_token": token, "username": "lab", "password": PASSWORD})
+    lab = sign_in(app)
 
     before, review = pages(lab)
     assert "No worker is flagged." in before

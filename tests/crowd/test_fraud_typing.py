@@ -9,15 +9,12 @@ import re
 
 import pytest
 
-from app.crowd import admission, fraud, fraud_report, serving, slots, studies, verdicts
+from app.crowd import fraud, fraud_report, studies
 from app.extensions import db
-from app.game import answers, reveals, starts
-from app.leaderboard import standings
-from app.models import Player
-from tests.conftest import csrf_token
+from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
-from tests.crowd.test_fraud import Clock
+from tests.factories import Clock
 
 TEXT = "The third sentence moves the whole story to another country without any warning at all."
 # Each worker writes their own (alike ones would be flagged as copied).
@@ -74,15 +71,6 @@ def _play(app, client, clock: Clock, worker: str, typing: dict[str, str]) -> lis
         answered = client.post(f"/play/round/{round_id}/answer", data=answer | typing)
         assert answered.status_code == 302, answered.get_data(as_text=True)
         played.append(round_id)
-
-
-@pytest.fixture
-def clock(monkeypatch) -> Clock:
-    """The game's and the study's clock, moved by hand: the workers read at a human pace."""
-    fake = Clock()
-    for module in (starts, reveals, answers, admission, serving, verdicts, slots, standings):
-        monkeypatch.setattr(module, "utcnow", fake)
-    return fake
 
 
 @pytest.fixture
@@ -145,17 +133,7 @@ def test_pasting_and_robot_typing_are_flagged_with_their_rounds(app, typed_study
         "robot": ["implausible_typing"],
     }
 
-    with app.app_context():
-        researcher = Player(username="res", is_guest=False, is_researcher=True)
-        researcher.set_password("a long password 123")
-        db.session.add(researcher)
-        db.session.commit()
-    browser = app.test_client()
-    token = csrf_token(browser)
-    browser.post(
-        "/login", data={"csrf_token": token, "username": "res", "password": "a long password 123"}
-    )
-    body = browser.get("/research/studies/pilot").get_data(as_text=True)
+    body = sign_in(app).get("/research/studies/pilot").get_data(as_text=True)
     section = body[body.index('id="fraud-signals"') :]
     assert 'data-signal="pasted_explanation"' in section
     assert 'data-signal="implausible_typing"' in section

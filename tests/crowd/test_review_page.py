@@ -12,17 +12,14 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from app.accounts import service as accounts
 from app.crowd import review, studies, verify, verify_files, verify_runs, verify_submissions
 from app.errors import Conflict
 from app.extensions import db
 from app.models import StudyBonus, StudyDecision
-from tests.conftest import csrf_token
+from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import join, make_pool, make_study, play_lazy, play_slot
 from tests.crowd.test_review import MESSAGE, rows, verify_run
 from tests.crowd.test_verify import BONUS, create
-
-PASSWORD = "a long password here"
 
 
 @pytest.fixture
@@ -40,17 +37,13 @@ def study(app, runner, tmp_path):
                 if n == 1:
                     done.explanation = f"the tone changed <b>suddenly</b> for {name}"
                     db.session.commit()
-        accounts.sign_up("lab", PASSWORD, consent=False, researcher=True)
     verify_run(runner, tmp_path, "first", "AWAITING REVIEW", "--apply")
     return app
 
 
 @pytest.fixture
 def lab(app, study):
-    browser = app.test_client()
-    token = csrf_token(browser)
-    browser.post("/login", data={"csrf_token": token, "username": "lab", "password": PASSWORD})
-    return browser
+    return sign_in(app)
 
 
 def token_of(client, path="/research/studies/pilot/review/w-typo") -> str:
@@ -76,11 +69,7 @@ def listed(client, show: str) -> list[str]:
 def test_only_researchers_see_or_post(app, study, lab):
     anonymous = app.test_client()
     assert anonymous.get("/research/studies/pilot/review").status_code == 302  # to the login
-    with app.app_context():
-        accounts.sign_up("player", PASSWORD, consent=False)
-    player = app.test_client()
-    token = csrf_token(player)
-    player.post("/login", data={"csrf_token": token, "username": "player", "password": PASSWORD})
+    player = sign_in(app, "player", researcher=False)
     assert player.get("/research/studies/pilot/review").status_code == 403
     token = csrf_token(player, "/")
     refused = player.post(

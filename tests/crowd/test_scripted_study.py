@@ -16,27 +16,21 @@ import csv
 import io
 import re
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-import pytest
 from sqlalchemy import select
 
 from app.crowd import (
-    admission,
     fraud,
     fraud_report,
     ledger,
     lookup,
-    serving,
     slots,
     verdicts,
     verify,
 )
 from app.crowd.reports import worker_stats
 from app.extensions import db
-from app.game import answers, reveals, starts
-from app.leaderboard import standings
 from app.models import ExamplePassage, Participant, ParticipantStatus, Round
 from app.models.rounds import CHECK_ROUND
 from tests import factories
@@ -65,25 +59,6 @@ PASTED = [
     "This line invents a second main character who never appears anywhere else in the text.",
     "The numbers do not add up: the total given is smaller than the parts listed right before.",
 ]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC).replace(microsecond=0)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    fake = Clock()
-    for module in (starts, reveals, answers, admission, serving, verdicts, slots, standings):
-        monkeypatch.setattr(module, "utcnow", fake)
-    return fake
 
 
 def link(worker: str) -> str:

@@ -31,16 +31,14 @@ from sqlalchemy import select
 from analysis import cleaning
 from analysis.__main__ import main as analysis_main
 from analysis.load import load
-from app.accounts import service as accounts
 from app.crowd import fraud, lookup, verdicts, verify
 from app.crowd.reports import worker_stats
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, StudyBonus
 from app.research import export_options, exports, pseudonyms
-from tests.conftest import csrf_token
-from tests.crowd.test_scripted_study import clock, run_study  # noqa: F401 (a fixture)
+from tests.conftest import csrf_token, sign_in
+from tests.crowd.test_scripted_study import run_study
 
-PASSWORD = "a long password for the lab"
 MESSAGE = (
     "Thank you for taking part. We cannot approve this submission: the explanations you gave "
     "are the same, word for word, as another participant's, which the study's instructions ask "
@@ -84,15 +82,6 @@ def verify_run(runner, export, out, *extra) -> tuple[dict, dict[str, int]]:
     return decisions, bonus
 
 
-def sign_in(app):
-    with app.app_context():
-        accounts.sign_up("lab", PASSWORD, consent=False, researcher=True)
-    browser = app.test_client()
-    token = csrf_token(browser)
-    browser.post("/login", data={"csrf_token": token, "username": "lab", "password": PASSWORD})
-    return browser
-
-
 def listed(lab, show: str) -> list[str]:
     page = lab.get(f"/research/studies/pilot/review?show={show}")
     assert page.status_code == 200
@@ -123,7 +112,7 @@ def bonus_on_the_page(lab, worker: str, amount: str, reason: str) -> None:
 def test_every_review_is_decided_on_the_page_and_the_files_and_analysis_follow(
     app,
     runner,
-    clock,  # noqa: F811
+    clock,
     tmp_path,
 ):
     run_study(app, runner, clock, tmp_path)

@@ -72,14 +72,20 @@ def gunicorn(serve):
 
 
 @pytest.fixture
-def redis_url():
-    """A flushed Redis database for rate-limit counters shared by every worker.
+def redis_db() -> int:
+    """The Redis database `redis_url` flushes (a test module may name its own)."""
+    return REDIS_DB
+
+
+@pytest.fixture
+def redis_url(redis_db):
+    """A flushed Redis database for rate-limit counters (and caches) shared by every worker.
 
     Test runs started side by side (another checkout, another database) would flush each other's
     counters, so a lock file makes them take turns on it.
     """
-    url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    lock_path = Path(tempfile.gettempdir()) / f"roft-live-redis-{REDIS_DB}.lock"
+    url = f"redis://127.0.0.1:6379/{redis_db}"
+    lock_path = Path(tempfile.gettempdir()) / f"roft-live-redis-{redis_db}.lock"
     with open(lock_path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         client = redis.Redis.from_url(url)

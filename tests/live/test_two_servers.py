@@ -12,22 +12,18 @@ by nginx before gunicorn would close them.
 
 from __future__ import annotations
 
-import fcntl
 import http.client
 import itertools
 import random
 import re
 import runpy
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import redis
 from sqlalchemy import select, update
 
 from app import PROJECT_ROOT
@@ -68,29 +64,17 @@ def _postgresql_only(demo_db):
 
 
 @pytest.fixture
-def shared_redis():
-    """A flushed Redis database that both servers use (rate limits and the board cache)."""
-    url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    lock_path = Path(tempfile.gettempdir()) / f"roft-live-redis-{REDIS_DB}.lock"
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        client = redis.Redis.from_url(url)
-        try:
-            client.ping()
-        except redis.exceptions.ConnectionError:
-            pytest.fail(f"Redis is not reachable at {url}: run `make services`.")
-        client.flushdb()
-        yield url
-        client.flushdb()
-        client.close()
+def redis_db() -> int:
+    return REDIS_DB  # not test_abuse's: the two need not take turns
 
 
 @pytest.fixture
-def two_servers(serve, shared_redis):
-    """`two_servers(workers, **env)`: servers A and B on one database and one Redis."""
+def two_servers(serve, redis_url):
+    """`two_servers(workers, **env)`: servers A and B on one database and one Redis (flushed:
+    rate limits and the board cache)."""
 
     def start(workers: int = 1, **env: str):
-        settings = {"REDIS_URL": shared_redis, "SECRET_KEY": "one-key-for-both-servers", **env}
+        settings = {"REDIS_URL": redis_url, "SECRET_KEY": "one-key-for-both-servers", **env}
         first = serve(workers=workers, env=settings)
         second = serve(workers=workers, env=settings)
         assert first.port != second.port

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from app.extensions import db
-from app.game import answers, reveals, typing_signals
+from app.game import answers, reveals
 from app.models import Round
 from app.research import export_options, exports
 from tests import factories
@@ -84,8 +84,10 @@ def test_typing_signals_round_trip_and_stay_empty_when_not_reported(sure, tmp_pa
     app, stored = sure
     first, second, *_ = sorted(stored)
     with app.app_context():
-        answers.record_typing(first, typing_signals.Typing(True, 4200, 17))
-        answers.record_typing(second, typing_signals.Typing(False, None, 0))
+        for round_id, typing in ((first, (True, 4200, 17)), (second, (False, None, 0))):
+            row = db.session.get(Round, round_id)
+            row.explanation_pasted, row.typing_ms, row.typed_chars = typing
+        db.session.commit()
         exports.export(export_options.ExportOptions(out=tmp_path / fmt, format=fmt))
     frame = _read(tmp_path / fmt, fmt).set_index("round_id")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app.catalog.roft_csv import RoftCsvError, convert, convert_rows, read_roft_csv
+from app.catalog.roft_csv import RoftCsvError, convert, read_roft_csv_counted
 from app.extensions import db
 from app.models import Example
 from roftcore.roft import shown_sentences
@@ -17,14 +17,15 @@ ROFT = Path(__file__).parent.parent / "analysis" / "data" / "roft_sample.csv"
 
 
 def test_converter_makes_one_example_per_text():
-    records = {r.meta["roft_model"]: r for r in read_roft_csv(ROFT)}
-    assert len(read_roft_csv(ROFT)) == 5
+    read = read_roft_csv_counted(ROFT).records
+    records = {r.meta["roft_model"]: r for r in read}
+    assert len(read) == 5
     news = records["grover_mega"]
     assert news.boundary == 4 and len(news.sentences) == 10 and news.decoding_p == 0.4
     assert news.category == "news"
     human = records["human"]
     assert human.system == "human" and human.boundary == 10 and human.decoding is None
-    stories = next(r for r in read_roft_csv(ROFT) if r.boundary == 1)
+    stories = next(r for r in read if r.boundary == 1)
     assert stories.decoding is None  # p missing in the file
 
 
@@ -38,9 +39,9 @@ def test_converter_names_bad_rows():
         "gen_body": "Three.",
     }
     with pytest.raises(RoftCsvError, match="row 2: the prompt has 2 sentence"):
-        convert_rows([row])
+        convert([row])
     with pytest.raises(RoftCsvError, match="no column"):
-        convert_rows([{"model": "m"}])
+        convert([{"model": "m"}])
 
 
 def test_import_roft_command(research_app, research_runner):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from scipy.stats import binom
@@ -30,30 +30,14 @@ DEMO = PROJECT_ROOT / "data" / "demo" / "examples.jsonl"
 POINTS = {"measure": "points"}
 
 
-class Clock:
-    """The game service's clock, moved by hand: reading takes time in these simulations."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
-def clock(monkeypatch):
-    fake = Clock()
-    monkeypatch.setattr(starts, "utcnow", fake)
-    monkeypatch.setattr(reveals, "utcnow", fake)
-    monkeypatch.setattr(answers, "utcnow", fake)
-    monkeypatch.setattr(standings, "utcnow", fake)
-    return fake
+def clock(monkeypatch) -> factories.Clock:
+    return factories.use_clock(monkeypatch, start=datetime(2026, 11, 18, 12, 0, tzinfo=UTC))
 
 
-def play_to(player, guess: int, clock: Clock, seconds_per_sentence: float, category="random"):
+def play_to(
+    player, guess: int, clock: factories.Clock, seconds_per_sentence: float, category="random"
+):
     """Play one round through the service: flag sentence `guess`, or "all human" at N."""
     round_ = factories.started(player, category)
     n = round_.example.n_sentences
