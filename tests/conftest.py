@@ -164,7 +164,8 @@ def sqlite_template(tmp_path_factory):
 
 @pytest.fixture
 def db_uri(request, database_url, tmp_path):
-    if database_url and "app" not in request.fixturenames and _pg_schema["fingerprint"]:
+    fresh = {"app", "app_with"} & set(request.fixturenames)
+    if database_url and not fresh and _pg_schema["fingerprint"]:
         _pg_no_tables(database_url)
     return database_url or f"sqlite:///{tmp_path / 'test.sqlite3'}"
 
@@ -189,17 +190,28 @@ def make_app(db_uri):
 
 
 @pytest.fixture
-def app(request, make_app, db_uri):
-    if db_uri.startswith("sqlite:///"):
-        target = make_url(db_uri).database
-        template = request.getfixturevalue("sqlite_template")
-        if template is not None and target and not os.path.exists(target):
-            shutil.copyfile(template, target)
-    application = make_app()
-    with application.app_context():
-        if db_uri.startswith("postgresql"):
-            _pg_fresh_schema()
-        db.create_all()  # a no-op on the copied or cleared schema
+def app_with(request, make_app, db_uri):
+    """Build an app with config overrides on the freshly created, empty schema, as `app` is."""
+
+    def factory(**overrides):
+        if db_uri.startswith("sqlite:///"):
+            target = make_url(db_uri).database
+            template = request.getfixturevalue("sqlite_template")
+            if template is not None and target and not os.path.exists(target):
+                shutil.copyfile(template, target)
+        application = make_app(**overrides)
+        with application.app_context():
+            if db_uri.startswith("postgresql"):
+                _pg_fresh_schema()
+            db.create_all()  # a no-op on the copied or cleared schema
+        return application
+
+    return factory
+
+
+@pytest.fixture
+def app(app_with):
+    application = app_with()
     yield application
     with application.app_context():
         db.session.remove()

@@ -62,6 +62,39 @@ def others_answer(example: Example, flags: list[int | None], explanation: str = 
     return done
 
 
+FETCH = {"X-Requested-With": "fetch"}  # the page's script asks for the round's HTML alone
+ROUND_RE = re.compile(r"/play/round/(\d+)")
+
+
+def round_id_of(response) -> int:
+    """The id of the round a start leads to (its redirect, or the script's X-Round-URL)."""
+    where = response.headers.get("X-Round-URL") or response.headers.get("Location", "")
+    found = ROUND_RE.search(where)
+    assert found, (response.status_code, where)
+    return int(found.group(1))
+
+
+def start_http(
+    client, token: str, category: str = "news", path: str = "/play", fetch=False, **more
+):
+    """Post "Play" (or another start: `path`) for `category`, as a browser does."""
+    data = {"csrf_token": token, "category": category, **more}
+    return client.post(path, data=data, headers=FETCH if fetch else None)
+
+
+def reveal_http(client, token: str, round_id: int, seen, fetch: bool = False):
+    """Post "Next sentence" on a round whose page showed `seen` sentences."""
+    data = {"csrf_token": token, "seen": str(seen)}
+    return client.post(f"/play/round/{round_id}/next", data=data, headers=FETCH if fetch else None)
+
+
+def answer_http(client, token: str, round_id: int, seen, choice="machine", fetch=False, **more):
+    """Post an answer after `seen` sentences; `more`: reasons, explanation, other fields."""
+    data = {"csrf_token": token, "seen": str(seen), "choice": choice, **more}
+    url = f"/play/round/{round_id}/answer"
+    return client.post(url, data=data, headers=FETCH if fetch else None)
+
+
 def play_over_http(
     client,
     token: str,
@@ -72,20 +105,13 @@ def play_over_http(
 ) -> int:
     """Start a text by posting to `start` (category news), read on to sentence index `flag_at`
     and flag it, as a browser without JavaScript does; returns the round's id."""
-    started = client.post(start, data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token, path=start)
     assert started.status_code == 302, started.get_data(as_text=True)[-600:]
-    round_id = int(re.search(r"/play/round/(\d+)", started.headers["Location"]).group(1))
+    round_id = round_id_of(started)
     for seen in range(1, flag_at + 1):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
-    answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={
-            "csrf_token": token,
-            "seen": str(flag_at + 1),
-            "choice": "machine",
-            "reasons": reasons,
-            "explanation": explanation,
-        },
+        reveal_http(client, token, round_id, seen)
+    answered = answer_http(
+        client, token, round_id, flag_at + 1, reasons=reasons, explanation=explanation
     )
     assert answered.status_code == 302, answered.get_data(as_text=True)[-600:]
     return round_id

@@ -8,6 +8,7 @@ from app.extensions import db
 from app.models import Player, PlayerTotal, Round
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import reveal_http
 from tests.test_game_http import client_answer, start
 
 
@@ -48,7 +49,7 @@ def test_guest_who_signs_up_keeps_rounds_and_points(app, client):
         factories.example(boundary=1)
     round_id = start(client)
     token = csrf_token(client)
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    reveal_http(client, token, round_id, 1)
     client_answer(client, round_id, token, seen=2)  # sentence index 1 = boundary: 5 points
     page = client.get("/signup").get_data(as_text=True)
     assert "You keep the 1 round and 5 points" in page
@@ -98,10 +99,10 @@ def test_profile_shows_figures(app, client):
     signup(client)
     token = csrf_token(client)
     r1 = start(client, "news")
-    client.post(f"/play/round/{r1}/next", data={"csrf_token": token, "seen": "1"})
+    reveal_http(client, token, r1, 1)
     client_answer(client, r1, token, seen=2)  # exact, 5
     r2 = start(client, "stories")
-    client.post(f"/play/round/{r2}/next", data={"csrf_token": token, "seen": "1"})
+    reveal_http(client, token, r2, 1)
     client_answer(client, r2, token, seen=2)  # too early, 0
     page = client.get("/profile").get_data(as_text=True)
     assert "<strong>5</strong><span>points</span>" in page

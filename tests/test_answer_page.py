@@ -23,7 +23,7 @@ from app.models import (
 from app.models.base import utcnow
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import others_answer, teaching
+from tests.game_helpers import others_answer, reveal_http, teaching
 from tests.test_reveal_page import FETCH, ROUND_PATH, _same_but_token, _start
 from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
 
@@ -31,9 +31,7 @@ from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
 def _read_to(client, token: str, round_id: int, shown: int) -> None:
     """Reveal sentences until `shown` are shown."""
     for seen in range(1, shown):
-        moved = client.post(
-            f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen}, headers=FETCH
-        )
+        moved = reveal_http(client, token, round_id, seen, fetch=True)
         assert moved.status_code == 200
 
 

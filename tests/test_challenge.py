@@ -15,7 +15,7 @@ from app.models import Example, GameSet, Player, Round
 from app.models.sets import CHALLENGE_SET
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, finish, play_over_http
+from tests.game_helpers import answer, answer_http, finish, play_over_http, reveal_http
 
 ROUND_RE = re.compile(r"/play/round/(\d+)")
 LINK_RE = re.compile(r'<code id="challenge-url">https?://[^/]+(/challenge/[A-Za-z0-9_-]+)</code>')
@@ -23,20 +23,13 @@ TOTALS_RE = re.compile(r"<td><strong>(\d+)</strong> of (\d+)")
 
 
 @pytest.fixture
-def game(make_app, db_uri):
+def game(app_with):
     """Sets of 3 texts; 8 news texts of separate passages (boundaries vary)."""
-    app = make_app(SET_SIZE=3)
+    app = app_with(SET_SIZE=3)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for boundary in (2, 3, 4, 5, 10, 3, 6, 7):
             factories.example(boundary=boundary)
-    yield app
-    with app.app_context():
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
+    return app
 
 
 def played_set(player: Player, examples: list[Example], flag_at: int | None = 2) -> GameSet:
@@ -77,18 +70,8 @@ def play_challenge(client, token: str, path: str, flag_at: int = 3) -> list[int]
             return played
         round_id = int(found.group(1))
         for seen in range(1, flag_at + 1):
-            client.post(
-                f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)}
-            )
-        answered = client.post(
-            f"/play/round/{round_id}/answer",
-            data={
-                "csrf_token": token,
-                "seen": str(flag_at + 1),
-                "choice": "machine",
-                "reasons": "hunch",
-            },
-        )
+            reveal_http(client, token, round_id, seen)
+        answered = answer_http(client, token, round_id, flag_at + 1, reasons="hunch")
         assert answered.status_code == 302
         played.append(round_id)
         page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
@@ -186,11 +169,8 @@ def test_the_challengers_points_show_only_on_texts_the_friend_has_answered(game)
     assert table(in_progress) == [["—", "—"]] * 3
     # Nor a total that would give them away.
     assert [t for t, _ in TOTALS_RE.findall(in_progress)] == ["0", "0"]
-    friend.post(f"/play/round/{round_id}/next", data={"csrf_token": friend_token, "seen": "1"})
-    friend.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": friend_token, "seen": "2", "choice": "machine", "reasons": "hunch"},
-    )
+    reveal_http(friend, friend_token, round_id, 1)
+    answer_http(friend, friend_token, round_id, 2, reasons="hunch")
     page = friend.get(path).get_data(as_text=True)
     after_one = table(page)
     assert after_one[0] != ["—", "—"] and "—" not in after_one[0]

@@ -10,18 +10,19 @@ from app.extensions import db
 from app.models import Round
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import answer_http, reveal_http, start_http
 
 ROUND_RE = re.compile(r"/play/round/(\d+)")
 
 
 def start(client, token: str, category: str = "news") -> int:
-    started = client.post("/play", data={"csrf_token": token, "category": category})
+    started = start_http(client, token, category)
     return int(ROUND_RE.search(started.headers["Location"]).group(1))
 
 
 def read_to(client, token: str, round_id: int, shown: int) -> None:
     for seen in range(1, shown):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen})
+        reveal_http(client, token, round_id, seen)
 
 
 def test_confidence_is_stored_refused_when_odd_and_shown_as_calibration(app):
@@ -65,10 +66,7 @@ def test_a_guess_without_confidence_stays_without(app):
     token = csrf_token(client)
     round_id = start(client, token)
     read_to(client, token, round_id, 4)
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": 4, "choice": "machine", "reasons": "hunch"},
-    )
+    answer_http(client, token, round_id, 4, reasons="hunch")
     with app.app_context():
         assert db.session.get(Round, round_id).confidence is None
     assert "How sure you were" not in client.get("/profile").get_data(as_text=True)

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.extensions import db
 from app.game import daily, daily_texts
 from app.game.daily_texts import HUMAN, MACHINE, SPLICE, Candidate
 from tests import factories
@@ -207,20 +206,13 @@ def test_full_days_are_days_that_keep_the_rules_and_never_share_a_passage(rows, 
 
 
 @pytest.fixture
-def thin_app(make_app, db_uri):
+def thin_app(app_with):
     """A held-back pool of all-human texts only: a day can be drawn, but not a full one."""
-    app = make_app(TODAY_OVERRIDE=DAY, DAILY_WARN_DAYS=1)
+    app = app_with(TODAY_OVERRIDE=DAY, DAILY_WARN_DAYS=1)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for i in range(6):
             factories.example(boundary=N, passage=f"held-{i}", kind="daily")
-    yield app
-    with app.app_context():
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
+    return app
 
 
 def test_a_thin_pool_is_drawn_and_reported(thin_app, caplog):
@@ -236,12 +228,9 @@ def test_a_thin_pool_is_drawn_and_reported(thin_app, caplog):
     assert "drawn without: at least 3 texts a language model continued" in caplog.text
 
 
-def test_the_database_pool_knows_each_text_kind_and_position(make_app, db_uri):
-    app = make_app(TODAY_OVERRIDE=DAY)
+def test_the_database_pool_knows_each_text_kind_and_position(app_with):
+    app = app_with(TODAY_OVERRIDE=DAY)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         human = factories.example(boundary=N, passage="a", kind="daily")
         machine = factories.example(boundary=8, passage="b", kind="daily")
         splice = factories.example(
@@ -254,6 +243,3 @@ def test_the_database_pool_knows_each_text_kind_and_position(make_app, db_uri):
         assert (found[machine.id].kind, found[machine.id].position) == (MACHINE, 2)
         assert (found[splice.id].kind, found[splice.id].position) == (SPLICE, 0)
         assert len(found[splice.id].passages) == 2
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()

@@ -16,6 +16,7 @@ from app.game import countdown, daily
 from app.models import BoardTotal, GameSet, Player, Round
 from tests import test_sets_and_daily as shared
 from tests.conftest import csrf_token
+from tests.game_helpers import answer_http, reveal_http
 from tests.test_accounts import signup
 from tests.test_honest_numbers import EARNED_BADGE_RE, SCORE_RE, play_daily_exactly, stat
 from tests.test_sets_and_daily import DAY, ROUND_RE, SHARE_RE
@@ -261,11 +262,8 @@ def test_a_challenge_left_unfinished_is_not_finished_on_a_later_day(daily_app):
     token = csrf_token(client, "/daily")
     first = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
     round_id = int(ROUND_RE.search(first).group(1))
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch"},
-    )
+    reveal_http(client, token, round_id, 1)
+    answer_http(client, token, round_id, 2, reasons="hunch")
     with daily_app.app_context():
         set_id = db.session.get(Round, round_id).set_id
     # The next day its answers may be known: the rest of it is not served, nor can it be practised.

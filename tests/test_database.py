@@ -14,6 +14,7 @@ from app.extensions import db
 from app.models import Round
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import start_http
 
 
 def pooled_connections(app) -> list:
@@ -156,7 +157,7 @@ def test_a_request_that_only_reads_sends_no_begin_and_no_rollback(traced):
         factories.example(boundary=3)
     client = app.test_client()
     token = csrf_token(client)
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token)
     round_url = started.headers["Location"]
     messages()
     assert client.get(round_url).status_code == 200

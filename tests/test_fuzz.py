@@ -56,6 +56,7 @@ from app.models import DailyChallenge, GameSet, Round
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study
+from tests.game_helpers import answer_http, reveal_http, start_http
 
 FUZZ_TESTS = 3
 TOTAL_EXAMPLES = int(os.environ.get("ROFT_FUZZ_EXAMPLES", "600"))
@@ -381,16 +382,11 @@ def _location_round(response) -> int:
 
 def _play_public_round(client, token: str, category: str = "news") -> tuple[int, int]:
     """Start and answer one public round, then start another: (answered id, open id)."""
-    answered = _location_round(
-        client.post("/play", data={"csrf_token": token, "category": category})
-    )
-    client.post(f"/play/round/{answered}/next", data={"csrf_token": token, "seen": "1"})
-    client.post(
-        f"/play/round/{answered}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
-    )
-    opened = _location_round(client.post("/play", data={"csrf_token": token, "category": category}))
-    client.post(f"/play/round/{opened}/next", data={"csrf_token": token, "seen": "1"})
+    answered = _location_round(start_http(client, token, category))
+    reveal_http(client, token, answered, 1)
+    answer_http(client, token, answered, 2, reasons="generic")
+    opened = _location_round(start_http(client, token, category))
+    reveal_http(client, token, opened, 1)
     return answered, opened
 
 
@@ -401,13 +397,8 @@ def _play_daily(client, token: str) -> tuple[int, str]:
     while "/play/round/" in location:
         round_id = _location_round(location)
         for seen in range(1, 10):
-            client.post(
-                f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)}
-            )
-        answered = client.post(
-            f"/play/round/{round_id}/answer",
-            data={"csrf_token": token, "seen": "10", "choice": "human"},
-        )
+            reveal_http(client, token, round_id, seen)
+        answered = answer_http(client, token, round_id, 10, "human")
         assert answered.status_code == 302
         onward = re.search(r"/sets/\d+/next", client.get(f"/play/round/{round_id}").text)
         if not onward:
@@ -432,11 +423,8 @@ def _join(client, link: str, **extra) -> None:
 def _finish_study_round(client, token: str, round_id: int, revealed: int = 1) -> None:
     """Reveal to the end and answer all human (a valid answer for any round)."""
     for seen in range(revealed, 10):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
-    answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "10", "choice": "human", "rating_fluency": "3"},
-    )
+        reveal_http(client, token, round_id, seen)
+    answered = answer_http(client, token, round_id, 10, "human", rating_fluency="3")
     assert answered.status_code == 302, answered.get_data(as_text=True)
 
 
@@ -452,11 +440,8 @@ def _practise_a_past_day(client, token: str) -> str:
     location = client.post(f"/daily/{day}/practice", data={"csrf_token": token}).headers["Location"]
     round_id = _location_round(location)
     for seen in range(1, 10):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
-    answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "10", "choice": "human"},
-    )
+        reveal_http(client, token, round_id, seen)
+    answered = answer_http(client, token, round_id, 10, "human")
     assert answered.status_code == 302
     return day.isoformat()
 
@@ -837,7 +822,7 @@ def test_round_ids_beyond_the_database_integers_are_not_found(app, client):
     with app.app_context():
         factories.example()
     token = csrf_token(client)
-    client.post("/play", data={"csrf_token": token, "category": "news"})
+    start_http(client, token)
     for round_id in (2**31, 2**63, 2**80):
         assert client.get(f"/play/round/{round_id}").status_code == 404
         answer = {"csrf_token": token, "seen": "1", "choice": "human"}
@@ -855,7 +840,7 @@ def test_refused_start_stores_no_guest_and_no_consent(app, client):
         factories.example()
     before = stored(app)
     for category in ("nothing", "", "\x00", "x" * 100_000):
-        refused = client.post("/play", data={"csrf_token": token, "category": category})
+        refused = start_http(client, token, category)
         assert refused.status_code == 404
         assert "There is no category" in refused.get_data(as_text=True)
     assert stored(app) == before

@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import Player, PlayerTotal, Round
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import answer_http, reveal_http, round_id_of, start_http
 
 SECRET_SYSTEM = "sys-zq-hidden"
 SECRET_ID = "ext-zq-hidden-id"
@@ -22,12 +23,6 @@ def secret_example(boundary: int = 4, n: int = 10):
     )
 
 
-def round_id_from(response) -> int:
-    match = re.search(r"/play/round/(\d+)", response.headers["Location"])
-    assert match, response.headers.get("Location")
-    return int(match.group(1))
-
-
 def start(client, category: str = "news", consent: bool = False) -> int:
     token = csrf_token(client)
     data = {"csrf_token": token, "category": category}
@@ -35,13 +30,11 @@ def start(client, category: str = "news", consent: bool = False) -> int:
         data["consent"] = "yes"
     response = client.post("/play", data=data)
     assert response.status_code == 302, response.get_data(as_text=True)
-    return round_id_from(response)
+    return round_id_of(response)
 
 
 def reveal(client, round_id: int, seen: int, token: str):
-    return client.post(
-        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)}
-    )
+    return reveal_http(client, token, round_id, seen)
 
 
 def session_payload(app, client) -> str:
@@ -91,10 +84,7 @@ def test_guest_plays_a_round_and_nothing_leaks_before_the_answer(app, client):
         for extra in ("/leaderboard", "/profile", "/help", "/about", "/play/continue"):
             responses.append(client.get(extra, follow_redirects=True))
         # A refused answer (no reason) is also a response before the guess is stored.
-        refused = client.post(
-            f"/play/round/{round_id}/answer",
-            data={"csrf_token": token, "seen": "5", "choice": "machine"},
-        )
+        refused = answer_http(client, token, round_id, 5)
         assert refused.status_code == 400
         responses.append(refused)
         for response in responses:
@@ -103,15 +93,8 @@ def test_guest_plays_a_round_and_nothing_leaks_before_the_answer(app, client):
             assert_no_leak(str(response.headers), example, 5)
         assert_no_leak(session_payload(app, client), example, 5)
 
-        answered = client.post(
-            f"/play/round/{round_id}/answer",
-            data={
-                "csrf_token": token,
-                "seen": "5",
-                "choice": "machine",
-                "reasons": ["irrelevant", "generic"],
-                "explanation": "It drifts off topic.",
-            },
+        answered = answer_http(
+            client, token, round_id, 5, reasons=["irrelevant", "generic"], explanation="It drifts."
         )
         assert answered.status_code == 302
         result = client.get(f"/play/round/{round_id}").get_data(as_text=True)
@@ -132,18 +115,8 @@ def test_points_cannot_be_chosen_by_the_client(app, client):
     token = csrf_token(client)
     reveal(client, round_id, 1, token)
     reveal(client, round_id, 2, token)
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={
-            "csrf_token": token,
-            "seen": "3",
-            "choice": "machine",
-            "reasons": "grammar",
-            "points": "1000000000",
-            "guess": "2",
-            "boundary": "2",
-        },
-    )
+    forged = {"points": "1000000000", "guess": "2", "boundary": "2"}
+    answer_http(client, token, round_id, 3, reasons="grammar", **forged)
     with app.app_context():
         stored = db.session.get(Round, round_id)
         assert stored.guess == 2  # index of the latest revealed sentence, not the form's field
@@ -159,61 +132,15 @@ def test_guessing_an_unrevealed_sentence_or_skipping_ahead_is_refused(app, clien
     token = csrf_token(client)
     skip = reveal(client, round_id, 4, token)
     assert skip.status_code == 409
-    ahead = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "7", "choice": "machine", "reasons": "grammar"},
-    )
-    assert ahead.status_code == 409
-    early_human = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "1", "choice": "human"},
-    )
-    assert early_human.status_code == 400
+    assert answer_http(client, token, round_id, 7, reasons="grammar").status_code == 409
+    assert answer_http(client, token, round_id, 1, "human").status_code == 400  # too early
     with app.app_context():
         stored = db.session.get(Round, round_id)
         assert stored.revealed == 1 and stored.guess is None and len(stored.reveals) == 1
 
 
-def test_answering_twice_returns_the_stored_result_with_409(app, client):
-    with app.app_context():
-        factories.example(boundary=1)
-    round_id = start(client)
-    token = csrf_token(client)
-    reveal(client, round_id, 1, token)
-    data = {"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "grammar"}
-    first = client.post(f"/play/round/{round_id}/answer", data=data)
-    assert first.status_code == 302
-    second = client.post(f"/play/round/{round_id}/answer", data={**data, "reasons": "generic"})
-    assert second.status_code == 409
-    assert "already answered" in second.get_data(as_text=True)
-    with app.app_context():
-        stored = db.session.get(Round, round_id)
-        assert stored.reasons == ["grammar"]
-        assert db.session.scalar(select(PlayerTotal.rounds)) == 1
-
-
-def test_someone_elses_round_is_refused(app):
-    with app.app_context():
-        factories.example(boundary=3)
-        factories.example(boundary=3)
-    owner, intruder = app.test_client(), app.test_client()
-    round_id = start(owner)
-    start(intruder)
-    token = csrf_token(intruder)
-    assert intruder.get(f"/play/round/{round_id}").status_code == 404
-    assert reveal(intruder, round_id, 1, token).status_code == 404
-    answer = client_answer(intruder, round_id, token, seen=1)
-    assert answer.status_code == 404
-    with app.app_context():
-        stored = db.session.get(Round, round_id)
-        assert stored.revealed == 1 and stored.guess is None
-
-
 def client_answer(client, round_id, token, seen):
-    return client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": str(seen), "choice": "machine", "reasons": "grammar"},
-    )
+    return answer_http(client, token, round_id, seen, reasons="grammar")
 
 
 def test_every_post_needs_a_csrf_token(app, client):
@@ -255,10 +182,7 @@ def test_dataset_and_player_text_is_escaped(app, client):
     assert script not in page
     assert "&lt;script&gt;" in page
     reveal(client, round_id, 1, token)
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "explanation": script},
-    )
+    answer_http(client, token, round_id, 2, explanation=script)
     result = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     assert script not in result
     assert result.count("&lt;script&gt;") >= 2
@@ -282,7 +206,7 @@ def test_consent_on_first_play_is_recorded_with_a_timestamp(app, client):
 
 def test_unknown_category_gets_a_404_page(app, client):
     token = csrf_token(client)
-    response = client.post("/play", data={"csrf_token": token, "category": "poetry"})
+    response = start_http(client, token, "poetry")
     assert response.status_code == 404
     assert "no category called" in response.get_data(as_text=True)
 
@@ -294,7 +218,7 @@ def test_seen_everything_is_a_clear_message(app, client):
     token = csrf_token(client)
     reveal(client, round_id, 1, token)
     client_answer(client, round_id, token, seen=2)
-    response = client.post("/play", data={"csrf_token": token, "category": "news"})
+    response = start_http(client, token)
     assert response.status_code == 409
     assert "You have read every text in News" in response.get_data(as_text=True)
 

@@ -16,7 +16,7 @@ from app.models.base import utcnow
 from app.models.sets import DAILY_SET
 from tests import factories
 from tests.conftest import CSRF_RE, csrf_token
-from tests.game_helpers import answer, finish, play_over_http
+from tests.game_helpers import answer, answer_http, finish, play_over_http, reveal_http, start_http
 
 
 def separate_reads(player, day) -> home.HomeState:
@@ -96,7 +96,7 @@ def test_the_home_page_is_the_same_as_with_the_separate_reads(app, client, monke
     if state != "first visit":
         play_over_http(client, token)  # a text of News answered: a set of 5 open
     if state == "set and text open":
-        assert client.post("/play", data={"csrf_token": token, "category": "news"}).status_code
+        assert start_http(client, token).status_code
     if state == "daily done":
         with app.app_context():
             reader = db.session.scalar(db.select(Player).filter_by(username="reader"))
@@ -110,27 +110,21 @@ def test_the_home_page_is_the_same_as_with_the_separate_reads(app, client, monke
         assert "Continue reading" in together
 
 
-def test_the_set_summary_is_the_same_as_with_its_separate_reads(make_app, db_uri, monkeypatch):
+def test_the_set_summary_is_the_same_as_with_its_separate_reads(app_with, monkeypatch):
     """A set of two categories, the choice changed for its last text: the summary names each
     text's category and offers the last choice, as when both were read one by one."""
-    app = make_app(SET_SIZE=3)
+    app = app_with(SET_SIZE=3)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for slug in ("news", "stories"):
             for boundary in (2, 3, 4):
                 factories.example(boundary=boundary, category_slug=slug)
     client = app.test_client()
     token = csrf_token(client)
     for category in ("news", "news", "stories"):  # the set's texts, each started from home
-        started = client.post("/play", data={"csrf_token": token, "category": category})
+        started = start_http(client, token, category)
         round_id = int(re.search(r"/play/round/(\d+)", started.headers["Location"]).group(1))
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
-        answered = client.post(
-            f"/play/round/{round_id}/answer",
-            data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch"},
-        )
+        reveal_http(client, token, round_id, 1)
+        answered = answer_http(client, token, round_id, 2, reasons="hunch")
         assert answered.status_code == 302
     with app.app_context():
         game_set = db.session.scalar(db.select(GameSet))
@@ -146,7 +140,3 @@ def test_the_set_summary_is_the_same_as_with_its_separate_reads(make_app, db_uri
     assert together == apart
     assert "Play another set · Stories" in together
     assert together.count("<td>News</td>") == 2 and together.count("<td>Stories</td>") == 1
-    if db_uri.startswith("postgresql"):
-        with app.app_context():
-            db.session.remove()
-            db.drop_all()

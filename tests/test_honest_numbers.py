@@ -15,7 +15,7 @@ from app.models import GameSet, Round
 from tests import factories
 from tests import test_sets_and_daily as shared
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, play_over_http, teaching
+from tests.game_helpers import answer, play_over_http, reveal_http, teaching
 from tests.test_accounts import login, signup
 from tests.test_sets_and_daily import DAY, ROUND_RE, SHARE_RE
 
@@ -41,7 +41,7 @@ def play_daily_exactly(app, client, token: str, start: str = "/daily/start") -> 
             boundary, n = example.boundary, example.n_sentences
         target = n if boundary >= n else boundary + 1
         for seen in range(1, target):
-            client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen})
+            reveal_http(client, token, round_id, seen)
         choice = "human" if boundary >= n else "machine"
         answered = client.post(
             f"/play/round/{round_id}/answer",

@@ -19,6 +19,7 @@ from app.models import BoardCount, BoardCountDelta, BoardTotal, Category, Player
 from app.models.standings import OVERALL_SCOPE
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import reveal_http
 from tests.test_accounts import signup
 from tests.test_game_http import client_answer, start
 from tests.test_migrations import MIGRATIONS, backend_url
@@ -246,8 +247,8 @@ def test_my_rank_and_gap_are_shown(app, client):
     signup(client, username="bea")
     round_id = start(client)
     token = csrf_token(client)
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "2"})
+    reveal_http(client, token, round_id, 1)
+    reveal_http(client, token, round_id, 2)
     client_answer(client, round_id, token, seen=3)  # exact: 5 points
     page = client.get("/leaderboard?by=points").get_data(as_text=True)
     assert "You are number 2." in page and "7 more points would take you past" in page

@@ -15,7 +15,7 @@ from app.game import levels
 from app.models import Example, GameSet, Round
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, finish
+from tests.game_helpers import answer, finish, start_http
 
 ROUND_RE = re.compile(r"/play/round/(\d+)")
 # Of eleven readers, how many find the boundary of each kind of text exactly.
@@ -23,14 +23,11 @@ HITS = {"easy": 10, "medium": 5, "hard": 1}
 
 
 @pytest.fixture
-def rated(make_app, db_uri):
+def rated(app_with):
     """Fifteen news texts, five of each kind, answered by eleven players; one text with only
     three answers; every text of passage "shared-hard" is hard."""
-    app = make_app(SET_SIZE=3, LEVEL_MIN_ANSWERS=10)
+    app = app_with(SET_SIZE=3, LEVEL_MIN_ANSWERS=10)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         kinds = {}
         for kind in HITS:
             for i in range(5):
@@ -47,11 +44,7 @@ def rated(make_app, db_uri):
             answer(reader, few, 5)
         app.kinds = kinds
         app.few_id = few.id
-    yield app
-    with app.app_context():
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
+    return app
 
 
 def refresh(app, *args: str) -> str:
@@ -152,7 +145,7 @@ def test_a_set_of_a_level_draws_only_that_level_and_unread_passages(rated):
 def test_home_offers_levels_only_when_enough_texts_are_rated(rated):
     client = rated.test_client()
     token = csrf_token(client)
-    client.post("/play", data={"csrf_token": token, "category": "news"})
+    start_http(client, token)
     home = client.get("/").get_data(as_text=True)
     assert "Easy, medium and hard sets open once enough texts in News have 10 answers" in home
     assert 'name="level"' not in home

@@ -17,7 +17,7 @@ from app.game import answers, reveals, sets, starts
 from app.models import Example, ExamplePassage, PassageRead
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, finish
+from tests.game_helpers import answer, answer_http, finish, reveal_http, start_http
 
 # -- the pure core ----------------------------------------------------------------------------
 
@@ -81,14 +81,11 @@ def test_played_out_category_names_the_others_still_open(app, client):
         factories.example(boundary=2, category_slug="news", passage="n")
         factories.example(boundary=2, category_slug="stories", passage="s")
     token = csrf_token(client)
-    start = client.post("/play", data={"csrf_token": token, "category": "news"})
+    start = start_http(client, token)
     round_id = int(start.headers["Location"].rsplit("/", 1)[1])
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch"},
-    )
-    again = client.post("/play", data={"csrf_token": token, "category": "news"})
+    reveal_http(client, token, round_id, 1)
+    answer_http(client, token, round_id, 2, reasons="hunch")
+    again = start_http(client, token)
     body = again.get_data(as_text=True)
     assert again.status_code == 409
     assert "You have read every text in News" in body

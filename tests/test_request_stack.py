@@ -26,6 +26,7 @@ from app.extensions import limiter
 from app.logs import iso_time
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import start_http
 from tests.security.helpers import PASSWORD, signed_in, thief_of
 from tests.test_accounts import login, signup
 
@@ -172,9 +173,9 @@ def test_a_checked_token_is_refused_in_another_session(app):
     mine, theirs = app.test_client(), app.test_client()
     token = csrf_token(mine, "/")
     for _ in range(2):
-        assert mine.post("/play", data={"csrf_token": token, "category": "news"}).status_code == 302
+        assert start_http(mine, token).status_code == 302
     csrf_token(theirs, "/")  # a session with its own secret
-    refused = theirs.post("/play", data={"csrf_token": token, "category": "news"})
+    refused = start_http(theirs, token)
     assert refused.status_code == 400
     missing = app.test_client().post("/play", data={"csrf_token": token, "category": "news"})
     assert missing.status_code == 400  # no secret in the session at all
@@ -184,12 +185,12 @@ def test_a_checked_token_is_refused_under_another_key(app, client):
     with app.app_context():
         factories.example(boundary=3)
     token = csrf_token(client, "/")
-    assert client.post("/play", data={"csrf_token": token, "category": "news"}).status_code == 302
+    assert start_http(client, token).status_code == 302
     # The session cookie stays readable (the old key as a fallback); the token's key is gone.
     old = app.secret_key
     app.secret_key = app.config["SECRET_KEY"] = "a new key for this deployment"
     app.config["SECRET_KEY_FALLBACKS"] = [old]
-    refused = client.post("/play", data={"csrf_token": token, "category": "news"})
+    refused = start_http(client, token)
     assert refused.status_code == 400
 
 
@@ -199,9 +200,9 @@ def test_with_a_time_limit_a_checked_token_still_expires(app, make_app, monkeypa
     timed = make_app(WTF_CSRF_TIME_LIMIT=60)
     client = timed.test_client()
     token = csrf_token(client, "/")
-    assert client.post("/play", data={"csrf_token": token, "category": "news"}).status_code == 302
+    assert start_http(client, token).status_code == 302
     _later(monkeypatch, 120)
-    refused = client.post("/play", data={"csrf_token": token, "category": "news"})
+    refused = start_http(client, token)
     assert refused.status_code == 400
 
 

@@ -15,7 +15,15 @@ from app.models import Example, Player, Round
 from app.research import export_options, exports
 from tests import factories
 from tests.conftest import csrf_token, sign_in
-from tests.game_helpers import answer, others_answer, play_over_http, teaching
+from tests.game_helpers import (
+    answer,
+    answer_http,
+    others_answer,
+    play_over_http,
+    reveal_http,
+    start_http,
+    teaching,
+)
 
 # -- plain words (pure) -----------------------------------------------------------------------
 
@@ -102,17 +110,13 @@ def test_explanations_best_first_votes_once_not_own_only_after_answering(app, te
     voter = app.test_client()
     token = csrf_token(voter)
     # Before answering the text, a vote is refused (the ids are not shown, but may be guessed).
-    voter.post("/play", data={"csrf_token": token, "category": "news"})
+    start_http(voter, token)
     early = voter.post(f"/explanations/{explained[0]}/vote", data={"csrf_token": token})
     assert early.status_code == 400 and "Answer this text yourself" in early.get_data(as_text=True)
     with app.app_context():
         open_id = db.session.scalar(db.select(Round.id).where(Round.guess.is_(None)))
-    voter.post(f"/play/round/{open_id}/next", data={"csrf_token": token, "seen": "1"})
-    voter.post(
-        f"/play/round/{open_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch",
-              "explanation": "My own reason"},
-    )  # fmt: skip
+    reveal_http(voter, token, open_id, 1)
+    answer_http(voter, token, open_id, 2, reasons="hunch", explanation="My own reason")
     page = voter.get(f"/play/round/{open_id}").get_data(as_text=True)
     shown = re.findall(r"/explanations/(\d+)/vote", page)
     assert len(shown) == 3 and "My own reason" not in page.split('id="explanations"')[1]

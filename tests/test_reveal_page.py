@@ -8,9 +8,10 @@ import re
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import Player, Reveal, Round
+from app.models import Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import answer_http, reveal_http, start_http
 from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
 
 FETCH = {"X-Requested-With": "fetch"}
@@ -24,7 +25,7 @@ def _same_but_token(page: str) -> str:
 
 
 def _start(client, token: str) -> int:
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token)
     return int(ROUND_PATH.search(started.headers["Location"]).group(1))
 
 
@@ -41,9 +42,7 @@ def test_a_reveal_shows_the_round_as_its_page_draws_it(app, client):
     token = csrf_token(client)
     round_id = _start(client, token)
     for seen in range(1, 4):  # up to the last sentence, whose form says "all human"
-        shown = client.post(
-            f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen}, headers=FETCH
-        )
+        shown = reveal_http(client, token, round_id, seen, fetch=True)
         assert shown.status_code == 200
         body = shown.get_data(as_text=True)
         assert f"Sentence {seen + 1} of 4" in body and "text 1 of" in body
@@ -70,9 +69,7 @@ def test_a_reveal_of_a_round_outside_a_set(app, client):
         open_round.set_id = None
         db.session.commit()
         round_id = open_round.id
-    shown = client.post(
-        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH
-    )
+    shown = reveal_http(client, token, round_id, 1, fetch=True)
     assert shown.status_code == 200
     body = shown.get_data(as_text=True)
     assert "set-bar" not in body
@@ -116,18 +113,13 @@ def test_an_answered_round_is_not_revealed_further(app, client):
         factories.example(boundary=3, n=4, passage="one")
     token = csrf_token(client)
     round_id = _start(client, token)
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "1", "choice": "human"},
-        headers=FETCH,
-    )  # refused: "human" only at the last sentence
+    # Refused: "human" only at the last sentence.
+    answer_http(client, token, round_id, 1, "human", fetch=True)
     with app.app_context():
         stored = db.session.get(Round, round_id)
         stored.guess, stored.points = 1, 0
         db.session.commit()
-    refused = client.post(
-        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH
-    )
+    refused = reveal_http(client, token, round_id, 1, fetch=True)
     assert refused.status_code == 409 and "already answered" in refused.get_data(as_text=True)
     with app.app_context():
         assert db.session.get(Round, round_id).revealed == 1
@@ -138,35 +130,11 @@ def test_a_plain_form_reveal_redirects_to_the_latest_sentence(app, client):
         factories.example(boundary=3, n=4, passage="one")
     token = csrf_token(client)
     round_id = _start(client, token)
-    moved = client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    moved = reveal_http(client, token, round_id, 1)
     assert moved.status_code == 302
     assert moved.headers["Location"] == f"/play/round/{round_id}#latest"
     with app.app_context():
         assert db.session.get(Round, round_id).revealed == 2
-
-
-def test_another_players_round_and_an_ended_session_are_still_refused(app, client):
-    with app.app_context():
-        for passage in ("one", "two"):
-            factories.example(boundary=3, n=4, passage=passage)
-    token = csrf_token(client)
-    round_id = _start(client, token)
-    url = f"/play/round/{round_id}/next"
-    other = app.test_client()
-    other_token = csrf_token(other)
-    _start(other, other_token)
-    # The other player's row comes with the round (it is the owner's): not theirs, not found.
-    refused = other.post(url, data={"csrf_token": other_token, "seen": "1"}, headers=FETCH)
-    assert refused.status_code == 404
-    with app.app_context():
-        owner = db.session.get(Round, round_id).player_id
-        player = db.session.get(Player, owner)
-        player.session_version += 1  # signed out everywhere
-        db.session.commit()
-    signed_out = client.post(url, data={"csrf_token": token, "seen": "1"}, headers=FETCH)
-    assert signed_out.status_code == 302 and signed_out.headers["Location"] == "/"
-    with app.app_context():
-        assert db.session.get(Round, round_id).revealed == 1
 
 
 def test_a_reveal_in_the_daily_challenge_shows_its_header(daily_app):  # noqa: F811
@@ -175,9 +143,7 @@ def test_a_reveal_in_the_daily_challenge_shows_its_header(daily_app):  # noqa: F
     token = csrf_token(client)
     location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
     round_id = int(ROUND_PATH.search(location).group(1))
-    shown = client.post(
-        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=FETCH
-    )
+    shown = reveal_http(client, token, round_id, 1, fetch=True)
     assert shown.status_code == 200
     body = shown.get_data(as_text=True)
     assert "Daily challenge" in body and "today" in body

@@ -13,7 +13,7 @@ from app.game import insights
 from app.models import Example
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import others_answer
+from tests.game_helpers import others_answer, reveal_http, start_http
 
 N = 10
 MODEL = insights.describe(4, N, {"strategy": "nucleus", "p": 0.5}, None)
@@ -67,12 +67,12 @@ def test_the_splice_says_no_machine_wrote_it():
 
 def _play(client, token: str, flag_at: int | None) -> tuple[int, str]:
     """Start the news text, read on, then flag sentence index `flag_at` (None: "all human")."""
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token)
     assert started.status_code == 302
     round_id = int(re.search(r"/play/round/(\d+)", started.headers["Location"]).group(1))
     last = N if flag_at is None else flag_at + 1
     for seen in range(1, last):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
+        reveal_http(client, token, round_id, seen)
     choice = {"choice": "human"} if flag_at is None else {"choice": "machine", "reasons": "hunch"}
     answered = client.post(
         f"/play/round/{round_id}/answer",

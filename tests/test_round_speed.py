@@ -21,7 +21,7 @@ from app.models import Example, GameSet, Player, Round
 from bench.protocol import Choice, Decide, Reply, play_sets
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import others_answer
+from tests.game_helpers import others_answer, start_http
 
 FETCH = {"X-Requested-With": "fetch"}
 ROUND_PATH = re.compile(r"/play/round/\d+")
@@ -177,12 +177,10 @@ def play_with_script(app, client) -> dict[str, list[list[str]]]:
     """One round as the page's script plays it; the statements of each request, by action."""
     token = csrf_token(client)
     by_action: dict[str, list[list[str]]] = {"start": [], "reveal": [], "answer": []}
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})  # a guest
+    started = start_http(client, token)  # a guest
     url = ROUND_PATH.search(started.headers["Location"]).group(0)
     with statements(app) as seen:
-        started = client.post(
-            "/play", data={"csrf_token": token, "category": "news"}, headers=FETCH
-        )  # the open round again: no new round
+        started = start_http(client, token, fetch=True)  # the open round again: no new round
     by_action["start"].append(list(seen))
     assert started.status_code == 200
     for shown in (1, 2):
@@ -244,7 +242,7 @@ def test_a_round_or_set_loaded_with_its_player_still_checks_the_session(app, cli
         for passage in ("one", "two", "three"):
             factories.example(boundary=3, passage=passage)
     token = csrf_token(client)
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token)
     url = ROUND_PATH.search(started.headers["Location"]).group(0)
     with app.app_context():
         round_ = db.session.scalar(select(Round))
@@ -252,7 +250,7 @@ def test_a_round_or_set_loaded_with_its_player_still_checks_the_session(app, cli
     # Someone else, signed in as a guest of their own, asks for the first player's round and set.
     other = app.test_client()
     other_token = csrf_token(other)
-    other.post("/play", data={"csrf_token": other_token, "category": "news"})
+    start_http(other, other_token)
     assert other.get(url).status_code == 404
     assert other.get(f"/sets/{set_id}").status_code == 404
     revealed = other.post(
@@ -278,14 +276,11 @@ def test_a_round_or_set_loaded_with_its_player_still_checks_the_session(app, cli
         assert db.session.get(Round, round_.id).revealed == 1
 
 
-def test_the_scripts_pages_show_the_set_as_stored(make_app, db_uri):
+def test_the_scripts_pages_show_the_set_as_stored(app_with):
     """Each answer's page, drawn from the objects kept across the commit, shows the set's
     figures as the database holds them, and the last one leads to the summary."""
-    app = make_app(SET_SIZE=3)
+    app = app_with(SET_SIZE=3)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for boundary in (2, 3, 4):
             factories.example(boundary=boundary, passage=f"p{boundary}")
     client = app.test_client()
@@ -321,16 +316,14 @@ def test_a_new_round_is_shown_without_loading_it_again(app, client):
     with app.app_context():
         factories.example(boundary=3)
     token = csrf_token(client)
-    client.post("/play", data={"csrf_token": token, "category": "news"})  # guest and first round
+    start_http(client, token)  # guest and first round
     with app.app_context():
         factories.example(boundary=3, passage="second")
         player_round = db.session.scalar(select(Round))
         player_round.guess = 2
         db.session.commit()
     with statements(app) as seen:
-        started = client.post(
-            "/play", data={"csrf_token": token, "category": "news"}, headers=FETCH
-        )
+        started = start_http(client, token, fetch=True)
     assert started.status_code == 200 and started.headers["X-Round-URL"]
     # On PostgreSQL the round is inserted by a WITH of the start's one statement.
     after_insert = seen[next(i for i, s in enumerate(seen) if "INSERT INTO rounds" in s) :]
@@ -348,7 +341,7 @@ def test_the_access_line_names_the_player_without_a_query(make_app, app, capsys)
     app = make_app()  # built inside the test so its handler writes to the captured stderr
     client = app.test_client()
     token = csrf_token(client)
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token)
     url = started.headers["Location"]
     capsys.readouterr()
     with statements(app) as seen:
@@ -432,7 +425,7 @@ def scripted(*choices: Choice) -> Decide:
 
 
 def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(
-    make_app, db_uri, tmp_path, monkeypatch
+    app_with, db_uri, tmp_path, monkeypatch
 ):
     """A set of two texts played with the page's script (the requests `bench/web_load.py`
     sends), each request's statements and round trips within its budget in tests/budgets.toml."""
@@ -440,11 +433,8 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(
     # after it, once more from the start: one statement more, by chance. The budgets are for the
     # first walk, so the point is fixed at the start of the range.
     monkeypatch.setattr(starts.random, "random", lambda: 0.0)
-    app = make_app(SET_SIZE=2)
+    app = app_with(SET_SIZE=2)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for boundary in (2, 3, 4, 5):
             factories.example(boundary=boundary, passage=f"p{boundary}")
         # Others' answers, so that the answer's page shows the spread and explanations.

@@ -16,7 +16,7 @@ from app.game import starts
 from app.models import Example, GameSet, PassageRead, Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import play_over_http
+from tests.game_helpers import answer_http, play_over_http, reveal_http, start_http
 from tests.test_reveal_page import FETCH, _same_but_token
 
 # What may differ between two players' rounds started the same way.
@@ -24,22 +24,15 @@ OWN = {"id", "player_id", "example_id", "set_id", "started_at", "share_token"}
 
 
 @pytest.fixture
-def sets_of_three(make_app, db_uri):
+def sets_of_three(app_with):
     """Sets of 3 texts; 4 news texts and a sports text (the lowest id, so a pick from the start
     of the range would take it if the category were ignored)."""
-    app = make_app(SET_SIZE=3)
+    app = app_with(SET_SIZE=3)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         factories.example(boundary=3, category_slug="sports", passage="s")
         for number in range(4):
             factories.example(boundary=2 + number, passage=f"n{number}")
-    yield app
-    with app.app_context():
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
+    return app
 
 
 def _next_path(client, round_id: int) -> str:
@@ -89,13 +82,10 @@ def test_play_and_next_text_store_the_round_and_draw_its_page(sets_of_three, cat
     app = sets_of_three
     client = app.test_client()
     token = csrf_token(client)
-    started = client.post("/play", data={"csrf_token": token, "category": category}, headers=FETCH)
+    started = start_http(client, token, category, fetch=True)
     first = _drawn_as_its_page(client, started, "text 1 of 3")
-    client.post(f"/play/round/{first}/next", data={"csrf_token": token, "seen": "1"})
-    answered = client.post(
-        f"/play/round/{first}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch"},
-    )
+    reveal_http(client, token, first, 1)
+    answered = answer_http(client, token, first, 2, reasons="hunch")
     assert answered.status_code == 302
     shown = _next_text(client, token, _next_path(client, first))
     round_id = _drawn_as_its_page(client, shown, "text 2 of 3")
@@ -184,12 +174,9 @@ def test_a_round_opened_meanwhile_is_served(sets_of_three, monkeypatch):
         assert db.session.scalar(select(func.count()).select_from(PassageRead)) == read_before
 
 
-def test_an_empty_pool_is_refused_and_stores_nothing(make_app, db_uri):
-    app = make_app(SET_SIZE=3)
+def test_an_empty_pool_is_refused_and_stores_nothing(app_with):
+    app = app_with(SET_SIZE=3)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         factories.example(boundary=3, passage="only")
         factories.example(boundary=3, category_slug="sports", passage="other")
     client = app.test_client()
@@ -201,9 +188,6 @@ def test_an_empty_pool_is_refused_and_stores_nothing(make_app, db_uri):
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Round)) == 1
         assert db.session.scalar(select(func.count()).select_from(Reveal)) == 2
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
 
 
 def test_a_finished_set_leads_to_its_summary(sets_of_three):
@@ -226,7 +210,7 @@ def test_play_continues_the_open_set(sets_of_three):
     client = app.test_client()
     token = csrf_token(client)
     first = play_over_http(client, token, 1)
-    shown = client.post("/play", data={"csrf_token": token, "category": "news"}, headers=FETCH)
+    shown = start_http(client, token, fetch=True)
     assert shown.status_code == 200
     url = shown.headers["X-Round-URL"]
     body = shown.get_data(as_text=True)
@@ -258,7 +242,7 @@ def test_a_set_made_meanwhile_is_joined(sets_of_three, monkeypatch):
         theirs.append(made.id)
 
     outcome = _another_tab_first(monkeypatch, another_tab)
-    started = client.post("/play", data={"csrf_token": token, "category": "news"}, headers=FETCH)
+    started = start_http(client, token, fetch=True)
     assert started.status_code == 200 and "text 1 of 3" in started.text
     assert outcome[0] is None and outcome[1].set_id == theirs[0]  # refused, then in theirs
     with app.app_context():

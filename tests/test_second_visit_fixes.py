@@ -17,7 +17,7 @@ from app.models import Example, Player, Round
 from tests import factories
 from tests import test_sets_and_daily as shared
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, play_over_http
+from tests.game_helpers import answer, answer_http, play_over_http, reveal_http, start_http
 from tests.test_accounts import login, signup
 from tests.test_honest_numbers import play_daily_exactly
 from tests.test_sets_and_daily import DAY
@@ -51,20 +51,13 @@ def test_the_board_links_only_public_profiles(app, client):
 
 
 @pytest.fixture
-def two_categories(make_app, db_uri):
-    app = make_app(SET_SIZE=2)
+def two_categories(app_with):
+    app = app_with(SET_SIZE=2)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for i in range(6):
             factories.example(boundary=3 + i % 3, category_slug="news")
             factories.example(boundary=3 + i % 3, category_slug="stories")
-    yield app
-    with app.app_context():
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
+    return app
 
 
 def category_of(app, round_id: int) -> str:
@@ -74,11 +67,8 @@ def category_of(app, round_id: int) -> str:
 
 def flag_third(client, token: str, round_id: int) -> None:
     for seen in (1, 2):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen})
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": 3, "choice": "machine", "reasons": "hunch"},
-    )
+        reveal_http(client, token, round_id, seen)
+    answer_http(client, token, round_id, 3, reasons="hunch")
 
 
 def main_button(page: str) -> str:
@@ -89,14 +79,14 @@ def test_the_chosen_category_sticks_across_rounds_and_sets(two_categories):
     app = two_categories
     client = app.test_client()
     token = csrf_token(client)
-    started = client.post("/play", data={"csrf_token": token, "category": "stories"})
+    started = start_http(client, token, "stories")
     first = int(ROUND_RE.search(started.headers["Location"]).group(1))
     assert category_of(app, first) == "stories"
     flag_third(client, token, first)
     # Home in the middle of the set: "Continue your set" keeps the category.
     home = client.get("/").get_data(as_text=True)
     assert "Continue your set" in home and main_button(home) == "stories"
-    resumed = client.post("/play", data={"csrf_token": token, "category": main_button(home)})
+    resumed = start_http(client, token, main_button(home))
     second = int(ROUND_RE.search(resumed.headers["Location"]).group(1))
     assert category_of(app, second) == "stories"
     flag_third(client, token, second)
@@ -104,7 +94,7 @@ def test_the_chosen_category_sticks_across_rounds_and_sets(two_categories):
     summary_path = re.search(r'href="(/sets/\d+)"', page).group(1)
     summary = client.get(summary_path).get_data(as_text=True)
     assert "Play another set · Stories" in summary and main_button(summary) == "stories"
-    another = client.post("/play", data={"csrf_token": token, "category": main_button(summary)})
+    another = start_http(client, token, main_button(summary))
     third = int(ROUND_RE.search(another.headers["Location"]).group(1))
     assert category_of(app, third) == "stories"
     flag_third(client, token, third)

@@ -15,7 +15,7 @@ from app.game import daily, daily_texts
 from app.models import DailyChallenge, Example, GameSet, Player, Round
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import play_over_http
+from tests.game_helpers import answer_http, play_over_http, reveal_http, start_http
 
 DAY = date(2026, 11, 20)
 ROUND_RE = re.compile(r"/play/round/(\d+)")
@@ -68,20 +68,13 @@ def test_share_text_shows_only_points_per_text():
 
 
 @pytest.fixture
-def small_sets(make_app, db_uri):
+def small_sets(app_with):
     """An app whose sets have 3 texts, with 5 news texts of separate passages."""
-    app = make_app(SET_SIZE=3)
+    app = app_with(SET_SIZE=3)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for boundary in (2, 3, 4, 5, 10):
             factories.example(boundary=boundary)
-    yield app
-    with app.app_context():
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
+    return app
 
 
 def test_a_set_runs_to_its_summary(small_sets):
@@ -176,14 +169,11 @@ def test_no_machine_call_on_the_first_sentence(app, client):
     with app.app_context():
         factories.example(boundary=1)
     token = csrf_token(client)
-    response = client.post("/play", data={"csrf_token": token, "category": "news"})
+    response = start_http(client, token)
     round_id = int(ROUND_RE.search(response.headers["Location"]).group(1))
     page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     assert "A machine wrote this one" not in page and "always written by a person" in page
-    refused = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "1", "choice": "machine", "reasons": "hunch"},
-    )
+    refused = answer_http(client, token, round_id, 1, reasons="hunch")
     assert refused.status_code == 400
     with app.app_context():
         assert db.session.get(Round, round_id).guess is None
@@ -193,14 +183,11 @@ def test_no_machine_call_on_the_first_sentence(app, client):
 
 
 @pytest.fixture
-def daily_app(make_app, db_uri):
+def daily_app(app_with):
     """Ten held-back texts (two days' worth: each day one all-human text and two machine texts
     turning early and two late) and a clock set to DAY."""
-    app = make_app(TODAY_OVERRIDE=DAY, DAILY_WARN_DAYS=3)
+    app = app_with(TODAY_OVERRIDE=DAY, DAILY_WARN_DAYS=3)
     with app.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for i in range(10):
             factories.example(
                 boundary=10 if i % 5 == 0 else (3, 8)[i % 5 > 2],
@@ -209,11 +196,7 @@ def daily_app(make_app, db_uri):
                 kind="daily",
             )
         factories.example(boundary=4, passage="normal-play")
-    yield app
-    with app.app_context():
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
+    return app
 
 
 def play_daily(client, token: str) -> list[int]:
@@ -223,12 +206,9 @@ def play_daily(client, token: str) -> list[int]:
     while match := ROUND_RE.search(location):
         round_id = int(match.group(1))
         played.append(round_id)
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "2"})
-        client.post(
-            f"/play/round/{round_id}/answer",
-            data={"csrf_token": token, "seen": "3", "choice": "machine", "reasons": "hunch"},
-        )
+        reveal_http(client, token, round_id, 1)
+        reveal_http(client, token, round_id, 2)
+        answer_http(client, token, round_id, 3, reasons="hunch")
         page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
         onward = re.search(r'action="(/sets/\d+/next)"', page)
         if not onward:
@@ -316,14 +296,8 @@ def test_share_card_reveals_nothing_about_boundaries(daily_app):
             # Both are too early (0 points), flagging different sentences.
             flag = max(1, boundary - 1 - flag_after)
             for seen in range(1, flag + 1):
-                client.post(
-                    f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)}
-                )
-            client.post(
-                f"/play/round/{round_id}/answer",
-                data={"csrf_token": token, "seen": str(flag + 1), "choice": "machine",
-                      "reasons": "hunch"},
-            )  # fmt: skip
+                reveal_http(client, token, round_id, seen)
+            answer_http(client, token, round_id, flag + 1, reasons="hunch")
             page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
             onward = re.search(r'action="(/sets/\d+/next)"', page)
             if not onward:
@@ -337,7 +311,7 @@ def test_share_card_reveals_nothing_about_boundaries(daily_app):
 def test_finish_the_open_text_before_the_challenge(daily_app):
     client = daily_app.test_client()
     token = csrf_token(client)
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token)
     open_round = started.headers["Location"]
     refused = client.post("/daily/start", data={"csrf_token": token})
     assert refused.status_code == 302 and refused.headers["Location"] == open_round

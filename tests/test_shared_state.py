@@ -19,7 +19,7 @@ from app.config import (
     per_host_key_warning,
     shared_state_warning,
 )
-from app.extensions import db, limiter
+from app.extensions import limiter
 from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import play_over_http
@@ -108,7 +108,7 @@ def test_the_environment_key_wins_and_an_empty_key_file_is_refused(monkeypatch, 
 
 
 @pytest.fixture
-def redis_down_app(make_app, db_uri, monkeypatch, tmp_path):
+def redis_down_app(app_with, monkeypatch, tmp_path):
     """The app as production configures it for a REDIS_URL at which nothing answers."""
     with socket.socket() as probe:  # a port that was free a moment ago: connections are refused
         probe.bind(("127.0.0.1", 0))
@@ -116,18 +116,11 @@ def redis_down_app(make_app, db_uri, monkeypatch, tmp_path):
     monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{port}/0")
     config = build_config(tmp_path)
     shared = {name: config[name] for name in config if name.startswith(("RATELIMIT_", "CACHE_"))}
-    application = make_app(**shared, LOGIN_RATE_LIMIT="3 per minute")
+    application = app_with(**shared, LOGIN_RATE_LIMIT="3 per minute")
     with application.app_context():
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
-        db.create_all()
         for i in range(3):
             factories.example(boundary=3, passage=f"p{i}")
     yield application
-    with application.app_context():
-        db.session.remove()
-        if db_uri.startswith("postgresql"):
-            db.drop_all()
     # The limiter is one object for every app of this test run: let the next ones start afresh.
     limiter._storage_dead = False
 

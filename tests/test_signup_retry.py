@@ -15,6 +15,7 @@ from app.extensions import db
 from app.models import BoardTotal, Player
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import reveal_http
 from tests.test_accounts import signup
 from tests.test_answer_deadlock import act_as_deadlock_victim
 from tests.test_game_http import client_answer, start
@@ -29,7 +30,7 @@ def test_sign_up_aborted_as_a_deadlock_victim_is_retried_and_the_guest_keeps_eve
         factories.example(boundary=1)
     round_id = start(client)
     token = csrf_token(client)
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    reveal_http(client, token, round_id, 1)
     client_answer(client, round_id, token, seen=2)  # the boundary: 5 points
     with app.app_context():
         guest_id = db.session.scalar(select(Player.id))

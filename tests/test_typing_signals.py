@@ -15,6 +15,7 @@ from app.game.typing_signals import MAX_TYPED_CHARS, MAX_TYPING_MS, Typing, pars
 from app.models import Round
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import reveal_http, start_http
 
 WORDS = "The sentence names a city that the story placed elsewhere."
 
@@ -50,10 +51,10 @@ def test_no_explanation_keeps_nothing():
 
 
 def _round_at(client, token: str, shown: int = 4) -> int:
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token)
     round_id = int(re.search(r"/play/round/(\d+)", started.headers["Location"]).group(1))
     for seen in range(1, shown):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen})
+        reveal_http(client, token, round_id, seen)
     return round_id
 
 

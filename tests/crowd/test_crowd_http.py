@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study
+from tests.game_helpers import answer_http, reveal_http, start_http
 from tests.test_reveal_page import FETCH, _same_but_token
 
 PROLIFIC = "/study/pilot?PROLIFIC_PID=5f1a2b3c&STUDY_ID=st1&SESSION_ID=sess1"
@@ -53,7 +54,7 @@ def play_round_http(client, token, careful: bool = True, slug: str = "pilot"):
         if seen == 10:
             data = {"choice": "human"}
             break
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
+        reveal_http(client, token, round_id, seen)
         seen += 1
     answered = client.post(
         f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(seen), **data}
@@ -116,9 +117,7 @@ def test_worker_cannot_answer_someone_elses_round(app, client):
     other = app.test_client()
     join_http(other, "/study/pilot?PROLIFIC_PID=other77&SESSION_ID=s2")
     other_token = csrf_token(other)
-    response = other.post(
-        f"/play/round/{round_id}/next", data={"csrf_token": other_token, "seen": "1"}
-    )
+    response = reveal_http(other, other_token, round_id, 1)
     assert response.status_code == 404
     with app.app_context():
         assert db.session.get(Round, round_id).revealed == 1
@@ -145,7 +144,7 @@ def test_public_game_sends_crowd_workers_back_to_their_study(app, client):
     setup_study(app)
     join_http(client)
     token = csrf_token(client)
-    response = client.post("/play", data={"csrf_token": token, "category": "news"})
+    response = start_http(client, token)
     assert response.headers["Location"].endswith("/study/current")
 
 
@@ -188,10 +187,7 @@ def test_mturk_completion_posts_back_to_mturk(app, client):
         location = client.post("/study/turk/next", data={"csrf_token": token}).headers["Location"]
         round_id = int(re.search(r"/play/round/(\d+)", location).group(1))
         read_on(client, round_id, token)
-        client.post(
-            f"/play/round/{round_id}/answer",
-            data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
-        )
+        answer_http(client, token, round_id, 2, reasons="generic")
     done = client.get("/study/turk/done")
     body = done.get_data(as_text=True)
     assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in body
@@ -231,7 +227,7 @@ def first_normal_round(client, token):
 
 
 def read_on(client, round_id, token):
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    reveal_http(client, token, round_id, 1)
 
 
 def test_ratings_after_the_reveal_are_required_before_moving_on(app, client):
@@ -239,10 +235,7 @@ def test_ratings_after_the_reveal_are_required_before_moving_on(app, client):
     join_http(client)
     token = csrf_token(client)
     round_id = first_normal_round(client, token)
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
-    )
+    answer_http(client, token, round_id, 2, reasons="generic")
     result = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     assert 'name="rating_fluency"' in result and "How fluent is the flagged sentence?" in result
     missing = client.post(

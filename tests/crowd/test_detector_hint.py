@@ -17,6 +17,7 @@ from app.research import export_options, exports
 from tests.conftest import csrf_token
 from tests.crowd.helpers import answer, join, make_pool, make_study, study_round
 from tests.crowd.test_crowd_http import join_http
+from tests.game_helpers import reveal_http
 
 ARMS = [
     {"name": "alone"},
@@ -115,7 +116,7 @@ def test_hint_words_reach_the_page_for_revealed_sentences_only(app, tmp_path):
         response = client.post("/study/pilot/next", data={"csrf_token": token})
         round_id = int(re.search(r"/play/round/(\d+)", response.headers["Location"]).group(1))
         for seen in (1, 2):
-            client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen})
+            reveal_http(client, token, round_id, seen)
         with app.app_context():
             condition = db.session.get(Round, round_id).condition
         pages[condition] = client.get(f"/play/round/{round_id}").get_data(as_text=True)

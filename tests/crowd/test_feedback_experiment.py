@@ -38,6 +38,7 @@ from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.test_crowd_http import join_http
 from tests.crowd.test_study_cli import create
+from tests.game_helpers import reveal_http
 
 pytestmark = pytest.mark.skipif(mixed.r_available() is None, reason="R with lme4 is not installed")
 
@@ -142,9 +143,7 @@ def play_round(app, client, clock, worker: Worker) -> int | None:
         flag = worker.rng.choice([g for g in range(1, n) if g != truth])
     for seen in range(1, flag + 1):
         clock.advance(4.0)
-        step = client.post(
-            f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)}
-        )
+        step = reveal_http(client, token, round_id, seen)
         assert step.status_code in (200, 302), step.get_data(as_text=True)
     clock.advance(4.0)
     answer = {"choice": "machine", "explanation": "The topic drifts here."}

@@ -20,6 +20,7 @@ from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
 from tests.factories import Clock
+from tests.game_helpers import reveal_http
 
 # -- the scripted study ------------------------------------------------------------------------
 
@@ -62,9 +63,7 @@ def play_all(
             if not check and seen == 3:
                 data = {"choice": "machine", "explanation": texts[len(played) % len(texts)]}
                 break
-            client.post(
-                f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)}
-            )
+            reveal_http(client, token, round_id, seen)
             seen += 1
         answered = client.post(
             f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(seen), **data}

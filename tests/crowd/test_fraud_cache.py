@@ -11,6 +11,7 @@ from app.game import answers, reveals
 from app.models import Participant, Player
 from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import join, make_pool, make_study, study_round
+from tests.game_helpers import answer_http, reveal_http
 
 COPIED = "The second paragraph invents a mayor who was never mentioned in the opening lines."
 
@@ -67,16 +68,13 @@ def test_a_new_answer_shows_in_the_flags_at_the_next_load(app):
         assert fraud_report.study_flags(study) == fraud_report.compute_flags(study)
 
 
-def answer_http(client) -> None:
+def play_study_round(client) -> None:
     token = csrf_token(client)
     response = client.post("/study/pilot/next", data={"csrf_token": token})
     round_id = int(response.headers["Location"].rsplit("/", 1)[1])
     for seen in (1, 2, 3):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
-    answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "4", "choice": "machine", "explanation": "odd"},
-    )
+        reveal_http(client, token, round_id, seen)
+    answered = answer_http(client, token, round_id, 4, explanation="odd")
     assert answered.status_code == 302, answered.get_data(as_text=True)
 
 
@@ -89,11 +87,11 @@ def test_a_second_id_in_a_shared_browser_shows_at_the_next_load(client, app):
         make_pool(normal=12, human=4)
         make_study(rounds=4, attention_check_rate=0)
     join_http(client, "/study/pilot?PROLIFIC_PID=one&STUDY_ID=st&SESSION_ID=s1")
-    answer_http(client)
+    play_study_round(client)
     with app.app_context():
         assert fraud_report.study_flags(lookup.get_study("pilot")) == []
     join_http(client, "/study/pilot?PROLIFIC_PID=two&STUDY_ID=st&SESSION_ID=s2")
-    answer_http(client)
+    play_study_round(client)
     with app.app_context():
         flagged = {w.worker_id: w for w in fraud_report.study_flags(lookup.get_study("pilot"))}
         assert set(flagged) == {"one", "two"}

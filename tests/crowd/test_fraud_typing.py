@@ -15,6 +15,7 @@ from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
 from tests.factories import Clock
+from tests.game_helpers import reveal_http
 
 TEXT = "The third sentence moves the whole story to another country without any warning at all."
 # Each worker writes their own (alike ones would be flagged as copied).
@@ -65,7 +66,7 @@ def _play(app, client, clock: Clock, worker: str, typing: dict[str, str]) -> lis
         round_id = int(found.group(1))
         for seen in (1, 2):
             clock.advance(8.0)  # read at a human pace: not faster than reading
-            client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": seen})
+            reveal_http(client, token, round_id, seen)
         clock.advance(25.0)
         answer = {"csrf_token": token, "seen": "3", "choice": "machine", "explanation": OWN[worker]}
         answered = client.post(f"/play/round/{round_id}/answer", data=answer | typing)

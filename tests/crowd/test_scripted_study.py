@@ -37,6 +37,7 @@ from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.test_crowd_http import join_http
 from tests.crowd.test_study_cli import STUDY_TOML, create
+from tests.game_helpers import answer_http, reveal_http
 
 TOML = (
     STUDY_TOML.replace("target_per_example = 2", "target_per_example = 3\ntime_limit_minutes = 30")
@@ -106,9 +107,7 @@ def play(app, client, clock, style: str, texts: list[str], most: int = 99) -> li
                 data = None
             if data is not None:
                 break
-            client.post(
-                f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)}
-            )
+            reveal_http(client, token, round_id, seen)
             seen += 1
         answered = client.post(
             f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(seen), **data}
@@ -159,15 +158,12 @@ def run_study(app, runner, clock, tmp_path) -> dict:
     token = csrf_token(slow)
     open_at = slow.post("/study/pilot/next", data={"csrf_token": token}).headers["Location"]
     round_id = int(re.search(r"/play/round/(\d+)", open_at).group(1))
-    slow.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    reveal_http(slow, token, round_id, 1)
     clock.advance(31 * 60)
-    refused = slow.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "2"})
+    refused = reveal_http(slow, token, round_id, 2)
     assert refused.status_code == 409
     assert "The time for this study (30 minutes) has run out" in refused.text  # not a bare refusal
-    late = slow.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "explanation": "late"},
-    )
+    late = answer_http(slow, token, round_id, 2, explanation="late")
     assert late.status_code == 409
 
     # Two participant ids from one browser.

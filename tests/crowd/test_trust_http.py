@@ -14,6 +14,7 @@ from app.models import Participant, ParticipantStatus, Round
 from tests.conftest import csrf_token
 from tests.crowd.helpers import join, make_pool, make_study, study_round
 from tests.crowd.test_crowd_http import PROLIFIC, join_http, play_round_http, setup_study
+from tests.game_helpers import answer_http, reveal_http
 
 QUESTIONS = [
     {"question": "Who wrote the first sentence?", "options": ["A person", "A machine"],
@@ -44,11 +45,8 @@ def first_round(client, token, slug="pilot"):
 
 def answer_human(client, token, round_id):
     for seen in range(1, 10):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
-    return client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "10", "choice": "human"},
-    )
+        reveal_http(client, token, round_id, seen)
+    return answer_http(client, token, round_id, 10, "human")
 
 
 def test_comprehension_questions_come_before_any_round_and_allow_two_tries(app, client):
@@ -124,11 +122,8 @@ def test_ratings_cannot_be_skipped_by_any_path(app, client):
         data={"csrf_token": token, "round_id": str(round_id), "rating_fluency": "3"},
     )
     second = int(re.search(r"/play/round/(\d+)", rated.headers["Location"]).group(1))
-    client.post(f"/play/round/{second}/next", data={"csrf_token": token, "seen": "1"})
-    client.post(
-        f"/play/round/{second}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
-    )
+    reveal_http(client, token, second, 1)
+    answer_http(client, token, second, 2, reasons="generic")
     assert participant(app).status == ParticipantStatus.completed
     # The last round too: no code before its ratings.
     assert client.get("/study/pilot/done").headers["Location"].endswith("/study/pilot/continue")
@@ -146,13 +141,8 @@ def test_hidden_feedback_shows_neither_truth_nor_points(app, client):
     join_http(client)
     token = csrf_token(client)
     round_id = first_round(client, token)
-    client.post(
-        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}
-    )  # two sentences seen
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
-    )
+    reveal_http(client, token, round_id, 1)  # two sentences seen
+    answer_http(client, token, round_id, 2, reasons="generic")
     page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     assert "Your answer is recorded" in page and "You said a machine wrote sentence 2" in page
     shown = page.split("<main", 1)[1]  # the page itself, not its meta description
@@ -177,15 +167,12 @@ def test_time_limit_ends_the_study_and_refuses_late_answers(app, client):
     join_http(client)
     token = csrf_token(client)
     round_id = first_round(client, token)
-    client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    reveal_http(client, token, round_id, 1)
     with app.app_context():
         found = db.session.scalar(select(Participant))
         found.started_at -= timedelta(minutes=31)
         db.session.commit()
-    late = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "generic"},
-    )
+    late = answer_http(client, token, round_id, 2, reasons="generic")
     assert late.status_code == 409 and "time for this study has run out" in late.get_data(True)
     with app.app_context():
         assert db.session.get(Round, round_id).guess is None
@@ -279,7 +266,7 @@ def test_a_worker_out_of_time_reveals_no_more(app, client):
         found = db.session.scalar(select(Participant))
         found.started_at -= timedelta(minutes=31)
         db.session.commit()
-    late = client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
+    late = reveal_http(client, token, round_id, 1)
     assert late.status_code == 409 and "has run out" in late.get_data(as_text=True)
     with app.app_context():
         assert db.session.get(Round, round_id).revealed == 1  # nothing more was shown

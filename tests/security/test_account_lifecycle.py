@@ -23,6 +23,7 @@ from app.models import (
 )
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import answer_http, reveal_http
 from tests.security.helpers import PASSWORD, post_form
 from tests.test_accounts import login, signup
 from tests.test_game_http import start
@@ -33,17 +34,8 @@ def _play_two_rounds(client) -> None:
     token = csrf_token(client)
     for _ in range(2):
         round_id = start(client)
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"})
-        client.post(
-            f"/play/round/{round_id}/answer",
-            data={
-                "csrf_token": token,
-                "seen": "2",
-                "choice": "machine",
-                "reasons": "grammar",
-                "explanation": "My secret thought",
-            },
-        )
+        reveal_http(client, token, round_id, 1)
+        answer_http(client, token, round_id, 2, reasons="grammar", explanation="My secret thought")
 
 
 def _setup(app, client, consent: bool) -> int:

@@ -10,6 +10,7 @@ from itsdangerous import TimestampSigner
 from tests import factories
 from tests.conftest import CSRF_RE, csrf_token
 from tests.crowd.helpers import make_pool, make_study
+from tests.game_helpers import start_http
 from tests.security.helpers import PASSWORD
 from tests.test_accounts import login, signup
 
@@ -60,7 +61,7 @@ def test_a_checked_post_answers_with_the_token_it_sent_and_no_other(app, client,
     token = csrf_token(client, "/")
     # From here a newly signed token would differ from `token` (it carries its signing time).
     monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda signer: int(time.time()) + 100)
-    started = client.post("/play", data={"csrf_token": token, "category": "news"})
+    started = start_http(client, token)
     assert started.status_code == 302
     url = started.headers["Location"]
     fetch = {"X-Requested-With": "fetch"}

@@ -24,6 +24,7 @@ from app.research.export_options import ExportOptions
 from app.research.exports import export
 from tests import factories
 from tests.conftest import csrf_token
+from tests.game_helpers import answer_http, reveal_http, start_http
 from tests.test_accounts import login, signup
 
 DEMO = PROJECT_ROOT / "data" / "demo" / "examples.jsonl"
@@ -189,20 +190,12 @@ def test_unlisted_player_is_flagged_in_research_and_exports_and_can_be_restored(
 
 def _play_http(client, guess_index: int | None, token: str) -> int:
     """Start a round over HTTP and flag sentence `guess_index` right away (None: sentence 1)."""
-    start = client.post("/play", data={"csrf_token": token, "category": "news"})
+    start = start_http(client, token)
     round_id = int(start.headers["Location"].rsplit("/", 1)[1])
     target = guess_index or 1
     for seen in range(1, target + 1):
-        client.post(f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": str(seen)})
-    client.post(
-        f"/play/round/{round_id}/answer",
-        data={
-            "csrf_token": token,
-            "seen": str(target + 1),
-            "choice": "machine",
-            "reasons": "grammar",
-        },
-    )
+        reveal_http(client, token, round_id, seen)
+    answer_http(client, token, round_id, target + 1, reasons="grammar")
     return round_id
 
 
