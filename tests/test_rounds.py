@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from app.errors import BadRequest, Conflict, NotFound
+from app.errors import BadRequest
 from app.extensions import db
 from app.game import answers, reveals, starts
-from app.models import CategoryTotal, Example, PlayerTotal, Reveal, Round
+from app.models import CategoryTotal, Example, PlayerTotal, Round
 from tests import factories
 
 
@@ -46,29 +46,6 @@ def test_reveal_one_at_a_time_with_server_timestamps(ctx):
     times = [r.revealed_at for r in round_.reveals]
     assert [r.sentence_index for r in round_.reveals] == [0, 1, 2]
     assert times == sorted(times) and all(t.tzinfo is not None for t in times)
-
-
-def test_stale_or_repeated_reveal_is_refused_and_changes_nothing(ctx):
-    factories.example(boundary=4)
-    player = factories.player()
-    round_ = factories.started(player, "news")
-    reveals.reveal_next(player, round_.id, 1)
-    with pytest.raises(Conflict):
-        reveals.reveal_next(player, round_.id, 1)  # a double click: same "seen" again
-    with pytest.raises(Conflict):
-        reveals.reveal_next(player, round_.id, 5)  # skipping ahead
-    db.session.refresh(round_)
-    assert round_.revealed == 2
-    assert db.session.scalar(select(func.count()).select_from(Reveal)) == 2
-
-
-def test_cannot_reveal_past_the_end(ctx):
-    factories.example(boundary=3, n=3)
-    player = factories.player()
-    round_ = factories.started(player, "news")
-    reveal_until(player, round_, 3)
-    with pytest.raises(Conflict):
-        reveals.reveal_next(player, round_.id, 3)
 
 
 @pytest.mark.parametrize(
@@ -122,43 +99,6 @@ def test_reasons_are_kept_in_canonical_order_without_duplicates():
     assert answer.reasons == ["grammar", "generic"]
 
 
-def test_answering_twice_keeps_the_first_answer(ctx):
-    factories.example(boundary=2)
-    player = factories.player()
-    round_ = factories.started(player, "news")
-    reveal_until(player, round_, 3)
-    first = answers.submit_answer(player, round_.id, machine(3))
-    with pytest.raises(answers.AlreadyAnswered) as again:
-        answers.submit_answer(player, round_.id, machine(3, reasons=("grammar",)))
-    assert again.value.round.points == first.points
-    assert db.session.get(Round, round_.id).reasons == ["repetition"]
-    total = db.session.get(PlayerTotal, player.id)
-    assert total.rounds == 1 and total.points == first.points
-
-
-def test_answer_with_a_stale_page_is_refused(ctx):
-    factories.example(boundary=2)
-    player = factories.player()
-    round_ = factories.started(player, "news")
-    reveal_until(player, round_, 3)
-    with pytest.raises(Conflict):
-        answers.submit_answer(player, round_.id, machine(2))  # claims only 2 were shown
-    db.session.refresh(round_)
-    assert round_.guess is None
-
-
-def test_someone_elses_round_is_not_found(ctx):
-    factories.example(boundary=2)
-    owner, intruder = factories.player(), factories.player()
-    round_ = factories.started(owner, "news")
-    with pytest.raises(NotFound):
-        reveals.reveal_next(intruder, round_.id, 1)
-    with pytest.raises(NotFound):
-        answers.submit_answer(intruder, round_.id, machine(1))
-    db.session.refresh(round_)
-    assert round_.revealed == 1 and round_.guess is None
-
-
 def test_start_resumes_the_open_round(ctx):
     factories.example(boundary=2)
     factories.example(boundary=3)
@@ -183,18 +123,8 @@ def test_never_the_same_text_twice_then_a_clear_message(ctx):
         factories.started(player, "news")
     other = factories.started(player, "random")
     assert other.example.category.slug == "stories"
-    assert [r.order_index for r in db.session.scalars(select(Round).order_by(Round.id))] == [
-        1,
-        2,
-        3,
-        4,
-    ]
-
-
-def test_unknown_category_is_not_found(ctx):
-    player = factories.player()
-    with pytest.raises(NotFound):
-        factories.started(player, "poetry")
+    orders = db.session.scalars(select(Round.order_index).order_by(Round.id)).all()
+    assert orders == [1, 2, 3, 4]
 
 
 def test_least_annotated_examples_come_first(ctx):
