@@ -74,6 +74,22 @@ def round_id_of(response) -> int:
     return int(found.group(1))
 
 
+TOKEN_RE = re.compile(r'name="csrf_token" value="[^"]+"')
+
+
+def same_but_token(page: str) -> str:
+    """The page with its forms' CSRF tokens blanked: a GET signs a new token for its forms, a post
+    reuses the one it checked; both are valid."""
+    return TOKEN_RE.sub('name="csrf_token" value="-"', page)
+
+
+def as_its_page_draws_it(client, round_id: int, query: str = "") -> str:
+    """The round's HTML as the page's script asks for it (`same_but_token`)."""
+    page = client.get(f"/play/round/{round_id}{query}", headers=FETCH)
+    assert page.status_code == 200
+    return same_but_token(page.get_data(as_text=True))
+
+
 def start_http(
     client, token: str, category: str = "news", path: str = "/play", fetch=False, **more
 ):

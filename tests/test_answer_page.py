@@ -23,9 +23,16 @@ from app.models import (
 from app.models.base import utcnow
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import others_answer, reveal_http, teaching
-from tests.test_reveal_page import FETCH, ROUND_PATH, _same_but_token, _start
-from tests.test_sets_and_daily import daily_app  # noqa: F401  (a fixture)
+from tests.game_helpers import (
+    FETCH,
+    as_its_page_draws_it,
+    others_answer,
+    reveal_http,
+    round_id_of,
+    same_but_token,
+    start_http,
+    teaching,
+)
 
 
 def _read_to(client, token: str, round_id: int, shown: int) -> None:
@@ -43,10 +50,8 @@ def _answer(client, token: str, round_id: int, shown: int, choice: str, headers=
     return client.post(f"/play/round/{round_id}/answer", data=data, headers=headers)
 
 
-def _as_its_page_draws_it(client, round_id: int) -> str:
-    page = client.get(f"/play/round/{round_id}", headers=FETCH)
-    assert page.status_code == 200
-    return _same_but_token(page.get_data(as_text=True))
+def _start(client, token: str) -> int:
+    return round_id_of(start_http(client, token))
 
 
 # (boundary, sentences shown when answering, choice): exact, late, early, all human (right and
@@ -63,7 +68,7 @@ CASES = [
 
 @pytest.mark.parametrize(("boundary", "shown", "choice"), CASES)
 @pytest.mark.parametrize("others", [True, False], ids=["with-others", "first-reader"])
-def test_an_answer_shows_the_round_as_its_page_draws_it(
+def test_an_answer_shows_the_roundas_its_page_draws_it(
     app, client, boundary, shown, choice, others
 ):
     with app.app_context():
@@ -84,7 +89,7 @@ def test_an_answer_shows_the_round_as_its_page_draws_it(
         assert "Where other players flagged it" in body and "What other players noticed" in body
     else:
         assert "you are the first" in body
-    assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
+    assert same_but_token(body) == as_its_page_draws_it(client, round_id)
 
 
 def test_an_answer_outside_a_set_and_one_that_does_not_count(app, client):
@@ -109,7 +114,7 @@ def test_an_answer_outside_a_set_and_one_that_does_not_count(app, client):
     assert answered.status_code == 200
     body = answered.get_data(as_text=True)
     assert "set-bar" not in body and "This round does not count" in body
-    assert _same_but_token(body) == _as_its_page_draws_it(other, round_id)
+    assert same_but_token(body) == as_its_page_draws_it(other, round_id)
     with app.app_context():
         stored = db.session.get(Round, round_id)
         assert stored.uncounted is not None and stored.points == 5
@@ -125,24 +130,11 @@ def test_the_last_text_of_a_set_leads_to_its_summary(app, client):
     answered = _answer(client, token, round_id, 4, "machine")
     body = answered.get_data(as_text=True)
     assert "See your set summary" in body
-    assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
+    assert same_but_token(body) == as_its_page_draws_it(client, round_id)
     with app.app_context():
         game_set = db.session.scalar(select(GameSet))
         assert (game_set.answered, game_set.points, game_set.exact) == (1, 5, 1)
         assert game_set.finished_at is not None
-
-
-def test_an_answer_in_the_daily_challenge_shows_its_header(daily_app):  # noqa: F811
-    client = daily_app.test_client()
-    token = csrf_token(client)
-    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
-    round_id = int(ROUND_PATH.search(location).group(1))
-    _read_to(client, token, round_id, 3)
-    answered = _answer(client, token, round_id, 3, "machine")
-    assert answered.status_code == 200
-    body = answered.get_data(as_text=True)
-    assert "Daily challenge" in body and "today" in body
-    assert _same_but_token(body) == _as_its_page_draws_it(client, round_id)
 
 
 def _stored(round_id: int) -> tuple:
@@ -257,9 +249,7 @@ def test_a_refused_answer_keeps_its_ticks_and_no_other_page_gets_them(app, clien
     _read_to(client, token, round_id, 3)
 
     def why_page() -> str:
-        page = client.get(f"/play/round/{round_id}?flag=1", headers=FETCH)
-        assert page.status_code == 200
-        return _same_but_token(page.get_data(as_text=True))
+        return as_its_page_draws_it(client, round_id, "?flag=1")
 
     before = why_page()
     assert 'name="reasons" value="grammar"' in before and 'name="confidence" value="70"' in before

@@ -16,8 +16,14 @@ from app.game import starts
 from app.models import Example, GameSet, PassageRead, Reveal, Round
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer_http, play_over_http, reveal_http, start_http
-from tests.test_reveal_page import FETCH, _same_but_token
+from tests.game_helpers import (
+    FETCH,
+    answer_http,
+    play_over_http,
+    reveal_http,
+    same_but_token,
+    start_http,
+)
 
 # What may differ between two players' rounds started the same way.
 OWN = {"id", "player_id", "example_id", "set_id", "started_at", "share_token"}
@@ -71,7 +77,7 @@ def _drawn_as_its_page(client, started, where: str) -> int:
     url = started.headers["X-Round-URL"]
     body = started.get_data(as_text=True)
     assert where in body and "Sentence 1 of" in body
-    assert _same_but_token(body) == _same_but_token(client.get(url, headers=FETCH).text)
+    assert same_but_token(body) == same_but_token(client.get(url, headers=FETCH).text)
     return int(re.fullmatch(r"/play/round/(\d+)", url).group(1))
 
 
@@ -215,7 +221,7 @@ def test_play_continues_the_open_set(sets_of_three):
     url = shown.headers["X-Round-URL"]
     body = shown.get_data(as_text=True)
     assert "text 2 of 3" in body
-    assert _same_but_token(body) == _same_but_token(client.get(url, headers=FETCH).text)
+    assert same_but_token(body) == same_but_token(client.get(url, headers=FETCH).text)
     with app.app_context():
         second = int(url.rsplit("/", 1)[1])
         assert example_set(second) == example_set(first)

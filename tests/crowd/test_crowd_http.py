@@ -10,8 +10,7 @@ from app.extensions import db
 from app.models import Participant, ParticipantStatus, Round
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study
-from tests.game_helpers import answer_http, reveal_http, start_http
-from tests.test_reveal_page import FETCH, _same_but_token
+from tests.game_helpers import FETCH, answer_http, reveal_http, same_but_token, start_http
 
 PROLIFIC = "/study/pilot?PROLIFIC_PID=5f1a2b3c&STUDY_ID=st1&SESSION_ID=sess1"
 
@@ -137,7 +136,7 @@ def test_a_study_round_drawn_for_the_script_is_its_page(app, client):
     ):
         drawn = client.post(f"{url}/{action}", data={"csrf_token": token, **data}, headers=FETCH)
         assert drawn.status_code == 200 and "Spot the machine" in drawn.text, drawn.text
-        assert _same_but_token(drawn.text) == _same_but_token(client.get(url, headers=FETCH).text)
+        assert same_but_token(drawn.text) == same_but_token(client.get(url, headers=FETCH).text)
 
 
 def test_public_game_sends_crowd_workers_back_to_their_study(app, client):
