@@ -689,11 +689,7 @@ def request_body(world: World, persona: str, csrf: str, body: str, fields: list,
     if body == "form":
         return {"data": MultiDict(pairs), "headers": headers}
     if body == "multipart":
-        return {
-            "data": MultiDict(pairs),
-            "content_type": "multipart/form-data",
-            "headers": headers,
-        }
+        return {"data": MultiDict(pairs), "content_type": "multipart/form-data", "headers": headers}
     if body == "json":
         return {
             "data": json.dumps(dict(pairs)),

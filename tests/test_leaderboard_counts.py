@@ -19,14 +19,7 @@ from sqlalchemy import delete, event, func, select, text
 from app.extensions import db
 from app.game.scoring import Verdict
 from app.leaderboard import recording, skill, standings
-from app.models import (
-    BoardCount,
-    BoardCountDelta,
-    BoardTotal,
-    CategoryTotal,
-    Player,
-    PlayerTotal,
-)
+from app.models import BoardCount, BoardCountDelta, BoardTotal, CategoryTotal, Player, PlayerTotal
 from app.models.base import utcnow
 from app.models.standings import POINTS, SKILL
 from tests import factories

@@ -123,8 +123,7 @@ def test_explanations_best_first_votes_once_not_own_only_after_answering(app, te
     # Vote for the third: it moves to the top.
     third = int(shown[2])
     voted = voter.post(
-        f"/explanations/{third}/vote",
-        data={"csrf_token": token, "back": str(open_id)},
+        f"/explanations/{third}/vote", data={"csrf_token": token, "back": str(open_id)}
     )
     assert voted.status_code == 302 and voted.headers["Location"].endswith(
         f"/play/round/{open_id}#explanations"

@@ -75,8 +75,7 @@ def _play(client, token: str, flag_at: int | None) -> tuple[int, str]:
         reveal_http(client, token, round_id, seen)
     choice = {"choice": "human"} if flag_at is None else {"choice": "machine", "reasons": "hunch"}
     answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": str(last), **choice},
+        f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(last), **choice}
     )
     assert answered.status_code == 302, answered.get_data(as_text=True)[-600:]
     page = client.get(f"/play/round/{round_id}").get_data(as_text=True)

@@ -205,12 +205,7 @@ def export(runner, out) -> pd.DataFrame:
 
 @pytest.mark.timeout(600)
 def test_a_feedback_experiment_finds_its_preregistered_effect(
-    app,
-    runner,
-    clock,
-    tmp_path,
-    monkeypatch,
-    capsys,
+    app, runner, clock, tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setattr(conditions, "new_seed", lambda: "feedback-experiment")
     layout = random.Random("texts")

@@ -422,10 +422,7 @@ def test_device_rule_within_and_across_studies():
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(
-        st.frozensets(st.sampled_from("abcdefghijkl"), min_size=1, max_size=10),
-        max_size=12,
-    ),
+    st.lists(st.frozensets(st.sampled_from("abcdefghijkl"), min_size=1, max_size=10), max_size=12),
     st.sampled_from([0.2, 0.35, 0.5, 0.8, 1.0]),
 )
 def test_prefix_filter_finds_exactly_the_pairs_over_the_threshold(sets, threshold):

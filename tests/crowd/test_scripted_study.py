@@ -20,15 +20,7 @@ from decimal import Decimal
 
 from sqlalchemy import select
 
-from app.crowd import (
-    fraud,
-    fraud_report,
-    ledger,
-    lookup,
-    slots,
-    verdicts,
-    verify,
-)
+from app.crowd import fraud, fraud_report, ledger, lookup, slots, verdicts, verify
 from app.crowd.reports import worker_stats
 from app.extensions import db
 from app.models import ExamplePassage, Participant, ParticipantStatus, Round

@@ -110,10 +110,7 @@ def bonus_on_the_page(lab, worker: str, amount: str, reason: str) -> None:
 
 
 def test_every_review_is_decided_on_the_page_and_the_files_and_analysis_follow(
-    app,
-    runner,
-    clock,
-    tmp_path,
+    app, runner, clock, tmp_path
 ):
     run_study(app, runner, clock, tmp_path)
     with app.app_context():
