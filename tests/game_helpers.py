@@ -111,6 +111,14 @@ def answer_http(client, token: str, round_id: int, seen, choice="machine", fetch
     return client.post(url, data=data, headers=FETCH if fetch else None)
 
 
+def flag_http(client, token: str, round_id: int, flag_at: int, **more):
+    """Read an open round on to sentence index `flag_at` and flag it (`more`: the answer's
+    fields; reasons "hunch" unless given); the answer's response."""
+    for seen in range(1, flag_at + 1):
+        reveal_http(client, token, round_id, seen)
+    return answer_http(client, token, round_id, flag_at + 1, **{"reasons": "hunch", **more})
+
+
 def play_over_http(
     client,
     token: str,
@@ -124,10 +132,22 @@ def play_over_http(
     started = start_http(client, token, path=start)
     assert started.status_code == 302, started.get_data(as_text=True)[-600:]
     round_id = round_id_of(started)
-    for seen in range(1, flag_at + 1):
-        reveal_http(client, token, round_id, seen)
-    answered = answer_http(
-        client, token, round_id, flag_at + 1, reasons=reasons, explanation=explanation
-    )
+    answered = flag_http(client, token, round_id, flag_at, reasons=reasons, explanation=explanation)
     assert answered.status_code == 302, answered.get_data(as_text=True)[-600:]
     return round_id
+
+
+def play_through_set(client, token: str, started, play_round, **more) -> tuple[list[int], str]:
+    """From `started` (the redirect of a set's start), play each text with
+    `play_round(round_id)` and go on by "Next text" (posting `more` too) to the set's end: the
+    rounds played and the last round's page."""
+    played, page = [], ""
+    while (found := ROUND_RE.search(started.headers.get("Location", ""))) is not None:
+        played.append(int(found.group(1)))
+        play_round(played[-1])
+        page = client.get(f"/play/round/{played[-1]}").get_data(as_text=True)
+        onward = re.search(r'action="(/sets/\d+/next)"', page)
+        if onward is None:
+            break
+        started = client.post(onward.group(1), data={"csrf_token": token, **more})
+    return played, page

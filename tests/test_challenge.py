@@ -15,7 +15,15 @@ from app.models import Example, GameSet, Player, Round
 from app.models.sets import CHALLENGE_SET
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, answer_http, finish, play_over_http, reveal_http
+from tests.game_helpers import (
+    answer,
+    answer_http,
+    finish,
+    flag_http,
+    play_over_http,
+    play_through_set,
+    reveal_http,
+)
 
 ROUND_RE = re.compile(r"/play/round/(\d+)")
 LINK_RE = re.compile(r'<code id="challenge-url">https?://[^/]+(/challenge/[A-Za-z0-9_-]+)</code>')
@@ -60,26 +68,15 @@ def play_set(client, token: str, flag_at: int = 2) -> int:
 
 def play_challenge(client, token: str, path: str, flag_at: int = 3) -> list[int]:
     """Accept the challenge at `path` and answer every text; the rounds' ids."""
-    played = []
-    start = f"{path}/play"
-    while True:
-        response = client.post(start, data={"csrf_token": token, "consent": "yes"})
-        assert response.status_code == 302, response.get_data(as_text=True)[-800:]
-        found = ROUND_RE.search(response.headers["Location"])
-        if found is None:
-            return played
-        round_id = int(found.group(1))
-        for seen in range(1, flag_at + 1):
-            reveal_http(client, token, round_id, seen)
-        answered = answer_http(client, token, round_id, flag_at + 1, reasons="hunch")
-        assert answered.status_code == 302
-        played.append(round_id)
-        page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
-        next_form = re.search(r'action="(/sets/\d+/next)"', page)
-        if next_form is None:
-            assert "See both results" in page
-            return played
-        start = next_form.group(1)
+    started = client.post(f"{path}/play", data={"csrf_token": token, "consent": "yes"})
+    assert started.status_code == 302, started.get_data(as_text=True)[-800:]
+
+    def play(round_id: int) -> None:
+        assert flag_http(client, token, round_id, flag_at).status_code == 302
+
+    played, last = play_through_set(client, token, started, play, consent="yes")
+    assert not played or "See both results" in last
+    return played
 
 
 def make_link(client, token: str, set_id: int) -> str:

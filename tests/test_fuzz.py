@@ -56,7 +56,7 @@ from app.models import DailyChallenge, GameSet, Round
 from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.helpers import make_pool, make_study
-from tests.game_helpers import answer_http, reveal_http, start_http
+from tests.game_helpers import answer_http, play_through_set, reveal_http, start_http
 
 FUZZ_TESTS = 3
 TOTAL_EXAMPLES = int(os.environ.get("ROFT_FUZZ_EXAMPLES", "600"))
@@ -393,17 +393,15 @@ def _play_public_round(client, token: str, category: str = "news") -> tuple[int,
 def _play_daily(client, token: str) -> tuple[int, str]:
     """Play today's challenge to the end, answering "all human" on every text: (set id, its
     share token)."""
-    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
-    while "/play/round/" in location:
-        round_id = _location_round(location)
+
+    def all_human(round_id: int) -> None:
         for seen in range(1, 10):
             reveal_http(client, token, round_id, seen)
-        answered = answer_http(client, token, round_id, 10, "human")
-        assert answered.status_code == 302
-        onward = re.search(r"/sets/\d+/next", client.get(f"/play/round/{round_id}").text)
-        if not onward:
-            break
-        location = client.post(onward.group(0), data={"csrf_token": token}).headers["Location"]
+        assert answer_http(client, token, round_id, 10, "human").status_code == 302
+
+    play_through_set(
+        client, token, client.post("/daily/start", data={"csrf_token": token}), all_human
+    )
     results = client.get(f"/daily/{datetime.now(UTC).date().isoformat()}").text
     share = re.search(r"/daily/[\d-]+/card/([\w-]+)", results)
     assert share, "the finished challenge has a share card"

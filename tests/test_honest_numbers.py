@@ -15,9 +15,17 @@ from app.models import GameSet, Round
 from tests import factories
 from tests import test_sets_and_daily as shared
 from tests.conftest import csrf_token
-from tests.game_helpers import answer, play_over_http, reveal_http, teaching
+from tests.game_helpers import (
+    answer,
+    answer_http,
+    flag_http,
+    play_over_http,
+    play_through_set,
+    reveal_http,
+    teaching,
+)
 from tests.test_accounts import login, signup
-from tests.test_sets_and_daily import DAY, ROUND_RE, SHARE_RE
+from tests.test_sets_and_daily import DAY, SHARE_RE
 
 # The fixtures of tests/test_sets_and_daily.py: held-back daily texts, and sets of three.
 daily_app = shared.daily_app
@@ -31,29 +39,21 @@ EARNED_BADGE_RE = re.compile(r'<li class="earned"><strong>★ ([^<]+)</strong>')
 def play_daily_exactly(app, client, token: str, start: str = "/daily/start") -> list[int]:
     """Play today's challenge (or the set `start` begins) flagging the true boundary of every
     text (25 of 25 if it counts); the rounds played."""
-    location = client.post(start, data={"csrf_token": token}).headers["Location"]
-    played = []
-    while match := ROUND_RE.search(location):
-        round_id = int(match.group(1))
-        played.append(round_id)
+
+    def exactly(round_id: int) -> None:
         with app.app_context():
             example = db.session.get(Round, round_id).example
             boundary, n = example.boundary, example.n_sentences
-        target = n if boundary >= n else boundary + 1
-        for seen in range(1, target):
-            reveal_http(client, token, round_id, seen)
-        choice = "human" if boundary >= n else "machine"
-        answered = client.post(
-            f"/play/round/{round_id}/answer",
-            data={"csrf_token": token, "seen": target, "choice": choice, "reasons": "hunch"},
-        )
+        if boundary >= n:
+            for seen in range(1, n):
+                reveal_http(client, token, round_id, seen)
+            answered = answer_http(client, token, round_id, n, "human", reasons="hunch")
+        else:
+            answered = flag_http(client, token, round_id, boundary)
         assert answered.status_code == 302
-        page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
-        onward = re.search(r'action="(/sets/\d+/next)"', page)
-        if not onward:
-            break
-        location = client.post(onward.group(1), data={"csrf_token": token}).headers["Location"]
-    return played
+
+    started = client.post(start, data={"csrf_token": token})
+    return play_through_set(client, token, started, exactly)[0]
 
 
 def stat(page: str, label: str) -> str:

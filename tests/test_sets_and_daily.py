@@ -15,7 +15,7 @@ from app.game import daily, daily_texts
 from app.models import DailyChallenge, Example, GameSet, Player, Round
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer_http, play_over_http, reveal_http, start_http
+from tests.game_helpers import answer_http, flag_http, play_over_http, play_through_set, start_http
 
 DAY = date(2026, 11, 20)
 ROUND_RE = re.compile(r"/play/round/(\d+)")
@@ -201,20 +201,11 @@ def daily_app(app_with):
 
 def play_daily(client, token: str) -> list[int]:
     """Start today's challenge and flag sentence 3 of every text; the rounds played."""
-    location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
-    played = []
-    while match := ROUND_RE.search(location):
-        round_id = int(match.group(1))
-        played.append(round_id)
-        reveal_http(client, token, round_id, 1)
-        reveal_http(client, token, round_id, 2)
-        answer_http(client, token, round_id, 3, reasons="hunch")
-        page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
-        onward = re.search(r'action="(/sets/\d+/next)"', page)
-        if not onward:
-            assert "See today&#39;s results" in page or "See today's results" in page
-            break
-        location = client.post(onward.group(1), data={"csrf_token": token}).headers["Location"]
+    started = client.post("/daily/start", data={"csrf_token": token})
+    played, last = play_through_set(
+        client, token, started, lambda r: flag_http(client, token, r, 2)
+    )
+    assert not played or "See today&#39;s results" in last or "See today's results" in last
     return played
 
 
@@ -288,21 +279,15 @@ def test_share_card_reveals_nothing_about_boundaries(daily_app):
     for flag_after in (0, 1):
         client = daily_app.test_client()
         token = csrf_token(client)
-        location = client.post("/daily/start", data={"csrf_token": token}).headers["Location"]
-        while match := ROUND_RE.search(location):
-            round_id = int(match.group(1))
+
+        def too_early(round_id: int, client=client, token=token, flag_after=flag_after) -> None:
             with daily_app.app_context():
                 boundary = db.session.get(Round, round_id).example.boundary
             # Both are too early (0 points), flagging different sentences.
-            flag = max(1, boundary - 1 - flag_after)
-            for seen in range(1, flag + 1):
-                reveal_http(client, token, round_id, seen)
-            answer_http(client, token, round_id, flag + 1, reasons="hunch")
-            page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
-            onward = re.search(r'action="(/sets/\d+/next)"', page)
-            if not onward:
-                break
-            location = client.post(onward.group(1), data={"csrf_token": token}).headers["Location"]
+            flag_http(client, token, round_id, max(1, boundary - 1 - flag_after))
+
+        started = client.post("/daily/start", data={"csrf_token": token})
+        play_through_set(client, token, started, too_early)
         share = SHARE_RE.search(client.get(f"/daily/{DAY}").get_data(as_text=True)).group(1)
         cards.append(share.rsplit("\n", 1)[0])
     assert cards[0] == cards[1] == f"Real or Fake Text · daily challenge {DAY}\n⬛⬛⬛⬛⬛ 0/25"
