@@ -428,18 +428,6 @@ def test_an_answer_puts_right_a_username_set_behind_the_orms_back(ctx):
     assert standings.standing_of(guest, **POINTS).rank == 1
 
 
-def test_a_deleted_player_leaves_the_counts(ctx):
-    factories.example(boundary=2)
-    ada, bob = factories.player("ada"), factories.player("bob")
-    play(ada, "news", 2)  # 5
-    play(bob, "news", 2)  # 5
-    db.session.delete(ada)
-    db.session.commit()
-    news = factories.category("news")
-    assert stored_counts() == counts_from_totals()
-    assert all_time_points() == {(OVERALL_SCOPE, 5): 1, (news.id, 5): 1}
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_migration_0006_fills_the_boards_from_the_rounds(make_app, tmp_path, backend):
     app = make_app(SQLALCHEMY_DATABASE_URI=backend_url(tmp_path, backend))

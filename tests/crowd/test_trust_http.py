@@ -172,10 +172,14 @@ def test_time_limit_ends_the_study_and_refuses_late_answers(app, client):
         found = db.session.scalar(select(Participant))
         found.started_at -= timedelta(minutes=31)
         db.session.commit()
-    late = answer_http(client, token, round_id, 2, reasons="generic")
+    late = reveal_http(client, token, round_id, 2)  # no more sentences
+    assert late.status_code == 409 and "has run out" in late.get_data(as_text=True)
+    assert participant(app).status == ParticipantStatus.timed_out
+    late = answer_http(client, token, round_id, 2, reasons="generic")  # nor an answer
     assert late.status_code == 409 and "time for this study has run out" in late.get_data(True)
     with app.app_context():
-        assert db.session.get(Round, round_id).guess is None
+        stored = db.session.get(Round, round_id)
+        assert stored.guess is None and stored.revealed == 2
     page = client.get("/study/pilot/continue")
     assert page.status_code == 410
     assert "return your submission on Prolific" in page.get_data(as_text=True)
@@ -255,22 +259,6 @@ def test_dashboard_shows_the_public_link_agreement_and_worker_decisions(app, cli
     data = researcher.get("/research/studies/pilot.json").get_json()
     assert data["workers"][0]["worker_id"] == "5f1a2b3c"
     assert data["agreement"]["pairs"] == 0 and data["left"] == 0
-
-
-def test_a_worker_out_of_time_reveals_no_more(app, client):
-    setup_study(app, time_limit_minutes=30, attention_check_rate=0)
-    join_http(client)
-    token = csrf_token(client)
-    round_id = first_round(client, token)
-    with app.app_context():
-        found = db.session.scalar(select(Participant))
-        found.started_at -= timedelta(minutes=31)
-        db.session.commit()
-    late = reveal_http(client, token, round_id, 1)
-    assert late.status_code == 409 and "has run out" in late.get_data(as_text=True)
-    with app.app_context():
-        assert db.session.get(Round, round_id).revealed == 1  # nothing more was shown
-        assert db.session.scalar(select(Participant)).status == ParticipantStatus.timed_out
 
 
 def test_a_closed_study_shows_no_consent_page_to_newcomers(app, client, runner):
