@@ -13,7 +13,7 @@ from app.game import insights
 from app.models import Example
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import others_answer, reveal_http, start_http
+from tests.game_helpers import answer_http, others_answer, reveal_http, start_http
 
 N = 10
 MODEL = insights.describe(4, N, {"strategy": "nucleus", "p": 0.5}, None)
@@ -74,9 +74,7 @@ def _play(client, token: str, flag_at: int | None) -> tuple[int, str]:
     for seen in range(1, last):
         reveal_http(client, token, round_id, seen)
     choice = {"choice": "human"} if flag_at is None else {"choice": "machine", "reasons": "hunch"}
-    answered = client.post(
-        f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(last), **choice}
-    )
+    answered = answer_http(client, token, round_id, last, **choice)
     assert answered.status_code == 302, answered.get_data(as_text=True)[-600:]
     page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     return round_id, " ".join(page.split())

@@ -15,7 +15,16 @@ from app.game import daily, daily_texts
 from app.models import DailyChallenge, Example, GameSet, Player, Round
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer_http, flag_http, play_over_http, play_through_set, start_http
+from tests.game_helpers import (
+    answer_http,
+    flag_http,
+    others_answer,
+    play_over_http,
+    play_through_set,
+    reveal_http,
+    round_id_of,
+    start_http,
+)
 
 DAY = date(2026, 11, 20)
 ROUND_RE = re.compile(r"/play/round/(\d+)")
@@ -113,8 +122,6 @@ def test_a_set_runs_to_its_summary(small_sets):
 
 def test_an_unfinished_set_resumes_and_compares_with_other_players(small_sets):
     with small_sets.app_context():
-        from tests.game_helpers import others_answer
-
         for example in db.session.scalars(select(Example)).all():
             others_answer(example, [example.boundary] * 2)  # two others, exact on every text
     client = small_sets.test_client()
@@ -136,31 +143,20 @@ def test_an_unfinished_set_resumes_and_compares_with_other_players(small_sets):
 def test_the_script_gets_one_round_per_request(small_sets):
     client = small_sets.test_client()
     token = csrf_token(client)
-    fetch = {"X-Requested-With": "fetch"}
-    started = client.post("/play", data={"csrf_token": token, "category": "news"}, headers=fetch)
+    started = start_http(client, token, fetch=True)
     assert started.status_code == 200
-    url = started.headers["X-Round-URL"]
-    round_id = int(ROUND_RE.search(url).group(1))
+    round_id = round_id_of(started)
     body = started.get_data(as_text=True)
     assert body.lstrip().startswith("<article") and "<html" not in body
     with small_sets.app_context():
-        example = db.session.get(Round, round_id).example
-        sentences = list(example.sentences)
+        sentences = list(db.session.get(Round, round_id).example.sentences)
     assert sentences[0] in body and sentences[1] not in body
-    revealed = client.post(
-        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=fetch
-    )
+    revealed = reveal_http(client, token, round_id, 1, fetch=True)
     body = revealed.get_data(as_text=True)
     assert revealed.status_code == 200 and sentences[1] in body and sentences[2] not in body
-    stale = client.post(
-        f"/play/round/{round_id}/next", data={"csrf_token": token, "seen": "1"}, headers=fetch
-    )
+    stale = reveal_http(client, token, round_id, 1, fetch=True)
     assert stale.status_code == 409 and "out of date" in stale.get_data(as_text=True)
-    answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "2", "choice": "machine", "reasons": "hunch"},
-        headers=fetch,
-    )
+    answered = answer_http(client, token, round_id, 2, reasons="hunch", fetch=True)
     body = answered.get_data(as_text=True)
     assert answered.status_code == 200 and 'class="result"' in body and sentences[-1] in body
 
@@ -169,8 +165,7 @@ def test_no_machine_call_on_the_first_sentence(app, client):
     with app.app_context():
         factories.example(boundary=1)
     token = csrf_token(client)
-    response = start_http(client, token)
-    round_id = int(ROUND_RE.search(response.headers["Location"]).group(1))
+    round_id = round_id_of(start_http(client, token))
     page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     assert "A machine wrote this one" not in page and "always written by a person" in page
     refused = answer_http(client, token, round_id, 1, reasons="hunch")

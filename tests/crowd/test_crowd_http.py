@@ -55,9 +55,7 @@ def play_round_http(client, token, careful: bool = True, slug: str = "pilot"):
             break
         reveal_http(client, token, round_id, seen)
         seen += 1
-    answered = client.post(
-        f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(seen), **data}
-    )
+    answered = answer_http(client, token, round_id, seen, **data)
     assert answered.status_code == 302, answered.get_data(as_text=True)
     return round_id
 

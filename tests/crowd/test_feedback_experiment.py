@@ -38,7 +38,7 @@ from tests import factories
 from tests.conftest import csrf_token
 from tests.crowd.test_crowd_http import join_http
 from tests.crowd.test_study_cli import create
-from tests.game_helpers import reveal_http
+from tests.game_helpers import answer_http, reveal_http
 
 pytestmark = pytest.mark.skipif(mixed.r_available() is None, reason="R with lme4 is not installed")
 
@@ -147,10 +147,7 @@ def play_round(app, client, clock, worker: Worker) -> int | None:
         assert step.status_code in (200, 302), step.get_data(as_text=True)
     clock.advance(4.0)
     answer = {"choice": "machine", "explanation": "The topic drifts here."}
-    answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": str(flag + 1), **answer},
-    )
+    answered = answer_http(client, token, round_id, flag + 1, **answer)
     assert answered.status_code == 302, answered.get_data(as_text=True)
     page = client.get(f"/play/round/{round_id}").get_data(as_text=True)
     shown = shown_boundary(page)

@@ -20,7 +20,7 @@ from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import make_pool, make_study, study_numbers
 from tests.crowd.test_crowd_http import join_http
 from tests.factories import Clock
-from tests.game_helpers import reveal_http
+from tests.game_helpers import answer_http, reveal_http
 
 # -- the scripted study ------------------------------------------------------------------------
 
@@ -65,9 +65,7 @@ def play_all(
                 break
             reveal_http(client, token, round_id, seen)
             seen += 1
-        answered = client.post(
-            f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(seen), **data}
-        )
+        answered = answer_http(client, token, round_id, seen, **data)
         assert answered.status_code == 302, answered.get_data(as_text=True)
         played.append(round_id)
     return played

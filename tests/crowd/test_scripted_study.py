@@ -101,9 +101,7 @@ def play(app, client, clock, style: str, texts: list[str], most: int = 99) -> li
                 break
             reveal_http(client, token, round_id, seen)
             seen += 1
-        answered = client.post(
-            f"/play/round/{round_id}/answer", data={"csrf_token": token, "seen": str(seen), **data}
-        )
+        answered = answer_http(client, token, round_id, seen, **data)
         assert answered.status_code == 302, answered.get_data(as_text=True)
         played.append(round_id)
     return played
