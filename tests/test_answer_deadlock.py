@@ -70,13 +70,15 @@ def _open_round(player: Player, example: Example, seen: int = 3) -> int:
     return round_.id
 
 
-class RetryLog(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
+class MessageLog(logging.Handler):
+    """The messages from `level` up that contain `word`."""
+
+    def __init__(self, level: int, word: str):
+        super().__init__(level)
+        self.word, self.messages = word, []
 
     def emit(self, record):
-        if "retried" in record.getMessage():
+        if self.word in record.getMessage():
             self.messages.append(record.getMessage())
 
 
@@ -127,7 +129,7 @@ def test_an_answer_sharing_counts_goes_through_while_an_unlisting_answer_is_open
             bob_while_ada_open.append(bob_done.wait(WAIT))
 
     outcomes: dict[str, str] = {}
-    retries = RetryLog()
+    retries = MessageLog(logging.WARNING, "retried")
 
     def answer(name: str) -> None:
         roles[threading.get_ident()] = name
@@ -175,16 +177,6 @@ def test_an_answer_sharing_counts_goes_through_while_an_unlisting_answer_is_open
         assert folded_counts() == counts_from_totals()
 
 
-class FoldLog(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.ERROR)
-        self.messages: list[str] = []
-
-    def emit(self, record):
-        if "fold" in record.getMessage():
-            self.messages.append(record.getMessage())
-
-
 def _round_state(round_id: int) -> tuple:
     round_ = db.session.get(Round, round_id)
     return round_.guess, round_.points
@@ -211,7 +203,7 @@ def act_as_deadlock_victim(app, hold: str, then: str, params: dict, act: Callabl
             seen.append(conn.scalar(text(then), params))
             conn.rollback()
 
-    retries = RetryLog()
+    retries = MessageLog(logging.WARNING, "retried")
     app.logger.addHandler(retries)
     rival = threading.Thread(target=rival_transaction)
     rival.start()
@@ -323,7 +315,10 @@ def test_many_concurrent_answers_sign_ups_and_folds_keep_the_counts_exact(app):
             planned.append((batch, guests))
 
     outcomes: list[str] = []
-    retries, failed_folds = RetryLog(), FoldLog()
+    retries, failed_folds = (
+        MessageLog(logging.WARNING, "retried"),
+        MessageLog(logging.ERROR, "fold"),
+    )
     jitter = random.Random(7)
     folded: list[int | None] = []
 
