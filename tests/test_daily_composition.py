@@ -42,18 +42,8 @@ def test_a_text_is_human_machine_or_splice():
 
 
 def test_positions_fall_in_thirds():
-    assert [daily_texts.position_bin(b, 10) for b in range(1, 11)] == [
-        0,
-        0,
-        0,
-        1,
-        1,
-        1,
-        2,
-        2,
-        2,
-        None,
-    ]
+    bins = [daily_texts.position_bin(b, 10) for b in range(1, 11)]
+    assert bins == [0, 0, 0, 1, 1, 1, 2, 2, 2, None]
     assert daily_texts.position_bin(1, 2) == 0 and daily_texts.position_bin(2, 2) is None
 
 

@@ -90,17 +90,9 @@ LIKERT = {
     "labels": ["Unreadable", "Awkward", "Acceptable", "Good", "Perfect"],
 }
 ENTRY_KEYS = (
-    "PROLIFIC_PID",
-    "SESSION_ID",
-    "STUDY_ID",
-    "workerId",
-    "assignmentId",
-    "hitId",
-    "turkSubmitTo",
-    "pid",
-    "session",
-    "study",
-)
+    "PROLIFIC_PID", "SESSION_ID", "STUDY_ID", "workerId", "assignmentId", "hitId", "turkSubmitTo",
+    "pid", "session", "study",
+)  # fmt: skip
 
 # -- values ---------------------------------------------------------------------------------
 
@@ -114,36 +106,11 @@ def weighted(*options: tuple[int, st.SearchStrategy]) -> st.SearchStrategy:
 
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
-NASTY = st.sampled_from(
-    [
-        "",
-        " ",
-        "\x00",
-        "a\x00b",
-        "%00",
-        "\r\n",
-        "\t",
-        "\u202e",
-        "\ufeff",
-        "😀",
-        "ｎｅｗｓ",
-        "١٢",
-        "None",
-        "null",
-        "-1",
-        "0",
-        "1e309",
-        "NaN",
-        "0x10",
-        "<script>alert(1)</script>",
-        "' OR 1=1 --",
-        "../../etc/passwd",
-        "https://[",
-        "https://evil.example",
-        "//evil.example",
-        "%s%n{0}",
-    ]
-)
+NASTY = st.sampled_from([
+    "", " ", "\x00", "a\x00b", "%00", "\r\n", "\t", "\u202e", "\ufeff", "😀", "ｎｅｗｓ", "١٢",
+    "None", "null", "-1", "0", "1e309", "NaN", "0x10", "<script>alert(1)</script>", "' OR 1=1 --",
+    "../../etc/passwd", "https://[", "https://evil.example", "//evil.example", "%s%n{0}",
+])  # fmt: skip
 NUMBERS = st.integers(min_value=-(2**80), max_value=2**80).map(str)
 LONG = st.builds(
     lambda piece, size: piece * size,
@@ -153,23 +120,13 @@ LONG = st.builds(
 FUZZ_VALUE = st.one_of(TEXT, NASTY, NUMBERS, LONG)
 # Addresses the site parses (MTurk's turkSubmitTo, the `next` after login).
 URLS = st.one_of(
-    st.sampled_from(
-        [
-            "https://[",
-            "https://[::1]",
-            "https://ex\uff03ample.com",
-            "https://www.mturk.com.evil.example",
-            "https://www.mturk.com:99999",
-            "http://www.mturk.com",
-            "javascript:alert(1)",
-            "//evil.example",
-            "/\\evil.example",
-            "/[",
-            "/%00",
-        ]
-    ),
+    st.sampled_from([
+        "https://[", "https://[::1]", "https://ex\uff03ample.com", "https://www.mturk.com.evil.example",
+        "https://www.mturk.com:99999", "http://www.mturk.com", "javascript:alert(1)",
+        "//evil.example", "/\\evil.example", "/[", "/%00",
+    ]),
     st.builds("{}{}".format, st.sampled_from(["https://", "/", "//"]), TEXT),
-)
+)  # fmt: skip
 
 REASON_LISTS = st.lists(st.sampled_from(sorted(REASONS)), min_size=1, max_size=3, unique=True)
 ENTRY_IDS = st.one_of(st.sampled_from(["W1", "fuzz-worker", "5f1a2b3c"]), st.from_regex(

@@ -16,15 +16,9 @@ from app.extensions import db
 
 MIGRATIONS = str(PROJECT_ROOT / "migrations")
 TABLES = {
-    "categories",
-    "systems",
-    "examples",
-    "players",
-    "rounds",
-    "reveals",
-    "player_totals",
+    "categories", "systems", "examples", "players", "rounds", "reveals", "player_totals",
     "category_totals",
-}
+}  # fmt: skip
 
 
 def fresh_postgres_url() -> str:

@@ -208,14 +208,8 @@ def test_flags_show_on_the_study_page_and_in_the_cli(app, clock, runner):
     assert "honest-a" not in result.output
     as_json = runner.invoke(args=["study", "flags", "pilot", "--json"])
     data = json.loads(as_json.output)
-    assert sorted(w["worker_id"] for w in data) == [
-        "clicker",
-        "dup-one",
-        "dup-two",
-        "ring-one",
-        "ring-two",
-        "waiter",
-    ]
+    flagged = sorted(w["worker_id"] for w in data)
+    assert flagged == ["clicker", "dup-one", "dup-two", "ring-one", "ring-two", "waiter"]
     missing = runner.invoke(args=["study", "flags", "nope"])
     assert missing.exit_code != 0 and "no study called 'nope'" in missing.output
 
@@ -279,15 +273,10 @@ def test_pasted_variants_are_alike(variant):
 
 @pytest.mark.parametrize(
     "common",
-    [
-        "repetition",
-        "Repetition!",
-        "It repeats itself.",
-        "the sentence does not make sense",
-        "Off topic, off topic, off topic, off topic, off topic",
-        "bad bad bad bad bad bad bad bad bad bad bad bad",
-    ],
-)
+    ["repetition", "Repetition!", "It repeats itself.", "the sentence does not make sense",
+     "Off topic, off topic, off topic, off topic, off topic",
+     "bad bad bad bad bad bad bad bad bad bad bad bad"],
+)  # fmt: skip
 def test_short_or_uninformative_explanations_are_never_flagged(common):
     assert not fraud.informative(fraud.normalise(common))
     assert fraud.explanation_flags([row(i, common) for i in range(1, 30)]) == {}

@@ -142,14 +142,9 @@ def test_the_card_has_its_header_fields_sizes_and_sections(played, tmp_path):
         c["name"] for c in schema_tables()["examples"]
     ]
     for section in (
-        "## Fields",
-        "## Sizes",
-        "## Licence",
-        "## How the data was collected",
-        "## Intended uses",
-        "## Limitations",
-        "## Pseudonymisation",
-    ):
+        "## Fields", "## Sizes", "## Licence", "## How the data was collected", "## Intended uses",
+        "## Limitations", "## Pseudonymisation",
+    ):  # fmt: skip
         assert section in body, section
     for columns in schema_tables().values():  # every column of the one schema table
         for column in columns:
@@ -223,13 +218,9 @@ def test_croissant_lists_files_with_sha256_fields_with_types_and_rai(played, tmp
         assert [f["name"] for f in fields] == [c["name"] for c in columns]
         assert [f["dataType"] for f in fields] == [card.TYPES[c["type"]].croissant for c in columns]
     for key in (
-        "rai:dataCollection",
-        "rai:personalSensitiveInformation",
-        "rai:dataUseCases",
-        "rai:annotatorDemographics",
-        "rai:dataLimitations",
-        "rai:dataBiases",
-    ):
+        "rai:dataCollection", "rai:personalSensitiveInformation", "rai:dataUseCases",
+        "rai:annotatorDemographics", "rai:dataLimitations", "rai:dataBiases",
+    ):  # fmt: skip
         assert metadata[key], key
     assert str(result.counts["rounds"]) in records["rounds"]["description"]
 

@@ -117,15 +117,8 @@ def test_demographics_need_a_study(ctx, runner, tmp_path):
 
 
 def test_age_bands():
-    assert [demographics.age_band(a) for a in ("17", "18", "24", "25", "64", "65", "90")] == [
-        "under 18",
-        "18-24",
-        "18-24",
-        "25-34",
-        "55-64",
-        "65+",
-        "65+",
-    ]
+    bands = [demographics.age_band(a) for a in ("17", "18", "24", "25", "64", "65", "90")]
+    assert bands == ["under 18", "18-24", "18-24", "25-34", "55-64", "65+", "65+"]
     for bad in ("", "abc", "7", "250"):
         with pytest.raises(ValueError):
             demographics.age_band(bad)
