@@ -4,20 +4,16 @@ profile as calibration and in the data download."""
 from __future__ import annotations
 
 import json
-import re
 
 from app.extensions import db
 from app.models import Round
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import answer_http, reveal_http, start_http
-
-ROUND_RE = re.compile(r"/play/round/(\d+)")
+from tests.game_helpers import answer_http, reveal_http, round_id_of, start_http
 
 
 def start(client, token: str, category: str = "news") -> int:
-    started = start_http(client, token, category)
-    return int(ROUND_RE.search(started.headers["Location"]).group(1))
+    return round_id_of(start_http(client, token, category))
 
 
 def read_to(client, token: str, round_id: int, shown: int) -> None:
@@ -35,17 +31,15 @@ def test_confidence_is_stored_refused_when_odd_and_shown_as_calibration(app):
     read_to(client, token, first, 4)
     page = client.get(f"/play/round/{first}").get_data(as_text=True)
     assert "How sure are you?" in page and 'name="confidence" value="90"' in page
-    answer = {"csrf_token": token, "seen": 4, "choice": "machine", "reasons": "hunch"}
-    refused = client.post(f"/play/round/{first}/answer", data={**answer, "confidence": "85"})
+    refused = answer_http(client, token, first, 4, reasons="hunch", confidence="85")
     assert refused.status_code == 400 and "50%, 70% or 90%" in refused.get_data(as_text=True)
     with app.app_context():
         assert db.session.get(Round, first).guess is None
-    client.post(f"/play/round/{first}/answer", data={**answer, "confidence": "90"})
+    answer_http(client, token, first, 4, reasons="hunch", confidence="90")
     # An all-human text, answered at the last sentence, 70% sure.
     second = start(client, token, "stories")
     read_to(client, token, second, 10)
-    data = {"csrf_token": token, "seen": 10, "choice": "human", "confidence": "70"}
-    assert client.post(f"/play/round/{second}/answer", data=data).status_code == 302
+    assert answer_http(client, token, second, 10, "human", confidence="70").status_code == 302
     with app.app_context():
         assert db.session.get(Round, first).confidence == 90
         assert db.session.get(Round, second).confidence == 70

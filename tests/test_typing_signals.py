@@ -5,7 +5,6 @@ redirect or a 4xx, never a 500."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from werkzeug.datastructures import MultiDict
@@ -15,7 +14,7 @@ from app.game.typing_signals import MAX_TYPED_CHARS, MAX_TYPING_MS, Typing, pars
 from app.models import Round
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import reveal_http, start_http
+from tests.game_helpers import answer_http, reveal_http, round_id_of, start_http
 
 WORDS = "The sentence names a city that the story placed elsewhere."
 
@@ -50,12 +49,16 @@ def test_no_explanation_keeps_nothing():
     assert parse(MultiDict({"typing_pasted": "1", "typing_ms": "40"}), "") == Typing()
 
 
-def _round_at(client, token: str, shown: int = 4) -> int:
-    started = start_http(client, token)
-    round_id = int(re.search(r"/play/round/(\d+)", started.headers["Location"]).group(1))
-    for seen in range(1, shown):
+@pytest.fixture
+def read_to_4(app, client) -> tuple[str, int]:
+    """A guest's token and round on a text turning at its 4th sentence, read to that one."""
+    with app.app_context():
+        factories.example(boundary=3)
+    token = csrf_token(client)
+    round_id = round_id_of(start_http(client, token))
+    for seen in range(1, 4):
         reveal_http(client, token, round_id, seen)
-    return round_id
+    return token, round_id
 
 
 def _stored(app, round_id: int) -> tuple:
@@ -64,27 +67,14 @@ def _stored(app, round_id: int) -> tuple:
         return row.guess, row.explanation_pasted, row.typing_ms, row.typed_chars
 
 
-def test_signals_are_stored_with_the_answer_and_in_the_download(app):
-    with app.app_context():
-        factories.example(boundary=3)
-    client = app.test_client()
-    token = csrf_token(client)
-    round_id = _round_at(client, token)
-    answer = {
-        "csrf_token": token,
-        "seen": "4",
-        "choice": "machine",
-        "explanation": WORDS,
-        "typing_pasted": "1",
-        "typing_ms": "6100",
-        "typing_chars": "12",
-    }
-    assert client.post(f"/play/round/{round_id}/answer", data=answer).status_code == 302
+def test_signals_are_stored_with_the_answer_and_in_the_download(app, client, read_to_4):
+    token, round_id = read_to_4
+    signals = {"typing_pasted": "1", "typing_ms": "6100", "typing_chars": "12"}
+    assert answer_http(client, token, round_id, 4, explanation=WORDS, **signals).status_code == 302
     assert _stored(app, round_id) == (3, True, 6100, 12)
     # Sent again (a replay with other numbers): the round keeps its first answer and signals.
-    again = client.post(
-        f"/play/round/{round_id}/answer", data={**answer, "typing_pasted": "0", "typing_ms": "1"}
-    )
+    signals |= {"typing_pasted": "0", "typing_ms": "1"}
+    again = answer_http(client, token, round_id, 4, explanation=WORDS, **signals)
     assert again.status_code == 409
     assert _stored(app, round_id) == (3, True, 6100, 12)
     (row,) = json.loads(client.get("/account/data.json").text)["rounds"]
@@ -106,27 +96,13 @@ def test_signals_are_stored_with_the_answer_and_in_the_download(app):
         ),
     ],
 )
-def test_a_hostile_post_is_stored_clamped_never_a_500(app, hostile, kept):
-    with app.app_context():
-        factories.example(boundary=3)
-    client = app.test_client()
-    token = csrf_token(client)
-    round_id = _round_at(client, token)
-    answered = client.post(
-        f"/play/round/{round_id}/answer",
-        data={"csrf_token": token, "seen": "4", "choice": "machine", "explanation": WORDS}
-        | hostile,
-    )
-    assert answered.status_code == 302
+def test_a_hostile_post_is_stored_clamped_never_a_500(app, client, read_to_4, hostile, kept):
+    token, round_id = read_to_4
+    assert answer_http(client, token, round_id, 4, explanation=WORDS, **hostile).status_code == 302
     assert _stored(app, round_id) == (3, *kept)
 
 
-def test_without_the_script_nothing_is_stored(app):
-    with app.app_context():
-        factories.example(boundary=3)
-    client = app.test_client()
-    token = csrf_token(client)
-    round_id = _round_at(client, token)
-    data = {"csrf_token": token, "seen": "4", "choice": "machine", "explanation": WORDS}
-    client.post(f"/play/round/{round_id}/answer", data=data)
+def test_without_the_script_nothing_is_stored(app, client, read_to_4):
+    token, round_id = read_to_4
+    answer_http(client, token, round_id, 4, explanation=WORDS)
     assert _stored(app, round_id) == (3, None, None, None)
