@@ -12,6 +12,21 @@ from app import PROJECT_ROOT
 DEMO_CORPUS = PROJECT_ROOT / "data" / "demo" / "corpus"
 
 
+def read(path) -> list[dict]:
+    """The records of a JSON-lines file."""
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+
+
+def manifest_of(path) -> dict:
+    """The manifest written beside an output file."""
+    return json.loads(path.with_name(path.name + ".manifest.json").read_text())
+
+
+def cli_args(corpus, out, options: str, *extra: str) -> list[str]:
+    """`generate`'s arguments: the corpus, the output, `options` (split on spaces), `extra`."""
+    return ["generate", "--corpus", str(corpus), "--out", str(out), *options.split(), *extra]
+
+
 def demo_docs(category: str, count: int) -> list[dict]:
     lines = (DEMO_CORPUS / f"{category}.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines[:count]]

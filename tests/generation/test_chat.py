@@ -25,6 +25,7 @@ from generation.engines.chat import (
     chat_messages,
     clean_reply,
 )
+from tests.generation.conftest import cli_args, read
 from tests.generation.openai_server import serve
 
 TEMPLATE = (
@@ -88,34 +89,14 @@ def tiny_chat_dir(tmp_path_factory) -> Path:
     return out
 
 
-def read(path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+CHAT = (
+    f"-n {N} --per-doc 3 --seed 3 --p uniform:0.8:1 --tokens-per-sentence 30 --max-attempts 4"
+    " --prompt-format chat --no-progress"
+)
 
 
 def chat_args(corpus, out, *extra) -> list[str]:
-    return [
-        "generate",
-        "--corpus",
-        str(corpus),
-        "--out",
-        str(out),
-        "-n",
-        str(N),
-        "--per-doc",
-        "3",
-        "--seed",
-        "3",
-        "--p",
-        "uniform:0.8:1",
-        "--tokens-per-sentence",
-        "30",
-        "--max-attempts",
-        "4",
-        "--prompt-format",
-        "chat",
-        "--no-progress",
-        *extra,
-    ]
+    return cli_args(corpus, out, CHAT, *extra)
 
 
 def machine_sentences(row: dict) -> list[str]:

@@ -18,7 +18,7 @@ from app.catalog.records import parse_lines
 from generation.cli import main
 from generation.engines.openai import backoff_seconds, retry_after_seconds, safe_url
 from roftcore.records import validate
-from tests.generation.conftest import demo_docs
+from tests.generation.conftest import cli_args, demo_docs, read
 from tests.generation.openai_server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,10 +26,6 @@ KEY_ENV = "ROFT_TEST_SERVER_KEY"
 KEY = "sk-test-d0c5e1f2a3b4-never-printed"
 SERVED = "tiny-served"
 N = 4
-
-
-def read(path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -72,27 +68,8 @@ def read_plain(path) -> list[dict]:
 
 
 def args(corpus, out, *extra) -> list[str]:
-    return [
-        "generate",
-        "--corpus",
-        str(corpus),
-        "--out",
-        str(out),
-        "-n",
-        str(N),
-        "--per-doc",
-        "2",
-        "--seed",
-        "11",
-        "--p",
-        "uniform:0.8:1",
-        "--tokens-per-sentence",
-        "30",
-        "--max-attempts",
-        "3",
-        "--no-progress",
-        *extra,
-    ]
+    options = f"-n {N} --per-doc 2 --seed 11 --p uniform:0.8:1 --tokens-per-sentence 30"
+    return cli_args(corpus, out, f"{options} --max-attempts 3 --no-progress", *extra)
 
 
 def api(server, *extra) -> list[str]:

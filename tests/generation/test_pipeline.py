@@ -15,6 +15,7 @@ from generation.cli import main
 from generation.decoding import Decoding
 from generation.generator import Request, continue_batch
 from generation.sentences import split_sentences
+from tests.generation.conftest import cli_args, read
 
 N = 4
 
@@ -32,34 +33,14 @@ def _norm(sentence: str) -> str:
     return " ".join(sentence.lower().split())
 
 
-def read(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+PIPELINE = (
+    f"-n {N} --per-doc 3 --seed 5 --p uniform:0.8:1 --tokens-per-sentence 30 --batch-size 4"
+    " --max-attempts 4 --no-progress"
+)
 
 
 def generate_args(corpus, out, *extra) -> list[str]:
-    return [
-        "generate",
-        "--corpus",
-        str(corpus),
-        "--out",
-        str(out),
-        "-n",
-        str(N),
-        "--per-doc",
-        "3",
-        "--seed",
-        "5",
-        "--p",
-        "uniform:0.8:1",
-        "--tokens-per-sentence",
-        "30",
-        "--batch-size",
-        "4",
-        "--max-attempts",
-        "4",
-        "--no-progress",
-        *extra,
-    ]
+    return cli_args(corpus, out, PIPELINE, *extra)
 
 
 @pytest.fixture

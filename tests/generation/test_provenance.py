@@ -19,42 +19,12 @@ from generation.models import load
 from generation.prompts import PlanError
 from generation.records import OutputError, RunWriter
 from roftcore.records import validate
-
-
-def read(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def manifest_of(path) -> dict:
-    return json.loads(path.with_name(path.name + ".manifest.json").read_text())
+from tests.generation.conftest import cli_args, manifest_of, read
 
 
 def run(corpus, out, model, *extra) -> int:
-    return main(
-        [
-            "generate",
-            "--corpus",
-            str(corpus),
-            "--out",
-            str(out),
-            "--model",
-            str(model),
-            "--device",
-            "cpu",
-            "--system",
-            "tiny",
-            "-n",
-            "4",
-            "--per-doc",
-            "4",
-            "--seed",
-            "13",
-            "--tokens-per-sentence",
-            "30",
-            "--no-progress",
-            *extra,
-        ]
-    )
+    options = "--device cpu --system tiny -n 4 --per-doc 4 --seed 13 --tokens-per-sentence 30"
+    return main(cli_args(corpus, out, f"{options} --no-progress", "--model", str(model), *extra))
 
 
 @pytest.mark.parametrize("architecture", ["gpt2", "llama"])

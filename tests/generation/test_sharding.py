@@ -10,6 +10,7 @@ import sys
 
 from app import PROJECT_ROOT
 from generation.cli import main
+from tests.generation.conftest import cli_args
 
 
 def free_port() -> int:
@@ -19,30 +20,8 @@ def free_port() -> int:
 
 
 def args(corpus, out, model) -> list[str]:
-    return [
-        "generate",
-        "--corpus",
-        str(corpus),
-        "--out",
-        str(out),
-        "--model",
-        str(model),
-        "--device",
-        "cpu",
-        "-n",
-        "4",
-        "--per-doc",
-        "2",
-        "--seed",
-        "3",
-        "--p",
-        "0.9,1",
-        "--tokens-per-sentence",
-        "40",
-        "--batch-size",
-        "4",
-        "--no-progress",
-    ]
+    options = "--device cpu -n 4 --per-doc 2 --seed 3 --p 0.9,1 --tokens-per-sentence 40"
+    return cli_args(corpus, out, f"{options} --batch-size 4 --no-progress", "--model", str(model))
 
 
 def lines(path) -> list[dict]:

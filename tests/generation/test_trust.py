@@ -29,16 +29,8 @@ from generation.prompts import (
     make_plan,
     stratified_counts,
 )
-from tests.generation.conftest import demo_docs
+from tests.generation.conftest import demo_docs, manifest_of, read
 from tests.generation.test_pure import doc
-
-
-def read(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def manifest_of(path) -> dict:
-    return json.loads(path.with_name(path.name + ".manifest.json").read_text())
 
 
 def write_jsonl(path, rows) -> None:
