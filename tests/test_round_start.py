@@ -196,20 +196,6 @@ def test_an_empty_pool_is_refused_and_stores_nothing(app_with):
         assert db.session.scalar(select(func.count()).select_from(Reveal)) == 2
 
 
-def test_a_finished_set_leads_to_its_summary(sets_of_three):
-    app = sets_of_three
-    client = app.test_client()
-    token = csrf_token(client)
-    first = play_over_http(client, token, 1)
-    path = _next_path(client, first)
-    for _ in range(2):
-        play_over_http(client, token, 1, start=path)
-    after = _next_text(client, token, path)
-    assert after.status_code == 302 and after.headers["Location"].endswith(path[: -len("/next")])
-    with app.app_context():
-        assert db.session.scalar(select(func.count()).select_from(Round)) == 3
-
-
 def test_play_continues_the_open_set(sets_of_three):
     """ "Play" again with a set open (no round open): the next text of that set."""
     app = sets_of_three

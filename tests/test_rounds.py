@@ -25,16 +25,6 @@ def reveal_until(player, round_, shown: int) -> None:
         reveals.reveal_next(player, round_.id, round_.revealed)
 
 
-def test_start_reveals_only_the_first_sentence(ctx):
-    factories.example(boundary=4)
-    player = factories.player()
-    round_ = factories.started(player, "news")
-    assert round_.revealed == 1
-    assert [r.sentence_index for r in round_.reveals] == [0]
-    assert round_.order_index == 1
-    assert round_.chosen_category == "news"
-
-
 def test_reveal_one_at_a_time_with_server_timestamps(ctx):
     factories.example(boundary=4)
     player = factories.player()
@@ -125,16 +115,6 @@ def test_never_the_same_text_twice_then_a_clear_message(ctx):
     assert other.example.category.slug == "stories"
     orders = db.session.scalars(select(Round.order_index).order_by(Round.id)).all()
     assert orders == [1, 2, 3, 4]
-
-
-def test_least_annotated_examples_come_first(ctx):
-    busy = factories.example(boundary=2)
-    quiet = factories.example(boundary=2)
-    busy.annotation_count = 5
-    db.session.commit()
-    for _ in range(5):
-        player = factories.player()
-        assert factories.started(player, "news").example_id == quiet.id
 
 
 def test_answers_increment_annotation_counts_and_totals(ctx):
