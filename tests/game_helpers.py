@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+from werkzeug.datastructures import MultiDict
 
 from app.extensions import db
 from app.game import answers, insights, reveals
 from app.models import Example, Player, Round
+from bench.protocol import Reply, Request
 from tests import factories
 
 
@@ -151,3 +155,28 @@ def play_through_set(client, token: str, started, play_round, **more) -> tuple[l
             break
         started = client.post(onward.group(1), data={"csrf_token": token, **more})
     return played, page
+
+
+def play_protocol(client, player, each: Callable | None = None) -> None:
+    """Send every request a `bench.protocol.play_sets` player makes to `client`, check its status
+    and hand the reply back. `each(request, send)`, when given, sends it by calling `send()` and
+    returns the response (to count or read around it)."""
+    request: Request = next(player)
+    while True:
+
+        def send(request: Request = request):
+            kwargs: dict = {"headers": request.headers}
+            if request.method == "POST":
+                kwargs.update(data=MultiDict(request.fields), content_type=request.content_type)
+            return client.open(request.path, method=request.method, **kwargs)
+
+        response = each(request, send) if each else send()
+        assert response.status_code == request.expect, (request, response.status_code)
+        body, headers = response.get_data(as_text=True), response.headers
+        reply = Reply(
+            response.status_code, headers.get("Location"), body, headers.get("X-Round-URL")
+        )
+        try:
+            request = player.send(reply)
+        except StopIteration:
+            return

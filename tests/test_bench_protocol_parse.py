@@ -13,12 +13,11 @@ import itertools
 from html.parser import HTMLParser
 
 import pytest
-from werkzeug.datastructures import MultiDict
 
-from bench.protocol import Choice, Control, Form, Page, Reply, play_sets
+from bench.protocol import Choice, Control, Form, Page, play_sets
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import others_answer
+from tests.game_helpers import others_answer, play_protocol
 
 
 class _Reference(HTMLParser):
@@ -95,28 +94,17 @@ def test_every_page_of_a_played_set_reads_as_html_parser_reads_it(app, script):
     token = csrf_token(client)
     login = {"csrf_token": token, "username": "reader", "password": "reader-password"}
     assert client.post("/login", data=login).status_code == 302
-    player = play_sets(_decisions(), script=script, sets=2)
-    request = next(player)
     pages = 0
-    while True:
-        kwargs: dict = {"headers": request.headers}
-        if request.method == "POST":
-            kwargs.update(data=MultiDict(request.fields), content_type=request.content_type)
-        response = client.open(request.path, method=request.method, **kwargs)
+
+    def check(request, send):
+        nonlocal pages
+        response = send()
         body = response.get_data(as_text=True)
         assert Page.parse(body) == reference(body), (request, body[:400])
         pages += 1
-        try:
-            request = player.send(
-                Reply(
-                    response.status_code,
-                    response.headers.get("Location"),
-                    body,
-                    response.headers.get("X-Round-URL"),
-                )
-            )
-        except StopIteration:
-            break
+        return response
+
+    play_protocol(client, play_sets(_decisions(), script=script, sets=2), check)
     assert pages > 10
 
 

@@ -12,16 +12,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sqlalchemy import event, inspect, select
-from werkzeug.datastructures import MultiDict
 
 from app import PROJECT_ROOT
 from app.extensions import commit_keeping, db
 from app.game import starts
 from app.models import Example, GameSet, Player, Round
-from bench.protocol import Choice, Decide, Reply, play_sets
+from bench.protocol import Choice, Decide, play_sets
 from tests import factories
 from tests.conftest import csrf_token
-from tests.game_helpers import others_answer, start_http
+from tests.game_helpers import others_answer, play_protocol, start_http
 
 FETCH = {"X-Requested-With": "fetch"}
 ROUND_PATH = re.compile(r"/play/round/\d+")
@@ -458,32 +457,20 @@ def test_each_hot_request_of_the_page_protocol_keeps_to_its_budget(
         sets=1,
     )
     by_request: dict[tuple[str, str, bool], list[Work]] = {}
-    request = next(player)
-    while True:
+
+    def counted(request, send):
         key = (request.method, request.shape()[1], request.fetch)
-        kwargs: dict = {"headers": request.headers}
-        if request.method == "POST":
-            kwargs.update(data=MultiDict(request.fields), content_type=request.content_type)
         if wire:
             wire.round_trips()  # from here on
         with work(app) as counted:
-            response = client.open(request.path, method=request.method, **kwargs)
-        assert response.status_code == request.expect, (request, response.status_code)
+            response = send()
         if wire:
             # On PostgreSQL the count is the driver's: the messages it sent and waited for.
             assert wire.round_trips() == counted.round_trips, (key, counted)
         by_request.setdefault(key, []).append(counted)
-        try:
-            request = player.send(
-                Reply(
-                    response.status_code,
-                    response.headers.get("Location"),
-                    response.get_data(as_text=True),
-                    response.headers.get("X-Round-URL"),
-                )
-            )
-        except StopIteration:
-            break
+        return response
+
+    play_protocol(client, player, counted)
     if wire:
         wire.close()
     stated = budgets("postgresql" if db_uri.startswith("postgresql") else "sqlite")
@@ -516,29 +503,17 @@ def test_a_round_with_the_script_takes_its_revealed_sentences_plus_at_most_two_r
             return Choice("machine", ("hunch",))
         return Choice("human")
 
-    player = play_sets(decide, script=True, sets=2)
-    request, since_last, per_round = next(player), 0, []  # (requests, revealed) per round
-    while True:
-        kwargs: dict = {"headers": request.headers}
-        if request.method == "POST":
-            kwargs.update(data=MultiDict(request.fields), content_type=request.content_type)
-        response = client.open(request.path, method=request.method, **kwargs)
-        assert response.status_code == request.expect, (request, response.status_code)
+    since_last, per_round = 0, []  # (requests, revealed) per round
+
+    def count(request, send):
+        nonlocal since_last
         since_last += 1
         if request.step == "answer":
             per_round.append([since_last, int(dict(request.fields)["seen"])])
             since_last = 0
-        try:
-            request = player.send(
-                Reply(
-                    response.status_code,
-                    response.headers.get("Location"),
-                    response.get_data(as_text=True),
-                    response.headers.get("X-Round-URL"),
-                )
-            )
-        except StopIteration:
-            break
+        return send()
+
+    play_protocol(client, play_sets(decide, script=True, sets=2), count)
     per_round[-1][0] += since_last  # the last set's summary
     assert len(per_round) == 2 * size
     # The home page, "Play a set" and the round's page, then the reveals and the answer.
