@@ -10,6 +10,15 @@ from app.extensions import db
 from tests.test_migrations import MIGRATIONS, backend_url
 
 NOW = "2026-11-01 10:00:00"
+# A study and a crowd player (`:id`) as the tables stood from 0004 on.
+PILOT_STUDY = (
+    "INSERT INTO studies (id, slug, title, platform, config, pool, created_at, is_open) "
+    "VALUES (1, 'pilot', 'P', 'prolific', '{}', '{}', :now, true)"
+)
+CROWD_PLAYER = (
+    "INSERT INTO players (id, is_guest, is_researcher, kind, created_at, profile_public, "
+    "session_version) VALUES (:id, true, false, 'crowd', :now, false, 0)"
+)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -20,26 +29,13 @@ def test_approved_and_rejected_become_decisions_and_the_outcome_comes_back(
     with app.app_context():
         upgrade(directory=MIGRATIONS, revision="0004_player_survey")
         with db.engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO studies (id, slug, title, platform, config, pool, created_at, "
-                    "is_open) VALUES (1, 'pilot', 'P', 'prolific', '{}', '{}', :now, true)"
-                ),
-                {"now": NOW},
-            )
+            conn.execute(text(PILOT_STUDY), {"now": NOW})
             for pid, status, outcome, note in (
                 (1, "approved", "completed", ""),
                 (2, "rejected", "failed_checks", "failed 2 attention check(s)"),
                 (3, "started", None, ""),
             ):
-                conn.execute(
-                    text(
-                        "INSERT INTO players (id, is_guest, is_researcher, kind, created_at, "
-                        "profile_public, session_version) "
-                        "VALUES (:id, true, false, 'crowd', :now, false, 0)"
-                    ),
-                    {"id": pid, "now": NOW},
-                )
+                conn.execute(text(CROWD_PLAYER), {"id": pid, "now": NOW})
                 conn.execute(
                     text(
                         "INSERT INTO participants (id, study_id, player_id, worker_id, status, "

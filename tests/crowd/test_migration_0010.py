@@ -8,9 +8,8 @@ from flask_migrate import downgrade, upgrade
 from sqlalchemy import text
 
 from app.extensions import db
+from tests.crowd.test_migration_0007 import CROWD_PLAYER, NOW, PILOT_STUDY
 from tests.test_migrations import MIGRATIONS, backend_url
-
-NOW = "2026-11-01 10:00:00"
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -19,37 +18,16 @@ def test_old_bonuses_become_issued_rows_and_used_runs_stay_used(make_app, tmp_pa
     with app.app_context():
         upgrade(directory=MIGRATIONS, revision="0009_indexed_pick")
         with db.engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO studies (id, slug, title, platform, config, pool, created_at, "
-                    "is_open) VALUES (1, 'pilot', 'P', 'prolific', '{}', '{}', :now, true)"
-                ),
-                {"now": NOW},
-            )
-            conn.execute(
-                text(
-                    "INSERT INTO players (id, is_guest, is_researcher, kind, created_at, "
-                    "profile_public, session_version) VALUES (1, true, false, 'crowd', :now, "
-                    "false, 0)"
-                ),
-                {"now": NOW},
-            )
-            conn.execute(
-                text(
-                    "INSERT INTO participants (id, study_id, player_id, worker_id, status, "
-                    "schedule, started_at, rounds_done, checks_passed, checks_failed, "
-                    "comprehension_failures) VALUES (1, 1, 1, 'w1', 'completed', '[]', :now, 6, "
-                    "2, 0, 0)"
-                ),
-                {"now": NOW},
-            )
-            conn.execute(
-                text(
-                    "INSERT INTO study_decisions (study_id, participant_id, run, decision, "
-                    "reasons, message, created_at) VALUES (1, 1, 1, 'approve', '[]', '', :now)"
-                ),
-                {"now": NOW},
-            )
+            for statement in (
+                PILOT_STUDY,
+                CROWD_PLAYER,
+                "INSERT INTO participants (id, study_id, player_id, worker_id, status, schedule, "
+                "started_at, rounds_done, checks_passed, checks_failed, comprehension_failures) "
+                "VALUES (1, 1, 1, 'w1', 'completed', '[]', :now, 6, 2, 0, 0)",
+                "INSERT INTO study_decisions (study_id, participant_id, run, decision, reasons, "
+                "message, created_at) VALUES (1, 1, 1, 'approve', '[]', '', :now)",
+            ):
+                conn.execute(text(statement), {"id": 1, "now": NOW})
             for run, amount in ((1, 20), (2, 10)):  # a top-up after the cap was raised
                 conn.execute(
                     text(
