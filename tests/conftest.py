@@ -2,8 +2,9 @@
 
 `make test` runs the suite twice: once on SQLite files, once on PostgreSQL.
 
-Every test that asks for `app` starts on the freshly created, empty schema. Creating it is the
-slow part, so it is made once and reused, never shared half-used:
+Every test that asks for `app`, or builds one with `app_with(**config)`, starts on the freshly
+created, empty schema. Creating it is the slow part, so it is made once and reused, never shared
+half-used:
 - SQLite: each test gets its own file, a copy of one made by `create_all` once per session.
 - PostgreSQL: the tables stay between tests; before each test every row is deleted and every
   sequence restarted, after a check that the schema is still exactly the one `create_all` made
