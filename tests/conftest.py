@@ -193,13 +193,14 @@ def make_app(db_uri):
 @pytest.fixture
 def app_with(request, make_app, db_uri):
     """Build an app with config overrides on the freshly created, empty schema, as `app` is."""
+    # The template is made now, before the test or its other fixtures change the environment.
+    sqlite = db_uri.startswith("sqlite:///")
+    template = request.getfixturevalue("sqlite_template") if sqlite else None
 
     def factory(**overrides):
-        if db_uri.startswith("sqlite:///"):
-            target = make_url(db_uri).database
-            template = request.getfixturevalue("sqlite_template")
-            if template is not None and target and not os.path.exists(target):
-                shutil.copyfile(template, target)
+        target = make_url(db_uri).database if sqlite else None
+        if template is not None and target and not os.path.exists(target):
+            shutil.copyfile(template, target)
         application = make_app(**overrides)
         with application.app_context():
             if db_uri.startswith("postgresql"):

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
-from app.crowd import pool, ratings, serving, verdicts
+from app.crowd import admin, pool, ratings, serving, verdicts
 from app.errors import BadRequest, Conflict, Forbidden
 from app.extensions import db
 from app.game import answers, reveals, rounds
@@ -176,6 +176,16 @@ def test_consent_and_screening(ctx):
     assert out.status == ParticipantStatus.screened_out
     assert study_round(study, out) is None
     assert verdicts.completion_code(out)  # a per-worker code for the screened-out outcome
+
+
+def test_closed_study_admits_no_one_new(ctx):
+    make_pool()
+    study = make_study()
+    inside = join(study, worker="w1")
+    admin.set_open(study, False)
+    with pytest.raises(Conflict, match="closed"):
+        join(study, worker="w2", session="s2")
+    assert join(study, worker="w1", session="s1").id == inside.id  # those inside can go on
 
 
 def test_practice_rounds_come_first_and_do_not_count(ctx):
