@@ -122,7 +122,15 @@ def failed_checks_message(participant: Participant) -> str | None:
         )
         .order_by(Round.answered_at, Round.id)
     ).all()
-    found = schedule.check_rounds(
+    found = check_rounds(answered)
+    counted = participant.checks_passed + participant.checks_failed
+    return schedule.failed_checks_text(found[schedule.FAIL], counted)
+
+
+def check_rounds(answered) -> dict[str, list[int]]:
+    """`schedule.check_rounds` of answered rounds read with their kind, guess, boundary and
+    example source (which says what kind of check a check round is)."""
+    return schedule.check_rounds(
         [
             (
                 (r.source or {}).get("check", "all_human") if r.kind == CHECK_ROUND else None,
@@ -132,8 +140,6 @@ def failed_checks_message(participant: Participant) -> str | None:
             for r in answered
         ]
     )
-    counted = participant.checks_passed + participant.checks_failed
-    return schedule.failed_checks_text(found[schedule.FAIL], counted)
 
 
 def completion_code(participant: Participant) -> str | None:
