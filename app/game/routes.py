@@ -81,7 +81,7 @@ def _home_stats(totals: profiles.Figures | None = None) -> dict | None:
         return None
     figures = totals if totals is not None else profiles.overall(current_user)
     # The all-time skill board: a rank once on it, else how many rounds are still needed.
-    standing = standings.rank_of(current_user) if figures.rounds else None
+    standing = standings.standing_of(current_user) if figures.rounds else None
     return {
         "points": figures.points,
         "rounds": figures.rounds,
@@ -314,9 +314,8 @@ def next_in_set(set_id: int):
         return redirect(_summary_url(finished.game_set))
     except starts.NoExamplesLeft as done:
         return _played_out(done)
-    except daily.FinishCurrentFirst as busy:
-        flash(busy.message)
-        return redirect(url_for("game.show", round_id=busy.round.id))
+    except sets.FinishCurrentFirst as busy:
+        return round_views.go_to_open_round(busy)
     return round_views.go_to_round(round_)
 
 
