@@ -237,11 +237,13 @@ def every_text(pool: dict) -> set[int]:
     return found
 
 
+def check_ids(pool: dict) -> list[int]:
+    """The attention checks a study's pool holds (made for the study): all human, inside a text
+    and spare."""
+    return [i for key in ("checks", "inside_checks", "spare_checks") for i in pool.get(key, [])]
+
+
 def drop_checks(study: Study) -> None:
-    ids = [
-        *study.pool.get("checks", []),
-        *study.pool.get("inside_checks", []),
-        *study.pool.get("spare_checks", []),
-    ]
+    ids = check_ids(study.pool)
     if ids:
         db.session.execute(delete(Example).where(Example.id.in_(ids)))
