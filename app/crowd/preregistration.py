@@ -18,7 +18,7 @@ from sqlalchemy import select
 from app.crowd.config import StudyConfig, StudyConfigError
 from app.crowd.lookup import participant_count
 from app.errors import BadRequest, Conflict
-from app.extensions import db
+from app.extensions import all_or_nothing, db
 from app.models import Study, StudyPlan
 from app.models.base import utcnow
 
@@ -241,14 +241,10 @@ def publish(
     if new is not None and new.slug != study.slug:
         raise BadRequest(f"slug: the file is for {new.slug!r}, not {study.slug!r}")
     plan = new.preregistration if new is not None else config.preregistration
-    try:
+    with all_or_nothing():
         made = freeze(study, plan, reason, new_version)
         if new is not None and plan != config.preregistration:
             study.config = {**study.config, "preregistration": plan}
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        raise
     return made
 
 
