@@ -1,10 +1,7 @@
 """The app-wide operator commands: `flask import`, `flask load-demo` and `flask show-config`.
 
 The other commands are on their blueprints' command lines (`Blueprint.cli`, each without a group
-of its own, so a command keeps its name at the top of `flask`): `study` (app/crowd/cli.py and the
-crowd's other `*_cli` modules), `export` and `validation` (app/research), `daily` and
-`difficulty` (app/game/cli.py), `boards` (app/leaderboard/cli.py), `create-researcher` and
-`reset-password` (app/accounts/cli.py)."""
+of its own, so a command keeps its name at the top of `flask`): each package's `*cli.py`."""
 
 from __future__ import annotations
 
