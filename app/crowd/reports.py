@@ -120,13 +120,13 @@ class StudyReport:
         return data
 
 
-def latest_decisions(study: Study) -> dict[int, StudyDecision]:
-    """The current decision per participant: the newest row of the latest applied runs."""
-    newest = (
-        select(func.max(StudyDecision.id))
-        .where(StudyDecision.study_id == study.id)
-        .group_by(StudyDecision.participant_id)
-    )
+def latest_decisions(study: Study, source: str | None = None) -> dict[int, StudyDecision]:
+    """The current decision per participant: the newest row of the latest applied runs (only
+    those of `source`, "review" for a person's, when given)."""
+    newest = select(func.max(StudyDecision.id)).where(StudyDecision.study_id == study.id)
+    if source is not None:
+        newest = newest.where(StudyDecision.source == source)
+    newest = newest.group_by(StudyDecision.participant_id)
     rows = db.session.scalars(select(StudyDecision).where(StudyDecision.id.in_(newest)))
     return {row.participant_id: row for row in rows}
 

@@ -117,7 +117,7 @@ def decide(
         # one and then sees it below, or is refused by the database (one row per run number).
         run = _new_run(study, now)
         db.session.flush()
-        before = verify.hand_decisions(study).get(w.participant_id)
+        before = latest_decisions(study, "review").get(w.participant_id)
         if before is not None and (before.decision, before.message) == (decision, message):
             db.session.rollback()
             return None
