@@ -14,7 +14,7 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.cli import refusals
-from app.crowd import admin, links, lookup, preregistration, reports, schedule
+from app.crowd import admin, links, lookup, preregistration, reports
 from app.crowd.config import StudyConfig, StudyConfigError
 from app.crowd.platform_rules import PayRules, parse_rates, platform_findings
 from app.crowd.prolific_api import ProlificClient, ProlificError
@@ -109,9 +109,7 @@ def check(file: Path, power_file: Path | None) -> None:
     power = _read_power(power_file, config) if power_file else None
     with refusals(f"{file}: "):
         pool = admin.trial(config)
-    human, inside = schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    )
+    human, inside = config.checks
     click.echo(
         f"{file}: valid for {config.platform}; each worker plays {config.rounds} rounds with "
         f"{human + inside} attention check(s) ({inside} inside a text, {human} all-human)."
@@ -145,9 +143,7 @@ def create(file: Path) -> None:
     config = load_checked(file)
     with refusals(f"{file}: "):
         study = admin.create_study(config)
-    human, inside = schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    )
+    human, inside = config.checks
     pool = study.pool
     click.echo(f"Created study {study.slug!r} ({study.platform}).")
     click.echo(

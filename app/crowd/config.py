@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 
+from app.crowd import schedule
+
 SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
 CODE_RE = re.compile(r"[A-Za-z0-9_-]{4,64}")
 PLATFORMS = ("prolific", "mturk", "generic")
@@ -174,6 +176,11 @@ class StudyConfig:
     @property
     def hourly_reward(self) -> float | None:
         return self.reward * 60.0 / self.expected_minutes if self.expected_minutes else None
+
+    @property
+    def checks(self) -> tuple[int, int]:
+        """(all-human checks, inside-text checks) among a worker's required rounds."""
+        return schedule.check_mix(self.rounds, self.attention_check_rate, self.all_human_checks)
 
     @property
     def total_rounds(self) -> int:

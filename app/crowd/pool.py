@@ -149,9 +149,7 @@ def _attention_checks(
     its sentence was shown: enough that a worker finds one on a passage they have not read, as
     texts allow.
     """
-    human_needed, inside_needed = schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    )
+    human_needed, inside_needed = config.checks
     inside_needed += schedule.check_count(
         config.total_rounds - config.rounds, config.attention_check_rate
     )
@@ -206,9 +204,7 @@ def build_pool(config: StudyConfig, checks: bool = True) -> dict:
     tutorial = _resolve_ids(config.tutorial, "tutorial") if config.tutorial else []
     pool = [i for i in pool if i not in set(tutorial)]
     human, inside, spare = _attention_checks(config, pool) if checks else ([], [], [])
-    normal_needed = config.rounds - sum(schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    ))  # fmt: skip
+    normal_needed = config.rounds - sum(config.checks)
     if len(pool) < normal_needed:
         raise BadRequest(
             f"the pool has {len(pool)} examples, fewer than the {normal_needed} "

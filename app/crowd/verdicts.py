@@ -97,9 +97,7 @@ def _schedule_spare(participant: Participant, config: StudyConfig) -> None:
     nothing: verify sends a worker with void checks to review."""
     plan = participant.schedule
     required = required_rounds(config, participant)
-    wanted = sum(
-        schedule.check_mix(config.rounds, config.attention_check_rate, config.all_human_checks)
-    )
+    wanted = sum(config.checks)
     counted = participant.checks_passed + participant.checks_failed
     done = participant.rounds_done
     if counted + schedule.checks_left(plan, done, required) >= wanted:
