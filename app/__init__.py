@@ -345,17 +345,14 @@ def _register_error_pages(app: Flask) -> None:
     def bad_request(error):
         return page("Bad request", getattr(error, "description", "Bad request."), 400)
 
-    @app.errorhandler(403)
-    def forbidden(error):
-        return page("Not allowed", "You do not have access to this page.", 403)
-
-    @app.errorhandler(404)
-    def not_found(error):
-        return page("Not found", "There is nothing at this address.", 404)
-
-    @app.errorhandler(405)
-    def method_not_allowed(error):
-        return page("Not allowed", "This address does not accept that kind of request.", 405)
+    for status, title, message in (
+        (403, "Not allowed", "You do not have access to this page."),
+        (404, "Not found", "There is nothing at this address."),
+        (405, "Not allowed", "This address does not accept that kind of request."),
+    ):
+        app.register_error_handler(
+            status, lambda error, t=title, m=message, s=status: page(t, m, s)
+        )
 
     @app.errorhandler(429)
     def too_many(error):

@@ -1,14 +1,13 @@
 """The app-wide operator commands: `flask import`, `flask load-demo` and `flask show-config`.
 
 The other commands are on their blueprints' command lines (`Blueprint.cli`, each without a group
-of its own, so a command keeps its name at the top of `flask`): `study` (app/crowd/cli.py and the
-crowd's other `*_cli` modules), `export` and `validation` (app/research), `daily` and
-`difficulty` (app/game/cli.py), `boards` (app/leaderboard/cli.py), `create-researcher` and
-`reset-password` (app/accounts/cli.py)."""
+of its own, so a command keeps its name at the top of `flask`): each package's `*cli.py`."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -20,8 +19,18 @@ from tqdm import tqdm
 from app.catalog.importer import ImportFailed, import_records, read_records
 from app.catalog.roft_csv import RoftCsvError, read_roft_csv_counted
 from app.config import PROJECT_ROOT
+from app.errors import ServiceError
 from app.extensions import db
 from app.models import Example
+
+
+@contextmanager
+def refusals(prefix: str = "") -> Iterator[None]:
+    """A service's refusal (ServiceError) as the command's error: its message, after `prefix`."""
+    try:
+        yield
+    except ServiceError as refused:
+        raise click.ClickException(f"{prefix}{refused.message}") from None
 
 
 def _read(path: Path, fmt: str) -> list:

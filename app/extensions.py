@@ -1,6 +1,7 @@
 """Extensions, created once and bound to an app in `create_app` with `init_app`."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from flask import current_app
@@ -50,6 +51,17 @@ def add_or_theirs(row: T, theirs: Callable[[], T | None]) -> T | None:
         db.session.rollback()
         return theirs()
     return row
+
+
+@contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """Commit what the block wrote, or roll all of it back if anything in it fails."""
+    try:
+        yield
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
 
 
 def commit_keeping(*keep: object) -> None:

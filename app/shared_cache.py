@@ -22,61 +22,34 @@ log = logging.getLogger(__name__)
 class TolerantRedisCache(RedisCache):
     """Flask-Caching's RedisCache, with Redis errors turned into misses and skipped writes."""
 
-    def _unreachable(self, operation: str, error: RedisError) -> None:
-        log.warning("cache %s skipped, Redis unreachable: %s", operation, error)
+    def _tolerant(self, operation: str, missed: Any, *args: Any) -> Any:
+        """RedisCache's `operation` of `args`; `missed`, with a warning, when Redis fails."""
+        try:
+            return getattr(super(), operation)(*args)
+        except RedisError as error:
+            log.warning("cache %s skipped, Redis unreachable: %s", operation, error)
+            return missed
 
     def get(self, key: str) -> Any:
-        try:
-            return super().get(key)
-        except RedisError as error:
-            self._unreachable("get", error)
-            return None
+        return self._tolerant("get", None, key)
 
     def get_many(self, *keys: str) -> list[Any]:
-        try:
-            return super().get_many(*keys)
-        except RedisError as error:
-            self._unreachable("get_many", error)
-            return [None] * len(keys)
+        return self._tolerant("get_many", [None] * len(keys), *keys)
 
     def has(self, key: str) -> bool:
-        try:
-            return super().has(key)
-        except RedisError as error:
-            self._unreachable("has", error)
-            return False
+        return self._tolerant("has", False, key)
 
     def set(self, key: str, value: Any, timeout: int | None = None) -> Any:
-        try:
-            return super().set(key, value, timeout)
-        except RedisError as error:
-            self._unreachable("set", error)
-            return False
+        return self._tolerant("set", False, key, value, timeout)
 
     def add(self, key: str, value: Any, timeout: int | None = None) -> Any:
-        try:
-            return super().add(key, value, timeout)
-        except RedisError as error:
-            self._unreachable("add", error)
-            return False
+        return self._tolerant("add", False, key, value, timeout)
 
     def set_many(self, mapping: dict[str, Any], timeout: int | None = None) -> list[Any]:
-        try:
-            return super().set_many(mapping, timeout)
-        except RedisError as error:
-            self._unreachable("set_many", error)
-            return []
+        return self._tolerant("set_many", [], mapping, timeout)
 
     def delete(self, key: str) -> bool:
-        try:
-            return super().delete(key)
-        except RedisError as error:
-            self._unreachable("delete", error)
-            return False
+        return self._tolerant("delete", False, key)
 
     def delete_many(self, *keys: str) -> list[Any]:
-        try:
-            return super().delete_many(*keys)
-        except RedisError as error:
-            self._unreachable("delete_many", error)
-            return []
+        return self._tolerant("delete_many", [], *keys)

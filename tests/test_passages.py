@@ -14,7 +14,7 @@ from app.catalog.importer import import_file
 from app.catalog.passages import MAX_KEY_CHARS, passage_keys
 from app.extensions import db
 from app.game import answers, reveals, sets, starts
-from app.models import Example, ExamplePassage, PassageRead
+from app.models import Example, ExamplePassage, PassageRead, Platform, Study
 from tests import factories
 from tests.conftest import csrf_token
 from tests.game_helpers import answer, answer_http, finish, reveal_http, start_http
@@ -178,6 +178,19 @@ def test_reserving_later_takes_only_passages_nobody_has_read(ctx):
     assert db.session.get(Example, read.id).kind == "normal"
     with pytest.raises(ValueError):
         pools.reserve_unread(0)
+
+
+def test_reserving_leaves_every_study_pool_alone_conditions_included(ctx):
+    # A study with conditions keeps, beside its lists of ids, a pool per condition and the
+    # allocation's seed (app/crowd/admin.py).
+    own, conditioned, free = (factories.example(passage=f"p{i}") for i in range(3))
+    pool = {"normal": [own.id], "tutorial": [], "checks": [], "inside_checks": [],
+            "conditions": {"long": {"normal": [conditioned.id], "tutorial": []}},
+            "allocation_seed": 12345}  # fmt: skip
+    db.session.add(Study(slug="s", title="S", platform=Platform.prolific, config={}, pool=pool))
+    db.session.commit()
+    assert pools.reserve_unread(1.0, random.Random(1)).passages == 1
+    assert [e.kind for e in (own, conditioned, free)] == ["normal", "normal", "daily"]
 
 
 def test_sets_skip_passages_read_in_a_set_too(ctx):

@@ -9,7 +9,7 @@ import click
 
 from app.accounts import service as accounts
 from app.accounts.routes import bp
-from app.errors import ServiceError
+from app.cli import refusals
 from app.extensions import db
 
 
@@ -30,10 +30,8 @@ def create_researcher(username: str, password: str | None) -> None:
         return
     if password is None:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    try:
+    with refusals():
         player = accounts.sign_up(username, password, consent=False, researcher=True)
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
     click.echo(f"Created researcher {player.username}. Log in at /login, then open /research.")
 
 
@@ -57,10 +55,8 @@ def reset_password(username: str, generate: bool) -> None:
         password = secrets.token_urlsafe(12)
     else:
         password = click.prompt("New password", hide_input=True, confirmation_prompt=True)
-    try:
+    with refusals():
         player = accounts.reset_password(username, password)
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
     click.echo(f"The password of {player.username} is reset; every session of theirs ended.")
     if generate:
         click.echo(f"New password: {password}")

@@ -30,6 +30,7 @@ from app.accounts.sessions import rotate_csrf, sign_in, sign_out
 from app.errors import ServiceError
 from app.extensions import db, limiter, login_manager
 from app.game import daily, insights, progression, reason_accuracy
+from app.game.guard_views import player_required
 from app.leaderboard import standings
 from app.models import Player
 
@@ -295,10 +296,9 @@ def settings():
 
 
 @bp.route("/survey", methods=["GET", "POST"])
+@player_required
 def survey_page():
     """The optional survey, for any player with a session (guests too)."""
-    if not current_user.is_authenticated:
-        return redirect(url_for("game.home"))
     error = None
     if request.method == "POST":
         try:

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from app.catalog import pools
 from app.catalog.records import ExampleRecord, RecordError, parse_lines
-from app.extensions import db
+from app.extensions import all_or_nothing, db
 from app.models import Category, Example, System
 
 MAX_REPORTED_ERRORS = 20
@@ -121,7 +121,7 @@ def import_records(
                 "use --on-duplicate skip to import only the new ones"
             ],
         )
-    try:
+    with all_or_nothing():
         categories: dict[str, Category] = {}
         systems: dict[str, System] = {}
         batch = []
@@ -155,10 +155,6 @@ def import_records(
             _write(batch, imported, progress)
         report.imported = len(imported)
         report.pools = pools.place_new_examples(imported, reserve_daily)
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        raise
     return report
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import insert, select, update
@@ -177,9 +177,19 @@ def _in_study_pools() -> set[int]:
     """Example ids fixed in some crowd study's pool (they stay where the study expects them)."""
     ids: set[int] = set()
     for pool in db.session.scalars(select(Study.pool)):
-        for values in (pool or {}).values():
-            ids.update(int(v) for v in values)
+        ids.update(_ids_in(pool or {}))
     return ids
+
+
+def _ids_in(pool: dict) -> Iterator[int]:
+    """The example ids of a study's pool: its lists of ids, and those of its conditions' own
+    pools (`pool["conditions"]`, a pool per condition); other values (the allocation seed)
+    hold none."""
+    for value in pool.values():
+        if isinstance(value, list):
+            yield from (int(v) for v in value)
+        elif isinstance(value, dict):
+            yield from _ids_in(value)
 
 
 @dataclass(frozen=True)

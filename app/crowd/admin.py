@@ -12,7 +12,7 @@ from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of, participant_count
 from app.crowd.pool import build_pool, drop_checks
 from app.errors import BadRequest, Conflict
-from app.extensions import db
+from app.extensions import all_or_nothing, db
 from app.leaderboard import standings
 from app.models import (
     Category,
@@ -97,12 +97,8 @@ def create_study(config: StudyConfig) -> Study:
     """Create a study from a validated file: fix its pool and build its attention checks."""
     if db.session.scalar(select(Study.id).where(Study.slug == config.slug)):
         raise Conflict(f"a study called {config.slug!r} already exists")
-    try:
+    with all_or_nothing():
         study = _new_study(config)
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        raise
     return study
 
 
@@ -137,7 +133,7 @@ def edit_study(study: Study, new: StudyConfig) -> list[str]:
     changed = sorted(k for k in after if before.get(k) != after[k])
     if not changed:
         return []
-    try:
+    with all_or_nothing():
         if participant_count(study):
             locked = [k for k in LOCKED_ONCE_JOINED if before.get(k) != after[k]]
             if _likert_shape(old) != _likert_shape(new):
@@ -155,10 +151,6 @@ def edit_study(study: Study, new: StudyConfig) -> list[str]:
         db.session.flush()
         if problem := capacity_problem(study, new):
             raise BadRequest(problem)
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        raise
     return changed
 
 
@@ -174,7 +166,7 @@ def delete_study(study: Study, force: bool = False) -> int:
             f"study {study.slug!r} has {len(participants)} participant(s); export first and "
             "pass --force to delete them with it"
         )
-    try:
+    with all_or_nothing():
         ids = [p.id for p in participants]
         players = [p.player_id for p in participants]
         categories = set()
@@ -212,10 +204,6 @@ def delete_study(study: Study, force: bool = False) -> int:
                 db.session.delete(player)  # the ORM events keep the leaderboard counts right
         drop_checks(study)
         db.session.delete(study)
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        raise
     for slug in categories:
         standings.invalidate(slug)
     return len(participants)

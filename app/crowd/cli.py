@@ -13,7 +13,8 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from app.crowd import admin, links, lookup, preregistration, reports, schedule
+from app.cli import refusals
+from app.crowd import admin, links, lookup, preregistration, reports
 from app.crowd.config import StudyConfig, StudyConfigError
 from app.crowd.platform_rules import PayRules, parse_rates, platform_findings
 from app.crowd.prolific_api import ProlificClient, ProlificError
@@ -106,13 +107,9 @@ def check(file: Path, power_file: Path | None) -> None:
     nothing. Exits with an error if the study could not run as written."""
     config = load_checked(file)
     power = _read_power(power_file, config) if power_file else None
-    try:
+    with refusals(f"{file}: "):
         pool = admin.trial(config)
-    except ServiceError as refused:
-        raise click.ClickException(f"{file}: {refused.message}") from None
-    human, inside = schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    )
+    human, inside = config.checks
     click.echo(
         f"{file}: valid for {config.platform}; each worker plays {config.rounds} rounds with "
         f"{human + inside} attention check(s) ({inside} inside a text, {human} all-human)."
@@ -144,13 +141,9 @@ def check(file: Path, power_file: Path | None) -> None:
 def create(file: Path) -> None:
     """Create a study from a TOML FILE (see docs/running-a-study.md) and print its link."""
     config = load_checked(file)
-    try:
+    with refusals(f"{file}: "):
         study = admin.create_study(config)
-    except ServiceError as refused:
-        raise click.ClickException(f"{file}: {refused.message}") from None
-    human, inside = schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    )
+    human, inside = config.checks
     pool = study.pool
     click.echo(f"Created study {study.slug!r} ({study.platform}).")
     click.echo(
@@ -191,10 +184,8 @@ def edit(slug: str, file: Path) -> None:
     """
     study = study_named(slug)
     config = load_checked(file)
-    try:
+    with refusals(f"{file}: "):
         changed = admin.edit_study(study, config)
-    except ServiceError as refused:
-        raise click.ClickException(f"{file}: {refused.message}") from None
     if changed:
         click.echo(f"Study {slug!r} updated: {', '.join(changed)}.")
     else:

@@ -81,16 +81,12 @@ def with_conditions(config: StudyConfig, data: dict, source: str) -> StudyConfig
                 )
         overrides = {k: v for k, v in item.items() if k != "name"}
         # The merged settings are validated as a study file of their own.
-        parsed = _parse({**base, **overrides}, f"{source}: {where}")
+        parsed = parse_settings({**base, **overrides}, f"{source}: {where}")
         found.append({"name": name, **{k: getattr(parsed, k) for k in overrides}})
     names = [c["name"] for c in found]
     if len(set(names)) != len(names):
         raise StudyConfigError(source, "conditions", "condition names must be unique")
     return dataclasses.replace(config, conditions=found)
-
-
-def _parse(data: dict, source: str) -> StudyConfig:
-    return parse_settings(data, source)
 
 
 def names(config: StudyConfig) -> list[str]:

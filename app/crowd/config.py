@@ -10,7 +10,10 @@ its cap, a code per outcome); a library's generic messages would each need rewor
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
+
+from app.crowd import schedule
 
 SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
 CODE_RE = re.compile(r"[A-Za-z0-9_-]{4,64}")
@@ -175,6 +178,11 @@ class StudyConfig:
         return self.reward * 60.0 / self.expected_minutes if self.expected_minutes else None
 
     @property
+    def checks(self) -> tuple[int, int]:
+        """(all-human checks, inside-text checks) among a worker's required rounds."""
+        return schedule.check_mix(self.rounds, self.attention_check_rate, self.all_human_checks)
+
+    @property
     def total_rounds(self) -> int:
         return self.max_rounds or self.rounds
 
@@ -245,16 +253,22 @@ def _strings(data, key, source):
     return value
 
 
-def _likert(data, source) -> tuple[list[LikertCriterion], str]:
-    raw = data.get("likert", [])
+def _tables(data, key: str, keys: set[str], source) -> Iterator[tuple[str, dict]]:
+    """Each of the [[key]] tables, with where it stands (`key[i]`), its keys checked."""
+    raw = data.get(key, [])
     if not isinstance(raw, list):
-        raise StudyConfigError(source, "likert", "must be a list of [[likert]] tables")
-    criteria = []
+        raise StudyConfigError(source, key, f"must be a list of [[{key}]] tables")
     for i, item in enumerate(raw):
-        where = f"likert[{i}]"
+        where = f"{key}[{i}]"
         if not isinstance(item, dict):
             raise StudyConfigError(source, where, "must be a table")
-        _known(item, LIKERT_KEYS, source, where)
+        _known(item, keys, source, where)
+        yield where, item
+
+
+def _likert(data, source) -> tuple[list[LikertCriterion], str]:
+    criteria = []
+    for where, item in _tables(data, "likert", LIKERT_KEYS, source):
         name = _text(item, "name", f"{source}: {where}", required=True)
         if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", name):
             raise StudyConfigError(source, f"{where}.name", "must be a short lowercase identifier")
@@ -284,17 +298,8 @@ def _likert(data, source) -> tuple[list[LikertCriterion], str]:
 
 
 def _comprehension(data, source) -> list[ComprehensionQuestion]:
-    raw = data.get("comprehension", [])
-    if not isinstance(raw, list):
-        raise StudyConfigError(
-            source, "comprehension", "must be a list of [[comprehension]] tables"
-        )
     questions = []
-    for i, item in enumerate(raw):
-        where = f"comprehension[{i}]"
-        if not isinstance(item, dict):
-            raise StudyConfigError(source, where, "must be a table")
-        _known(item, COMPREHENSION_KEYS, source, where)
+    for where, item in _tables(data, "comprehension", COMPREHENSION_KEYS, source):
         options = _strings(item, "options", f"{source}: {where}")
         answer = _text(item, "answer", f"{source}: {where}", required=True)
         if len(options) < 2 or len(set(options)) != len(options):

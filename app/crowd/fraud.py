@@ -1,6 +1,6 @@
 """Fraud signals in a crowd study, for the study runner to look into; never a decision.
 
-Three signals, each with its evidence (which worker ids, which rounds, which texts):
+Five signals, each with its evidence (which worker ids, which rounds, which texts):
 
 - **Shared browser.** The game records, for every answered round, a keyed hash of the browser's
   long-lived device cookie (app/leaderboard/integrity.py, `truth_views`). Two participant ids

@@ -6,9 +6,8 @@ import json
 
 import click
 
-from app.crowd import fraud_report, lookup
-from app.crowd.cli import study_group
-from app.errors import ServiceError
+from app.crowd import fraud_report
+from app.crowd.cli import study_group, study_named
 
 
 @study_group.command("flags")
@@ -20,11 +19,7 @@ def flags(slug: str, as_json: bool) -> None:
     faster than a person types, or who answer faster than the text can be read, with
     the rounds and texts behind each flag. Flags are for a person to look into; they never
     reject anyone (see docs/running-a-study.md, "Fraud signals")."""
-    try:
-        study = lookup.get_study(slug)
-    except ServiceError as missing:
-        raise click.ClickException(f"no study called {slug!r}") from missing
-    flagged = fraud_report.study_flags(study)
+    flagged = fraud_report.study_flags(study_named(slug))
     if as_json:
         click.echo(json.dumps([w.to_json() for w in flagged], indent=2))
         return

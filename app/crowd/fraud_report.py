@@ -37,15 +37,20 @@ def _in_study(study: Study) -> select:
     return select(Participant.id).where(Participant.study_id == study.id)
 
 
-def _explanations(study: Study) -> list[ExplanationRow]:
+def _explained(study: Study, *columns) -> list[tuple]:
+    """Each answered round of the study with an explanation: participant, worker, study round
+    number, then `columns`."""
     numbers = round_numbers(_in_study(study))
-    rows = db.session.execute(
-        select(Round.participant_id, Participant.worker_id, numbers.c.number, Round.explanation)
+    return db.session.execute(
+        select(Round.participant_id, Participant.worker_id, numbers.c.number, *columns)
         .join(Participant, Participant.id == Round.participant_id)
         .join(numbers, numbers.c.id == Round.id)
         .where(Participant.study_id == study.id, Round.guess.is_not(None), Round.explanation != "")
-    )
-    return [ExplanationRow(*row) for row in rows]
+    ).all()
+
+
+def _explanations(study: Study) -> list[ExplanationRow]:
+    return [ExplanationRow(*row) for row in _explained(study, Round.explanation)]
 
 
 def _timings(study: Study) -> list[TimingRow]:
@@ -87,20 +92,12 @@ def _timings(study: Study) -> list[TimingRow]:
 
 
 def _typing(study: Study) -> list[TypingRow]:
-    numbers = round_numbers(_in_study(study))
-    rows = db.session.execute(
-        select(
-            Round.participant_id,
-            Participant.worker_id,
-            numbers.c.number,
-            func.length(Round.explanation),
-            Round.explanation_pasted,
-            Round.typing_ms,
-            Round.typed_chars,
-        )
-        .join(Participant, Participant.id == Round.participant_id)
-        .join(numbers, numbers.c.id == Round.id)
-        .where(Participant.study_id == study.id, Round.guess.is_not(None), Round.explanation != "")
+    rows = _explained(
+        study,
+        func.length(Round.explanation),
+        Round.explanation_pasted,
+        Round.typing_ms,
+        Round.typed_chars,
     )
     return [TypingRow(*row) for row in rows]
 

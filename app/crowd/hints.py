@@ -21,6 +21,7 @@ from sqlalchemy import select
 
 from app.crowd import conditions
 from app.crowd.config import StudyConfig
+from app.crowd.pool import check_ids
 from app.errors import BadRequest
 from app.extensions import db
 from app.models import Example, Participant, Round, Study
@@ -67,16 +68,6 @@ def _study_texts(study: Study) -> list[int]:
     return sorted(ids)
 
 
-def _check_ids(study: Study) -> list[int]:
-    return sorted(
-        {
-            *study.pool.get("checks", []),
-            *study.pool.get("inside_checks", []),
-            *study.pool.get("spare_checks", []),
-        }
-    )
-
-
 def store(study: Study, path: Path | None, scorer: str | None = None) -> dict:
     """Store the detector's scores with the study's texts (from `path`, or those the texts were
     imported with) and fix the study's cut points; commits. Returns {"scorer", "texts",
@@ -93,7 +84,9 @@ def store(study: Study, path: Path | None, scorer: str | None = None) -> dict:
         example.meta = {**(example.meta or {}), "detector": found}
         kept[example.external_id] = found
         sentences[example.external_id] = list(example.sentences)
-    for check in db.session.scalars(select(Example).where(Example.id.in_(_check_ids(study)))):
+    for check in db.session.scalars(
+        select(Example).where(Example.id.in_(sorted(set(check_ids(study.pool)))))
+    ):
         name = (check.source or {}).get("from_example")
         if name not in kept:
             continue

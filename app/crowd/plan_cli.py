@@ -7,23 +7,24 @@ from pathlib import Path
 
 import click
 
+from app.cli import refusals
 from app.crowd import admin, conditions, hints, lookup, preregistration
 from app.crowd.cli import load_checked, print_link, study_group, study_named
-from app.errors import ServiceError
 
 
 def freeze_lines(study) -> list[str]:
     """Freeze the study's plan as it stands (for every publish path); lines to print."""
-    try:
-        frozen = preregistration.publish(study)
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
+    with refusals():
+        return [_frozen_line(preregistration.publish(study))]
+
+
+def _frozen_line(frozen) -> str:
     if frozen is None:
-        return ["No analysis plan: the study file has no [preregistration] table."]
-    return [
+        return "No analysis plan: the study file has no [preregistration] table."
+    return (
         f"Analysis plan frozen: version {frozen.version}, SHA-256 {frozen.sha256} "
         f"({frozen.frozen_at.isoformat()})."
-    ]
+    )
 
 
 @study_group.command("publish")
@@ -44,19 +45,10 @@ def publish(slug: str, file: Path | None, reason: str | None, new_version: bool)
     """
     study = study_named(slug)
     new = load_checked(file) if file is not None else None
-    try:
+    with refusals(f"{file}: " if file is not None else ""):
         frozen = preregistration.publish(study, new, reason, new_version)
         admin.set_open(study, True)
-    except ServiceError as refused:
-        prefix = f"{file}: " if file is not None else ""
-        raise click.ClickException(f"{prefix}{refused.message}") from None
-    if frozen is None:
-        click.echo("No analysis plan: the study file has no [preregistration] table.")
-    else:
-        click.echo(
-            f"Analysis plan frozen: version {frozen.version}, SHA-256 {frozen.sha256} "
-            f"({frozen.frozen_at.isoformat()})."
-        )
+    click.echo(_frozen_line(frozen))
     config = lookup.config_of(study)
     if config.conditions:
         click.echo(f"Conditions: {', '.join(conditions.names(config))} (balanced blocks).")
@@ -89,10 +81,8 @@ def hints_command(slug: str, detections: Path | None, scorer: str | None) -> Non
     with detector_hint = true: from DETECTIONS (detections.csv of `python -m analysis
     detect`), or the scores the texts were imported with."""
     study = study_named(slug)
-    try:
+    with refusals():
         done = hints.store(study, detections, scorer)
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
     low, high = done["cuts"]
     click.echo(
         f"Detector hints ({done['scorer']}) stored for {done['texts']} text(s); "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.crowd import schedule
 from app.crowd.config import StudyConfig
 
 
@@ -77,8 +76,7 @@ def platform_findings(config: StudyConfig, pay: PayRules) -> Findings:
 
 def _check_warnings(config: StudyConfig, prolific: bool, warnings: list[str]) -> int:
     """Add the warnings on the attention checks; the number of checks a worker sees."""
-    human, inside = schedule.check_mix(config.rounds, config.attention_check_rate,
-                                       config.all_human_checks)  # fmt: skip
+    human, inside = config.checks
     checks = human + inside
     if checks:
         if config.fail_after_checks > checks:

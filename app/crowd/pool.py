@@ -149,9 +149,7 @@ def _attention_checks(
     its sentence was shown: enough that a worker finds one on a passage they have not read, as
     texts allow.
     """
-    human_needed, inside_needed = schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    )
+    human_needed, inside_needed = config.checks
     inside_needed += schedule.check_count(
         config.total_rounds - config.rounds, config.attention_check_rate
     )
@@ -206,9 +204,7 @@ def build_pool(config: StudyConfig, checks: bool = True) -> dict:
     tutorial = _resolve_ids(config.tutorial, "tutorial") if config.tutorial else []
     pool = [i for i in pool if i not in set(tutorial)]
     human, inside, spare = _attention_checks(config, pool) if checks else ([], [], [])
-    normal_needed = config.rounds - sum(schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    ))  # fmt: skip
+    normal_needed = config.rounds - sum(config.checks)
     if len(pool) < normal_needed:
         raise BadRequest(
             f"the pool has {len(pool)} examples, fewer than the {normal_needed} "
@@ -237,11 +233,13 @@ def every_text(pool: dict) -> set[int]:
     return found
 
 
+def check_ids(pool: dict) -> list[int]:
+    """The attention checks a study's pool holds (made for the study): all human, inside a text
+    and spare."""
+    return [i for key in ("checks", "inside_checks", "spare_checks") for i in pool.get(key, [])]
+
+
 def drop_checks(study: Study) -> None:
-    ids = [
-        *study.pool.get("checks", []),
-        *study.pool.get("inside_checks", []),
-        *study.pool.get("spare_checks", []),
-    ]
+    ids = check_ids(study.pool)
     if ids:
         db.session.execute(delete(Example).where(Example.id.in_(ids)))

@@ -13,12 +13,13 @@ import dataclasses
 import hashlib
 import json
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from app.crowd.config import StudyConfig, StudyConfigError
+from app.crowd.lookup import participant_count
 from app.errors import BadRequest, Conflict
-from app.extensions import db
-from app.models import Participant, Study, StudyPlan
+from app.extensions import all_or_nothing, db
+from app.models import Study, StudyPlan
 from app.models.base import utcnow
 
 OUTCOMES = ("exact_hit", "points", "distance")
@@ -151,12 +152,6 @@ def latest(study: Study) -> StudyPlan | None:
     return found[-1] if found else None
 
 
-def _entered(study: Study) -> int:
-    return db.session.scalar(
-        select(func.count(Participant.id)).where(Participant.study_id == study.id)
-    )
-
-
 def freeze(
     study: Study, plan: dict | None, reason: str | None = None, new_version: bool = False
 ) -> StudyPlan | None:
@@ -173,7 +168,7 @@ def freeze(
         return None
     if current is not None and current.sha256 == digest(plan):
         return current
-    entered = _entered(study)
+    entered = participant_count(study)
     if current is not None:
         if entered and not new_version:
             raise Conflict(
@@ -246,14 +241,10 @@ def publish(
     if new is not None and new.slug != study.slug:
         raise BadRequest(f"slug: the file is for {new.slug!r}, not {study.slug!r}")
     plan = new.preregistration if new is not None else config.preregistration
-    try:
+    with all_or_nothing():
         made = freeze(study, plan, reason, new_version)
         if new is not None and plan != config.preregistration:
             study.config = {**study.config, "preregistration": plan}
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        raise
     return made
 
 

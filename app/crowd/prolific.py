@@ -25,7 +25,7 @@ from app.crowd.admission import mark_left
 from app.crowd.lookup import FINISHED, config_of
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import latest_decisions
-from app.crowd.verify_submissions import APPROVE, LEFT_STATUSES, REJECT
+from app.crowd.verify_submissions import APPROVE, LEFT_STATUSES, REJECT, normal_status
 from app.errors import BadRequest, Conflict
 from app.extensions import db
 from app.models import Participant, ParticipantStatus, Study
@@ -189,12 +189,6 @@ class Synced:
     decided_there: list[str] = field(default_factory=list)
 
 
-def normal(status: str | None) -> str:
-    """Prolific's status words, as verify reads them ('TIMED_OUT' -> 'TIMED-OUT')."""
-    text = " ".join((status or "").replace("_", " ").upper().split())
-    return "TIMED-OUT" if text in ("TIMED OUT", "TIMEDOUT") else text
-
-
 def sync(client: ProlificClient, study: Study) -> Synced:
     """Read the study and its submissions on Prolific. A worker who returned the submission or
     ran out of time there, and is still playing here, is marked returned / timed out, which
@@ -213,7 +207,8 @@ def sync(client: ProlificClient, study: Study) -> Synced:
     )
     now = utcnow()
     for sub in submissions:
-        status = normal(sub.get("status"))
+        # Prolific's status words as verify reads them ('TIMED_OUT' -> 'TIMED-OUT').
+        status = normal_status(sub.get("status")) or ""
         result.by_status[status] += 1
         worker = sub.get("participant_id") or ""
         participant = participants.get(worker)

@@ -9,21 +9,20 @@ from pathlib import Path
 
 import click
 
+from app.cli import refusals
 from app.crowd import lookup, prolific, prolific_pay
 from app.crowd.cli import prolific_client, study_group, study_named
 from app.crowd.ledger import money
 from app.crowd.plan_cli import freeze_lines
 from app.crowd.prolific_api import ProlificError
-from app.errors import ServiceError
 
 
 def _run(action, *args):
     try:
-        return action(*args)
+        with refusals():
+            return action(*args)
     except ProlificError as error:
         raise click.ClickException(f"Prolific: {error}") from None
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
 
 
 def _unconfirmed_lines(study) -> list[str]:
@@ -67,7 +66,8 @@ def create(slug: str, places: int | None, existing: str | None) -> None:
         )
         return
     try:
-        answer = prolific.create_draft(prolific_client(), study, places)
+        with refusals():
+            answer = prolific.create_draft(prolific_client(), study, places)
     except ProlificError as error:
         hint = ""
         if error.uncertain:
@@ -77,8 +77,6 @@ def create(slug: str, places: int | None, existing: str | None) -> None:
                 f"prolific create {slug} --use-existing ID`; if not, run create again."
             )
         raise click.ClickException(f"Prolific: {error}.{hint}") from None
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
     click.echo(
         f"Created the Prolific draft {answer['id']} for {slug!r} "
         f"({answer.get('total_available_places')} places, status "

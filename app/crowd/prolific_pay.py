@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
 
-from app.crowd.ledger import FAILED, PAID, REQUESTED, REVIEW_PREFIX, SENT, money
+from app.crowd.ledger import FAILED, PAID, REQUESTED, REVIEW_PREFIX, SENT, money, platform_ref
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.verify_submissions import APPROVE, REJECT, Decision
 from app.errors import Conflict
@@ -47,16 +47,8 @@ class Paid:
     abandoned: list[str] = field(default_factory=list)  # set-ups never to be paid
 
 
-def _ref(row: StudyBonus) -> dict:
-    try:
-        value = json.loads(row.platform_ref) if row.platform_ref else {}
-    except ValueError:
-        value = {"text": row.platform_ref}
-    return value if isinstance(value, dict) else {"value": value}
-
-
 def _write(row: StudyBonus, **changes) -> None:
-    row.platform_ref = json.dumps({**_ref(row), **changes})
+    row.platform_ref = json.dumps({**platform_ref(row), **changes})
 
 
 def _lines(rows: list[StudyBonus]) -> list[tuple[str, int]]:
@@ -137,10 +129,10 @@ def pay_requested(client: ProlificClient, study: Study, prolific_study: str) -> 
     fresh: list[StudyBonus] = []
     earlier: dict[str, list[StudyBonus]] = {}
     for r in rows:
-        payment = _ref(r).get("bulk_bonus_payment")
+        payment = platform_ref(r).get("bulk_bonus_payment")
         (earlier.setdefault(payment, []) if payment else fresh).append(r)
     for payment, members in earlier.items():
-        made_for = set(_ref(members[0]).get("rows") or [])
+        made_for = set(platform_ref(members[0]).get("rows") or [])
         if made_for == {r.id for r in members}:
             done.resumed.append(payment)
             _pay(client, payment, members, done)
@@ -148,7 +140,7 @@ def pay_requested(client: ProlificClient, study: Study, prolific_study: str) -> 
         # A row of that set-up was reversed or paid otherwise: paying it would pay that row
         # too. It is abandoned and what is still owed is set up anew.
         for r in members:
-            r.platform_ref = json.dumps({"abandoned_set_up": payment, "before": _ref(r)})
+            r.platform_ref = json.dumps({"abandoned_set_up": payment, "before": platform_ref(r)})
         db.session.commit()
         done.abandoned.append(payment)
         fresh.extend(members)
@@ -195,7 +187,7 @@ def resolve_payment(study: Study, payment: str, paid: bool) -> Resolved:
         for r in db.session.scalars(
             select(StudyBonus).where(StudyBonus.study_id == study.id, StudyBonus.state == SENT)
         )
-        if _ref(r).get("bulk_bonus_payment") == payment
+        if platform_ref(r).get("bulk_bonus_payment") == payment
     ]
     if not rows:
         raise Conflict(f"no unconfirmed payment {payment!r} in study {study.slug!r}")
@@ -207,7 +199,7 @@ def resolve_payment(study: Study, payment: str, paid: bool) -> Resolved:
         else:
             r.state, r.sent_at = REQUESTED, None
             r.platform_ref = json.dumps(
-                {"abandoned_set_up": payment, "not_paid_by_hand": now, "before": _ref(r)}
+                {"abandoned_set_up": payment, "not_paid_by_hand": now, "before": platform_ref(r)}
             )
     db.session.commit()
     return Resolved(len(rows), sum(r.amount_minor for r in rows), paid)
@@ -219,7 +211,7 @@ def unconfirmed(study: Study) -> dict[str, int]:
     for r in db.session.scalars(
         select(StudyBonus).where(StudyBonus.study_id == study.id, StudyBonus.state == SENT)
     ):
-        payment = _ref(r).get("bulk_bonus_payment") or "?"
+        payment = platform_ref(r).get("bulk_bonus_payment") or "?"
         out[payment] = out.get(payment, 0) + r.amount_minor
     return out
 

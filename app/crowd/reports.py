@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 
 from app.crowd import admission, agreement, conditions, quality, schedule, serving
 from app.crowd.lookup import FINISHED, LEFT, config_of
-from app.crowd.verdicts import completion_code
+from app.crowd.verdicts import check_rounds, completion_code
 from app.extensions import db
 from app.models import (
     Example,
@@ -24,7 +24,7 @@ from app.models import (
     StudyDecision,
     StudySlot,
 )
-from app.models.rounds import CHECK_ROUND, NORMAL_ROUND, PRACTICE_ROUND
+from app.models.rounds import NORMAL_ROUND, PRACTICE_ROUND
 from roftcore.spreadsheet import neutralise_row
 
 # Below this many workers with answered rounds, the study's median time says too little for
@@ -120,13 +120,13 @@ class StudyReport:
         return data
 
 
-def latest_decisions(study: Study) -> dict[int, StudyDecision]:
-    """The current decision per participant: the newest row of the latest applied runs."""
-    newest = (
-        select(func.max(StudyDecision.id))
-        .where(StudyDecision.study_id == study.id)
-        .group_by(StudyDecision.participant_id)
-    )
+def latest_decisions(study: Study, source: str | None = None) -> dict[int, StudyDecision]:
+    """The current decision per participant: the newest row of the latest applied runs (only
+    those of `source`, "review" for a person's, when given)."""
+    newest = select(func.max(StudyDecision.id)).where(StudyDecision.study_id == study.id)
+    if source is not None:
+        newest = newest.where(StudyDecision.source == source)
+    newest = newest.group_by(StudyDecision.participant_id)
     rows = db.session.scalars(select(StudyDecision).where(StudyDecision.id.in_(newest)))
     return {row.participant_id: row for row in rows}
 
@@ -194,16 +194,7 @@ def worker_stats(study: Study) -> list[WorkerStats]:
         # page says so), so points and exact hits, the bonus's basis, count the required only.
         required = serving.required_rounds(config, participant)
         scored = [r for r in mine[:required] if r.kind == NORMAL_ROUND]
-        checks = schedule.check_rounds(
-            [
-                (
-                    (r.source or {}).get("check", "all_human") if r.kind == CHECK_ROUND else None,
-                    r.guess,
-                    r.boundary,
-                )
-                for r in mine
-            ]
-        )
+        checks = check_rounds(mine)
         median_round = medians[participant.id]
         total = (mine[-1].answered_at - participant.started_at).total_seconds() if mine else None
         decision = decided.get(participant.id)

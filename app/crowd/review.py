@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from app.crowd import fraud, fraud_report, ledger, schedule, verify, verify_submissions
 from app.crowd.config import StudyConfig
 from app.crowd.lookup import config_of
+from app.crowd.prolific_api import REJECTION_CATEGORIES
 from app.crowd.reports import WorkerStats, latest_decisions, worker_stats
 from app.errors import BadRequest, Conflict, NotFound
 from app.extensions import db
@@ -27,10 +28,7 @@ from app.models.rounds import CHECK_ROUND, PRACTICE_ROUND
 from app.models.studies import BONUS_LIVE, StudyRun
 
 # Prolific's rejection categories (its API documentation).
-CATEGORIES = (
-    "TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
-    "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER",
-)  # fmt: skip
+CATEGORIES = REJECTION_CATEGORIES
 
 
 @dataclass(frozen=True)
@@ -119,7 +117,7 @@ def decide(
         # one and then sees it below, or is refused by the database (one row per run number).
         run = _new_run(study, now)
         db.session.flush()
-        before = verify.hand_decisions(study).get(w.participant_id)
+        before = latest_decisions(study, "review").get(w.participant_id)
         if before is not None and (before.decision, before.message) == (decision, message):
             db.session.rollback()
             return None

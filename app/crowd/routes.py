@@ -233,6 +233,13 @@ def resume(slug: str):
 
 # The token of the comprehension form shown last (see render_instructions).
 TRY_TOKEN = "crowd_comprehension_try"
+# Comprehension answers sent again or not all right: what the instructions page says.
+NOT_TAKEN = {
+    "stale": "These answers came from a page that was already sent (a double click?). Please "
+    "check your answers below and send them once more.",
+    "retry": "Not all of your answers are right. Please read the instructions again and have "
+    "one more try.",
+}
 
 
 @bp.post("/<slug>/comprehension")
@@ -245,20 +252,8 @@ def comprehension(slug: str):
     outcome = admission.answer_comprehension(study, participant, request.form, graded=fresh)
     if outcome == "screened_out":
         return redirect(url_for("crowd.done", slug=slug))
-    if outcome == "stale":
-        return render_instructions(
-            study,
-            participant,
-            error="These answers came from a page that was already sent (a double click?). "
-            "Please check your answers below and send them once more.",
-        )
-    if outcome == "retry":
-        return render_instructions(
-            study,
-            participant,
-            error="Not all of your answers are right. Please read the instructions again and "
-            "have one more try.",
-        )
+    if outcome in NOT_TAKEN:
+        return render_instructions(study, participant, error=NOT_TAKEN[outcome])
     return _start_next(study, participant)
 
 

@@ -15,7 +15,7 @@ from app.crowd.ratings import criteria
 from app.crowd.slots import SLOT_POOLS, required_rounds
 from app.errors import Conflict
 from app.extensions import db
-from app.game import starts
+from app.game import reveals, starts
 from app.game.rounds import RevealView
 from app.models import (
     Example,
@@ -54,10 +54,10 @@ def _unread(participant: Participant):
 # -- rounds ---------------------------------------------------------------------------------
 
 
-def open_round(participant: Participant) -> Round | None:
-    return db.session.scalar(
-        select(Round).where(Round.participant_id == participant.id, Round.guess.is_(None)).limit(1)
-    )
+def open_round(participant: Participant) -> RevealView | None:
+    """The worker's unanswered round, as its page is drawn from. A crowd player plays nothing
+    but their study's rounds (the game sends them back to it), so it is their player's."""
+    return reveals.open_round(db.session.get(Player, participant.player_id))
 
 
 def _played(participant: Participant) -> select:
@@ -141,9 +141,7 @@ def pending_ratings(study: Study, participant: Participant) -> Round | None:
     return last if last is not None and last.kind == NORMAL_ROUND and last.ratings is None else None
 
 
-def next_round(
-    study: Study, participant: Participant, extra: bool = False
-) -> Round | RevealView | None:
+def next_round(study: Study, participant: Participant, extra: bool = False) -> RevealView | None:
     """The worker's open round, or a new one for their next slot; None when they are done.
 
     With `extra`, a worker who completed the study may play on up to max_rounds (optional).

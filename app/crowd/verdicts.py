@@ -97,9 +97,7 @@ def _schedule_spare(participant: Participant, config: StudyConfig) -> None:
     nothing: verify sends a worker with void checks to review."""
     plan = participant.schedule
     required = required_rounds(config, participant)
-    wanted = sum(
-        schedule.check_mix(config.rounds, config.attention_check_rate, config.all_human_checks)
-    )
+    wanted = sum(config.checks)
     counted = participant.checks_passed + participant.checks_failed
     done = participant.rounds_done
     if counted + schedule.checks_left(plan, done, required) >= wanted:
@@ -122,7 +120,15 @@ def failed_checks_message(participant: Participant) -> str | None:
         )
         .order_by(Round.answered_at, Round.id)
     ).all()
-    found = schedule.check_rounds(
+    found = check_rounds(answered)
+    counted = participant.checks_passed + participant.checks_failed
+    return schedule.failed_checks_text(found[schedule.FAIL], counted)
+
+
+def check_rounds(answered) -> dict[str, list[int]]:
+    """`schedule.check_rounds` of answered rounds read with their kind, guess, boundary and
+    example source (which says what kind of check a check round is)."""
+    return schedule.check_rounds(
         [
             (
                 (r.source or {}).get("check", "all_human") if r.kind == CHECK_ROUND else None,
@@ -132,8 +138,6 @@ def failed_checks_message(participant: Participant) -> str | None:
             for r in answered
         ]
     )
-    counted = participant.checks_passed + participant.checks_failed
-    return schedule.failed_checks_text(found[schedule.FAIL], counted)
 
 
 def completion_code(participant: Participant) -> str | None:

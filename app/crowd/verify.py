@@ -19,8 +19,6 @@ The submissions read from the platforms' files (app.crowd.verify_submissions), t
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
-
 from app.crowd import codes, schedule
 from app.crowd.admission import RAN_OUT, expire_overdue
 from app.crowd.config import StudyConfig
@@ -29,6 +27,7 @@ from app.crowd.lookup import FINISHED, config_of
 from app.crowd.reports import (
     VOID_FLAG,
     WorkerStats,
+    latest_decisions,
     speed_threshold,
     worker_stats,
 )
@@ -45,7 +44,6 @@ from app.crowd.verify_submissions import (
     Decision,
     Submission,
 )
-from app.extensions import db
 from app.models import ParticipantStatus, Study, StudyDecision
 
 MIN_MESSAGE = 100  # Prolific refuses shorter rejection messages
@@ -233,17 +231,6 @@ def score_reason(owed: int) -> str:
     return f"score to {money(owed)}"
 
 
-def hand_decisions(study: Study) -> dict[int, StudyDecision]:
-    """participant id -> the latest decision a person made in `flask study review`."""
-    newest = (
-        select(func.max(StudyDecision.id))
-        .where(StudyDecision.study_id == study.id, StudyDecision.source == "review")
-        .group_by(StudyDecision.participant_id)
-    )
-    rows = db.session.scalars(select(StudyDecision).where(StudyDecision.id.in_(newest)))
-    return {row.participant_id: row for row in rows}
-
-
 def _by_hand(made: Decision, hand: StudyDecision | None) -> None:
     """A person's decision in review stands over the rules (not over the platform's own
     RETURNED / TIMED-OUT / still active); Prolific's own APPROVED settles a review too."""
@@ -269,7 +256,7 @@ def decide(study: Study, submissions: list[Submission]) -> list[Decision]:
     )
     given = given_bonuses(study)
     screen_outs = given_bonuses(study, SCREEN_OUT_REASON)
-    hands = hand_decisions(study)
+    hands = latest_decisions(study, "review")  # a person's, in `flask study review`
     decisions = []
     for sub in submissions:
         w = stats.get(sub.worker_id)

@@ -10,11 +10,11 @@ from pathlib import Path
 import click
 from flask import current_app
 
+from app.cli import refusals
 from app.crowd import ledger, lookup, review, verify, verify_files, verify_runs, verify_submissions
 from app.crowd.cli import prolific_client, study_group, study_named
 from app.crowd.prolific_api import ProlificError
 from app.crowd.prolific_pay import send_to_prolific
-from app.errors import ServiceError
 from app.research.pseudonyms import pseudonym, pseudonym_key
 
 
@@ -146,10 +146,8 @@ def undo_verify(slug: str, drop_bonuses: bool) -> None:
     used again. Bonuses are never deleted: one requested from Prolific's API but not sent is
     cancelled by a reversing row, one sent or paid stays as paid.
     """
-    try:
+    with refusals():
         undone = verify_runs.undo_last_run(study_named(slug), drop_bonuses)
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
     click.echo(
         f"Reverted run {undone.run}: {undone.decisions} decision(s) removed, "
         f"{undone.restored} status(es) put back."
@@ -208,7 +206,7 @@ def review_command(slug, approve_id, reject_id, message, category, bonus_id, amo
     if len(actions) > 1:
         raise click.UsageError("give one of --approve, --reject, --bonus at a time")
     config = lookup.config_of(study)
-    try:
+    with refusals():
         if approve_id or reject_id:
             decision = verify_submissions.APPROVE if approve_id else verify_submissions.REJECT
             run = review.decide(study, actions[0], decision, message, category)
@@ -232,8 +230,6 @@ def review_command(slug, approve_id, reject_id, message, category, bonus_id, amo
                 f"{slug}` pays it."
             )
             return
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
     found = review.waiting(study)
     if not found:
         click.echo(f"Study {slug!r}: nobody is waiting for review.")

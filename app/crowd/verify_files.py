@@ -221,7 +221,7 @@ def write_files(
         )
     if mturk_fieldnames is not None:
         files["mturk-decisions.csv"] = mturk_batch_with_decisions(decisions, mturk_fieldnames)
-        mturk_line = (
+        mturk_line += (
             "- mturk-decisions.csv: the batch file with Approve and Reject filled in; upload it "
             "to MTurk's batch review.\n"
         )

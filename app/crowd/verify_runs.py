@@ -32,7 +32,7 @@ from app.crowd.reports import (
 )
 from app.crowd.verify_submissions import LEFT_STATUSES, RETURNED, Decision
 from app.errors import Conflict
-from app.extensions import db
+from app.extensions import all_or_nothing, db
 from app.models import Participant, ParticipantStatus, Study, StudyBonus, StudyDecision
 from app.models.base import utcnow
 from app.models.studies import StudyRun
@@ -62,7 +62,7 @@ def apply_decisions(study: Study, decisions: list[Decision], via_api: bool = Fal
     current = latest_decisions(study)
     changed = unchanged = marked = bonuses = total = 0
     now = utcnow()
-    try:
+    with all_or_nothing():
         for d in decisions:
             if d.participant_id is None:
                 continue
@@ -119,10 +119,6 @@ def apply_decisions(study: Study, decisions: list[Decision], via_api: bool = Fal
         recorded = changed or bonuses or written
         if recorded:
             db.session.add(StudyRun(study_id=study.id, run=run, source="verify", created_at=now))
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        raise
     return Applied(
         run if recorded else None, changed, unchanged, marked, bonuses, total, tuple(written)
     )
@@ -216,7 +212,7 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
     carried = _carried_rows(study, run)
     restored = dropped = kept = paid = owed_again = 0
     now = utcnow()
-    try:
+    with all_or_nothing():
         for row in rows:
             participant = db.session.get(Participant, row.participant_id)
             if row.previous_status and participant.status in LEFT:
@@ -247,8 +243,4 @@ def undo_last_run(study: Study, drop_bonuses: bool = False) -> Undone:
             else:
                 kept += 1
         latest.undone_at = now
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        raise
     return Undone(run, len(rows), restored, dropped, kept, paid, owed_again)

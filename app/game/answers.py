@@ -4,10 +4,7 @@ Every function owns its transaction. Points come from the stored boundary and th
 server revealed, never from the client. The answer is counted on its text (the annotation count)
 and in its set's running figures in the same transaction.
 
-Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, starts.py,
-reveals.py, answers.py and sets.py), the only modules of app/game that write textual SQL or
-change the round's own tables (rounds, reveals, game_sets); the other modules call the core for
-that.
+Part of the round core, which app/game/rounds.py describes.
 """
 
 from __future__ import annotations

@@ -46,12 +46,6 @@ class OwnChallenge(Conflict):
         )
 
 
-class FinishCurrentFirst(Conflict):
-    def __init__(self, round_: RevealView):
-        super().__init__("Finish the text you are reading first, then start the challenge.")
-        self.round = round_
-
-
 class AlreadyPlayed(Conflict):
     def __init__(self, run: GameSet):
         super().__init__("You have already played this challenge: here are both results.")
@@ -194,7 +188,7 @@ def start(player: Player, token: str) -> RevealView:
     if run is None:
         current = reveals.open_round(player)
         if current is not None:
-            raise FinishCurrentFirst(current)
+            raise sets.FinishCurrentFirst(current)
         example_ids = texts(source)
         playable = len(example_ids) - len(_played(player, example_ids))
         if playable <= 0:
@@ -215,7 +209,7 @@ def next_round(player: Player, run: GameSet) -> RevealView:
     current = reveals.open_round(player)
     if current is not None:
         if current.set_id != run.id:
-            raise FinishCurrentFirst(current)
+            raise sets.FinishCurrentFirst(current)
         return current
     example_ids = texts(source_of(run))
     played = _played(player, example_ids)
@@ -382,9 +376,3 @@ def friends_count(source: GameSet) -> int:
         )
         or 0
     )
-
-
-def same_browser_as_challenger(source: GameSet) -> bool:
-    """Whether this browser (or public address) showed the challenger a truth: answers given
-    here to the challenge would not count."""
-    return integrity.same_client(source.player_id)

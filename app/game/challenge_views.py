@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, url_for
+from flask import redirect, render_template, url_for
 from flask_login import current_user
 
-from app.game import challenge, round_views
+from app.game import challenge, round_views, sets
 from app.game.guard_views import guest_limits, player_for_play, player_required
 from app.game.routes import bp
+from app.leaderboard import integrity
 
 
 @bp.post("/sets/<int:set_id>/challenge")
@@ -34,7 +35,8 @@ def _render(source, notice: str | None = None, status: int = 200):
         run=run,
         comparison=comparison,
         size=len(challenge.texts(source)),
-        same_browser=not is_challenger and challenge.same_browser_as_challenger(source),
+        # This browser (or address) showed the challenger a truth: answers here would not count.
+        same_browser=not is_challenger and integrity.same_client(source.player_id),
         needs_consent=viewer is None or viewer.research_consent_at is None,
         notice=notice,
     )
@@ -59,9 +61,8 @@ def challenge_play(token: str):
         round_ = challenge.start(current_user, token)
     except challenge.AlreadyPlayed:
         return redirect(url_for("game.challenge_page", token=token))
-    except challenge.FinishCurrentFirst as busy:
-        flash(busy.message)
-        return redirect(url_for("game.show", round_id=busy.round.id))
+    except sets.FinishCurrentFirst as busy:
+        return round_views.go_to_open_round(busy)
     except challenge.Conflict as refused:
         return _render(source, refused.message, refused.status)
     return round_views.go_to_round(round_)

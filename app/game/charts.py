@@ -28,10 +28,6 @@ class Series:
     style: str
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.1f}".rstrip("0").rstrip(".")
-
-
 def line_chart(
     series: Sequence[Series],
     y_max: float,

@@ -45,12 +45,6 @@ class AlreadyPlayed(Conflict):
         self.game_set = game_set
 
 
-class FinishCurrentFirst(Conflict):
-    def __init__(self, round_: RevealView):
-        super().__init__("Finish the text you are reading first, then start the challenge.")
-        self.round = round_
-
-
 def today() -> date:
     """The current UTC day (tests may set TODAY_OVERRIDE to move the site's clock by days)."""
     override = current_app.config.get("TODAY_OVERRIDE") if current_app.testing else None
@@ -173,12 +167,26 @@ def pool_status() -> PoolStatus:
 # --- Playing ---------------------------------------------------------------------------------
 
 
-def own_set(player: Player, day: date) -> GameSet | None:
+def own_set(player: Player, day: date, kind: str = DAILY_SET) -> GameSet | None:
+    """The player's set of `kind` for `day`: the challenge itself, or its practice."""
     return db.session.scalars(
         select(GameSet).where(
-            GameSet.player_id == player.id, GameSet.kind == DAILY_SET, GameSet.day == day
+            GameSet.player_id == player.id, GameSet.kind == kind, GameSet.day == day
         )
     ).first()
+
+
+def set_of_day(player: Player, day: date, kind: str, size: int) -> GameSet | None:
+    """The player's set of `kind` for `day`, started now if they have none (None: one of theirs
+    made at the same moment clashed). Raises sets.FinishCurrentFirst when a text of other play
+    is open."""
+    game_set = own_set(player, day, kind)
+    if game_set is None:
+        current = reveals.open_round(player)
+        if current is not None:
+            raise sets.FinishCurrentFirst(current)
+        game_set = sets.start_set(player, kind, size, lambda: own_set(player, day, kind), day=day)
+    return game_set
 
 
 def start(player: Player) -> RevealView:
@@ -191,14 +199,7 @@ def start(player: Player) -> RevealView:
     found = challenge(day)
     if found is None:
         raise NoChallenge("There is no daily challenge today. Please come back tomorrow.")
-    game_set = own_set(player, day)
-    if game_set is None:
-        current = reveals.open_round(player)
-        if current is not None:
-            raise FinishCurrentFirst(current)
-        game_set = sets.start_set(
-            player, DAILY_SET, len(found.example_ids), lambda: own_set(player, day), day=day
-        )
+    game_set = set_of_day(player, day, DAILY_SET, len(found.example_ids))
     if game_set.finished:
         raise AlreadyPlayed(game_set)
     return next_round(player, game_set)
@@ -221,7 +222,7 @@ def next_of_day(
     current = reveals.open_round(player)
     if current is not None:
         if current.set_id != game_set.id:
-            raise FinishCurrentFirst(current)
+            raise sets.FinishCurrentFirst(current)
         return current
     found = db.session.get(DailyChallenge, game_set.day)
     played = db.session.scalar(select(func.count(Round.id)).where(Round.set_id == game_set.id))

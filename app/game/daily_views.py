@@ -12,7 +12,7 @@ from flask_login import current_user
 from app import paging
 from app.errors import BadRequest
 from app.extensions import db
-from app.game import charts, countdown, daily, practice, round_views
+from app.game import charts, countdown, daily, practice, round_views, sets
 from app.game.guard_views import (
     challenge_day,
     guest_limits,
@@ -21,6 +21,7 @@ from app.game.guard_views import (
     require_player,
 )
 from app.game.routes import bp
+from app.models.sets import PRACTICE_SET
 
 
 @bp.get("/daily")
@@ -52,9 +53,8 @@ def daily_start():
         round_ = daily.start(current_user)
     except daily.AlreadyPlayed:
         return redirect(url_for("game.daily_results", day=daily.today().isoformat()))
-    except daily.FinishCurrentFirst as busy:
-        flash(busy.message)
-        return redirect(url_for("game.show", round_id=busy.round.id))
+    except sets.FinishCurrentFirst as busy:
+        return round_views.go_to_open_round(busy)
     return redirect(url_for("game.show", round_id=round_.id))
 
 
@@ -182,9 +182,8 @@ def practice_start(day: str):
     except practice.PlayedOnTheDay as played:
         flash(played.message)
         return redirect(url_for("game.daily_results", day=on.isoformat()))
-    except daily.FinishCurrentFirst as busy:
-        flash(busy.message)
-        return redirect(url_for("game.show", round_id=busy.round.id))
+    except sets.FinishCurrentFirst as busy:
+        return round_views.go_to_open_round(busy)
     return round_views.go_to_round(round_)
 
 
@@ -202,7 +201,7 @@ def practice_results(day: str):
         "game/practice_results.html",
         practice=shown,
         everyone=daily.results(on),
-        game_set=practice.own_set(current_user, on),
+        game_set=daily.own_set(current_user, on, PRACTICE_SET),
     )
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from app.errors import Conflict, NotFound
 from app.extensions import db
-from app.game import daily, reveals, sets
+from app.game import daily, reveals
 from app.game.scoring import verdict
 from app.models import DailyChallenge, Example, GameSet, Player, Round
 from app.models.rounds import PRACTICE_ROUND
@@ -103,34 +103,19 @@ def archive(player: Player | None, page: int = 1) -> list[ArchiveDay]:
     return [ArchiveDay(day, len(ids), mine.get(day, OPEN)) for day, ids in rows]
 
 
-def own_set(player: Player, day: date) -> GameSet | None:
-    return db.session.scalars(
-        select(GameSet).where(
-            GameSet.player_id == player.id, GameSet.kind == PRACTICE_SET, GameSet.day == day
-        )
-    ).first()
-
-
 def start(player: Player, day: date) -> GameSet:
     """The player's practice set of a past day (a new one if none): the caller shows its next
     text, or its results once finished.
 
     Raises IsToday, NotInArchive, PlayedOnTheDay (the player has their own challenge of that
-    day, finished or not) or daily.FinishCurrentFirst (a text of other play is open).
+    day, finished or not) or sets.FinishCurrentFirst (a text of other play is open).
     """
     found = check_day(day)
     if daily.own_set(player, day) is not None:
         raise PlayedOnTheDay(day)
-    game_set = own_set(player, day)
+    game_set = daily.set_of_day(player, day, PRACTICE_SET, len(found.example_ids))
     if game_set is None:
-        current = reveals.open_round(player)
-        if current is not None:
-            raise daily.FinishCurrentFirst(current)
-        game_set = sets.start_set(
-            player, PRACTICE_SET, len(found.example_ids), lambda: own_set(player, day), day=day
-        )
-        if game_set is None:
-            raise PlayedOnTheDay(day)
+        raise PlayedOnTheDay(day)
     return game_set
 
 
@@ -170,7 +155,7 @@ def result(player: Player, day: date) -> PracticeResult:
     """How the player's practice of `day` went (what the calls would have earned; nothing was
     counted). Raises NotInArchive when they have not practised that day."""
     found = check_day(day)
-    game_set = own_set(player, day)
+    game_set = daily.own_set(player, day, PRACTICE_SET)
     if game_set is None:
         raise NotInArchive("You have not practised that day's challenge.")
     rows = db.session.execute(

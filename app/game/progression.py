@@ -130,8 +130,7 @@ def badges(
 ) -> list[Badge]:
     """Every badge with whether it is earned; the rules are the badges' own text."""
     rounds = len(played)
-    window = played[-MASTERY_WINDOW:]
-    beats = len(played) >= 20 and sum(p.points - p.baseline for p in window) / len(window) > 0
+    beats = len(played) >= 20 and edge(played) > 0
     return [
         Badge("first-exact", "Bullseye", "Flag the exact sentence where the machine took over.",
               any(p.exact for p in played)),

@@ -4,10 +4,7 @@ Every function owns its transaction. A stale or repeated request is refused, so 
 cannot skip a sentence. A reveal reads its round as one row of columns (`RevealView`, which
 app/game/answers.py extends for an answer), often before the request's player is known.
 
-Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, starts.py,
-reveals.py, answers.py and sets.py), the only modules of app/game that write textual SQL or
-change the round's own tables (rounds, reveals, game_sets); the other modules call the core for
-that.
+Part of the round core, which app/game/rounds.py describes.
 """
 
 from __future__ import annotations

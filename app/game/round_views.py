@@ -4,7 +4,7 @@ to its page or as the fragment with its address."""
 
 from __future__ import annotations
 
-from flask import current_app, redirect, render_template, request, url_for
+from flask import current_app, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
 from markupsafe import Markup
@@ -132,6 +132,12 @@ def go_to_round(state: reveals.RevealView) -> ResponseReturnValue:
         return redirect(address)
     page, status = render_state(state)
     return page, status, {"X-Round-URL": address}
+
+
+def go_to_open_round(busy: sets.FinishCurrentFirst) -> ResponseReturnValue:
+    """Back to the text the player left open, saying why nothing new started."""
+    flash(busy.message)
+    return redirect(url_for("game.show", round_id=busy.round.id))
 
 
 def _position_of(state: reveals.RevealView) -> sets.Position | None:

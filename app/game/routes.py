@@ -81,7 +81,7 @@ def _home_stats(totals: profiles.Figures | None = None) -> dict | None:
         return None
     figures = totals if totals is not None else profiles.overall(current_user)
     # The all-time skill board: a rank once on it, else how many rounds are still needed.
-    standing = standings.rank_of(current_user) if figures.rounds else None
+    standing = standings.standing_of(current_user) if figures.rounds else None
     return {
         "points": figures.points,
         "rounds": figures.rounds,
@@ -233,6 +233,11 @@ def _posted_answer(round_) -> tuple[answers.Answer, list]:
     return parsed, hooks.answer_form.send(round_, request.form, parsed.choice == "machine")
 
 
+def _refused(round_id: int, status: int, message: str, flag: bool = False):
+    """The round's page again, saying why the request changed nothing."""
+    return round_views.render_round(rounds.get_round(current_user, round_id), status, message, flag)
+
+
 def _run_steps(after: list) -> None:
     for step in after:
         if step is not None:
@@ -249,15 +254,11 @@ def reveal(round_id: int):
     try:
         seen = int(request.form.get("seen", ""))
     except ValueError:
-        return round_views.render_round(
-            rounds.get_round(current_user, round_id), 400, "The request was incomplete."
-        )
+        return _refused(round_id, 400, "The request was incomplete.")
     try:
         shown = reveals.reveal_next(current_user, round_id, seen, _preloaded(reveals.RevealView))
     except Conflict as conflict:
-        return round_views.render_round(
-            rounds.get_round(current_user, round_id), 409, conflict.message
-        )
+        return _refused(round_id, 409, conflict.message)
     if not round_views.wants_fragment():
         return redirect(url_for("game.show", round_id=round_id, _anchor="latest"))
     return round_views.render_state(shown)
@@ -276,17 +277,10 @@ def answer(round_id: int):
         done = answers.submit_answer(current_user, round_id, parsed, view)
         _run_steps(after)
     except answers.AlreadyAnswered as already:
-        return round_views.render_round(
-            rounds.get_round(current_user, round_id), 409, already.message
-        )
+        return _refused(round_id, 409, already.message)
     except (BadRequest, Conflict) as refused:
         db.session.rollback()
-        return round_views.render_round(
-            rounds.get_round(current_user, round_id),
-            refused.status,
-            refused.message,
-            flag=choice == "machine",
-        )
+        return _refused(round_id, refused.status, refused.message, flag=choice == "machine")
     if not round_views.wants_fragment():
         return redirect(url_for("game.show", round_id=round_id, _anchor="result"))
     return round_views.render_state(done)
@@ -314,9 +308,8 @@ def next_in_set(set_id: int):
         return redirect(_summary_url(finished.game_set))
     except starts.NoExamplesLeft as done:
         return _played_out(done)
-    except daily.FinishCurrentFirst as busy:
-        flash(busy.message)
-        return redirect(url_for("game.show", round_id=busy.round.id))
+    except sets.FinishCurrentFirst as busy:
+        return round_views.go_to_open_round(busy)
     return round_views.go_to_round(round_)
 
 

@@ -6,10 +6,7 @@ challenge are sets too (app/game/daily.py, practice.py, challenge.py), started b
 rounds service adds each answer to its set's figures in the answer's transaction and finishes a
 full set.
 
-Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, starts.py,
-reveals.py, answers.py and sets.py), the only modules of app/game that write textual SQL or
-change the round's own tables (rounds, reveals, game_sets); the other modules call the core for
-that.
+Part of the round core, which app/game/rounds.py describes.
 """
 
 from __future__ import annotations
@@ -309,6 +306,14 @@ def summary_of(game_set: GameSet) -> Summary:
     # last choice, with no query for it (`last_category`).
     last = rows[-1][0].chosen_category if rows and game_set.finished else None
     return Summary(game_set, calls, last)
+
+
+class FinishCurrentFirst(Conflict):
+    """A daily, practice or challenge set cannot start while a text of other play is open."""
+
+    def __init__(self, round_: reveals.RevealView):
+        super().__init__("Finish the text you are reading first, then start the challenge.")
+        self.round = round_
 
 
 class SetFinished(Conflict):

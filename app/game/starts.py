@@ -7,10 +7,7 @@ statement (the pick, a new set, the round, its first reveal and the passages rea
 which has no data-modifying WITH, the same parts one by one in one transaction. Every function
 owns its transaction.
 
-Part of the round core (`ROUND_CORE` in tests/test_layering.py: app/game/rounds.py, starts.py,
-reveals.py, answers.py and sets.py), the only modules of app/game that write textual SQL or
-change the round's own tables (rounds, reveals, game_sets); the other modules call the core for
-that.
+Part of the round core, which app/game/rounds.py describes.
 """
 
 from __future__ import annotations

@@ -83,10 +83,6 @@ def _stats_upsert(model: type[PlayerTotal | CategoryTotal]) -> Insert:
     return stmt
 
 
-# The columns of a board row an answer inserts, in order, after its period and scope.
-_BOARD_VALUES = ("player_id", *BOARD_INCREMENTS, "skill", "listed", "ranked")
-
-
 @functools.cache
 def _board_upsert() -> Insert:
     """SQLite: add one round to a board row, creating it listed as given; the row's new values

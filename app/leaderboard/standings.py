@@ -331,9 +331,3 @@ def standing_of(
         on_board=bool(mine.on_board),
         gap=None if mine.above is None else mine.above - _value(mine, measure),
     )
-
-
-def rank_of(player: Player) -> Standing | None:
-    """The player's standing on the overall skill board of all time (for the home page: rank,
-    gap, points)."""
-    return standing_of(player)

@@ -59,7 +59,8 @@ class Study(db.Model):
     # The validated study file, as loaded (see app/crowd/config.py for its fields).
     config: Mapped[dict] = mapped_column(JSON)
     # Example ids fixed when the study is created:
-    # {"normal": [...], "checks": [...], "tutorial": [...]}.
+    # {"normal": [...], "checks": [...], "tutorial": [...]}; a study with conditions adds
+    # "conditions" ({name: {"normal": [...], "tutorial": [...]}}) and "allocation_seed".
     pool: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     is_open: Mapped[bool] = mapped_column(default=True)

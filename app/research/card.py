@@ -454,11 +454,7 @@ def croissant(
         "url": url,
         "version": "1.0.0",
         "datePublished": manifest["created_at"][:10],
-        "citeAs": (
-            "Dugan, L., Ippolito, D., Kirubarajan, A., Shi, S. and Callison-Burch, C. (2023). "
-            "Real or Fake Text?: Investigating Human Ability to Detect Boundaries between "
-            "Human-Written and Machine-Generated Text. AAAI."
-        ),
+        "citeAs": study_card.CITATION,
         "creator": {"@type": "sc:Organization", "name": "RoFT site operators"},
         "keywords": ["machine-generated text detection", "human annotation", "RoFT"],
         "isLiveDataset": False,

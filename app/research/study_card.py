@@ -7,6 +7,13 @@ from __future__ import annotations
 
 import json
 
+# The RoFT paper, as the Croissant files cite it.
+CITATION = (
+    "Dugan, L., Ippolito, D., Kirubarajan, A., Shi, S. and Callison-Burch, C. (2023). Real or "
+    "Fake Text?: Investigating Human Ability to Detect Boundaries between Human-Written and "
+    "Machine-Generated Text. AAAI."
+)
+
 
 def croissant_part(study: dict, url: str | None) -> dict:
     """What a study export's Croissant file says about the study, from the export's facts."""
@@ -22,9 +29,7 @@ def croissant_part(study: dict, url: str | None) -> dict:
         "citeAs": (
             f"“{study['title']}”, a crowd study run on the Real or Fake Text site"
             + (f" ({url})" if url else "")
-            + ". Task from Dugan, L., Ippolito, D., Kirubarajan, A., Shi, S. and "
-            "Callison-Burch, C. (2023). Real or Fake Text?: Investigating Human Ability to "
-            "Detect Boundaries between Human-Written and Machine-Generated Text. AAAI."
+            + f". Task from {CITATION}"
         ),
         "rai:dataCollectionType": ["Crowdsourced"],
         "rai:dataCollectionTimeframe": dates,

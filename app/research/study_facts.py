@@ -13,7 +13,7 @@ from collections import Counter
 
 from sqlalchemy import func, select
 
-from app.crowd import conditions, lookup, schedule
+from app.crowd import conditions, lookup
 from app.crowd.reports import latest_decisions
 from app.extensions import db
 from app.models import Participant
@@ -45,9 +45,7 @@ def _iso(value) -> str | None:
 
 
 def exclusion_rules(config) -> list[str]:
-    human, inside = schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    )
+    human, inside = config.checks
     rules = []
     if human + inside:
         rules.append(
@@ -92,9 +90,7 @@ def study_facts(slug: str, demographics: dict | None = None) -> dict:
     platform's demographic export was joined to the workers (None: not given)."""
     study = lookup.get_study(slug)
     config = lookup.config_of(study)
-    human, inside = schedule.check_mix(
-        config.rounds, config.attention_check_rate, config.all_human_checks
-    )
+    human, inside = config.checks
     first, last_finish, last_left = db.session.execute(
         select(
             func.min(Participant.started_at),

@@ -10,7 +10,7 @@ import click
 from flask.cli import AppGroup
 
 from app.accounts import service as accounts
-from app.errors import ServiceError
+from app.cli import refusals
 from app.research import validation
 from app.research.routes import bp
 from roftcore.spreadsheet import neutralise_row
@@ -37,10 +37,8 @@ def _researcher(username: str):
 @click.option("--seed", type=int, default=0, show_default=True)
 def draw_command(scope: str, size: int, seed: int) -> None:
     """Draw the scope's sample (stratified by category; kept once drawn)."""
-    try:
+    with refusals():
         items = validation.draw(scope, size, seed)
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
     click.echo(f"{scope}: a sample of {len(items)} comments to label.")
 
 
@@ -52,10 +50,8 @@ def label_command(scope: str, username: str) -> None:
     researcher = _researcher(username)
     keys = {str(i % 10): name for i, (name, _) in enumerate(validation.LABELS, start=1)}
     while True:
-        try:
+        with refusals():
             progress = validation.next_item(scope, researcher)
-        except ServiceError as refused:
-            raise click.ClickException(refused.message) from None
         if progress.item is None:
             click.echo(f"All {progress.total} comments are labelled.")
             return
@@ -79,10 +75,8 @@ def report_command(scope: str, bootstrap: int) -> None:
     corrected reason shares, as Markdown."""
     from analysis import validation as analysed
 
-    try:
+    with refusals():
         result = validation.results(scope, bootstrap)
-    except ServiceError as refused:
-        raise click.ClickException(refused.message) from None
     click.echo("\n".join(analysed.markdown(result)))
 
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from app.crowd import fraud, fraud_report, studies
+from app.crowd import fraud, fraud_report, lookup
 from app.extensions import db
 from tests.conftest import csrf_token, sign_in
 from tests.crowd.helpers import make_pool, make_study, study_numbers
@@ -111,7 +111,7 @@ def typed_study(app, clock):
 
 def test_pasting_and_robot_typing_are_flagged_with_their_rounds(app, typed_study, runner):
     with app.app_context():
-        flagged = {w.worker_id: w for w in fraud_report.study_flags(studies.get_study("pilot"))}
+        flagged = {w.worker_id: w for w in fraud_report.study_flags(lookup.get_study("pilot"))}
         numbers = study_numbers()
     assert set(flagged) == {"paster", "robot"}
     (paste,) = flagged["paster"].flags

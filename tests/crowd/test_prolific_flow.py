@@ -12,7 +12,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from app.crowd import prolific_pay, studies, verify, verify_runs, verify_submissions
+from app.crowd import lookup, prolific_pay, verify, verify_runs, verify_submissions
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.errors import Conflict
 from app.extensions import db
@@ -56,7 +56,7 @@ def study(runner, ctx, tmp_path, stand_in):
         'took over."',
     )
     assert create(runner, tmp_path, toml).exit_code == 0
-    return studies.get_study("pilot")
+    return lookup.get_study("pilot")
 
 
 def play(study):

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from sqlalchemy import delete, func, select
 
-from app.crowd import prolific, prolific_pay, studies, verify, verify_runs, verify_submissions
+from app.crowd import lookup, prolific, prolific_pay, verify, verify_runs, verify_submissions
 from app.crowd.prolific_api import ProlificClient, ProlificError
 from app.crowd.reports import worker_stats
 from app.extensions import db
@@ -75,7 +75,7 @@ class Researcher(RuleBasedStateMachine):
         self.cap = 0
 
     def owed(self) -> dict[str, int]:
-        config = studies.config_of(self.study)
+        config = lookup.config_of(self.study)
         return {w.worker_id: verify.owed_minor(config, w) for w in worker_stats(self.study)}
 
     def _inject(self, failure):
@@ -197,7 +197,7 @@ def test_every_bonus_and_message_once_through_the_api_whatever_the_commands(
 ):
     make_pool(normal=20, human=6)
     assert create(runner, tmp_path, BONUS).exit_code == 0
-    study = studies.get_study("pilot")
+    study = lookup.get_study("pilot")
     a = join(study, "w-a", "sa")
     for _ in range(6):
         play_slot(study, a, flag_at=None)

@@ -12,7 +12,7 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from app.crowd import review, studies, verify, verify_files, verify_runs, verify_submissions
+from app.crowd import lookup, review, verify, verify_files, verify_runs, verify_submissions
 from app.errors import Conflict
 from app.extensions import db
 from app.models import StudyBonus, StudyDecision
@@ -29,7 +29,7 @@ def study(app, runner, tmp_path):
     with app.app_context():
         make_pool(normal=20, human=6)
         assert create(runner, tmp_path, BONUS).exit_code == 0
-        made = studies.get_study("pilot")
+        made = lookup.get_study("pilot")
         for name in ("w-typo", "w-other", "w-quiet"):
             worker = join(made, name, name)
             for n in range(6):
@@ -104,7 +104,7 @@ def test_the_worker_page_shows_rounds_checks_flags_and_explanations(app, study, 
     assert page.status_code == 200
     body = page.get_data(as_text=True)
     with app.app_context():
-        view = review.worker_view(studies.get_study("pilot"), "w-typo")
+        view = review.worker_view(lookup.get_study("pilot"), "w-typo")
     assert len(view.rounds) == 6 and len(view.checks) == 2
     assert all(r.verdict == "pass" and r.evidence_seen for r in view.checks)
     checks = body[body.index('id="review-checks"') : body.index('id="explanations"')]
@@ -122,7 +122,7 @@ def test_the_worker_page_shows_rounds_checks_flags_and_explanations(app, study, 
 
 def test_a_void_check_shows_its_evidence_was_not_seen(app, study, lab):
     with app.app_context():
-        made = studies.get_study("pilot")
+        made = lookup.get_study("pilot")
         worker = join(made, "w-early", "w-early")
         # Flag the second sentence every time: an inside check's sentence comes later: void.
         play_lazy(made, worker, "first")
@@ -258,7 +258,7 @@ def test_simultaneous_decisions_record_one(app, study):
             with app.app_context():
                 barrier.wait()
                 try:
-                    results.append(action(studies.get_study("pilot")))
+                    results.append(action(lookup.get_study("pilot")))
                 except Conflict as refused:
                     results.append(refused)
                 finally:

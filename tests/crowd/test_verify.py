@@ -308,6 +308,9 @@ def test_mturk_batch_gets_approve_and_reject_filled_in(runner, ctx, tmp_path):
     bonus = list(csv.DictReader(io.StringIO((out / "mturk-bonus.csv").read_text())))
     assert [(b["WorkerId"], b["AssignmentId"]) for b in bonus] == [("A-good", "AS1")]
     assert bonus[0]["BonusAmount"] == "0.20" and "Spot the machine" in bonus[0]["Reason"]
+    # The README says what to do with each of the two MTurk files.
+    readme = (out / "README.md").read_text()
+    assert "- mturk-bonus.csv:" in readme and "- mturk-decisions.csv:" in readme
 
 
 def test_plain_id_lists_and_bad_input(runner, ctx, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.accounts import service as accounts
-from app.crowd import studies, verify, verify_files, verify_runs, verify_submissions
+from app.crowd import admin, lookup, serving, verify, verify_files, verify_runs, verify_submissions
 from app.crowd.study_file import parse_study
 from tests.crowd.helpers import join, play_slot
 from tests.e2e.conftest import audit
@@ -39,10 +39,10 @@ def submissions() -> list[verify_submissions.Submission]:
 @pytest.fixture
 def reviewing(app, live_server):
     with app.app_context():
-        study = studies.create_study(parse_study({**STUDY, "reward": 1.0}, "test"))
+        study = admin.create_study(parse_study({**STUDY, "reward": 1.0}, "test"))
         for name in ("w-typo", "w-other"):
             worker = join(study, name, f"session-{name}")
-            while studies.next_round(study, worker) is not None:
+            while serving.next_round(study, worker) is not None:
                 play_slot(study, worker, flag_at=None)
         verify_runs.apply_decisions(study, verify.decide(study, submissions()))
         accounts.sign_up("lab", PASSWORD, consent=False, researcher=True)
@@ -59,7 +59,7 @@ def log_in(page, server) -> None:
 def files_after_verify(app, out) -> dict[str, str]:
     """What `flask study verify` writes for the same submissions now."""
     with app.app_context():
-        study = studies.get_study("pilot")
+        study = lookup.get_study("pilot")
         decided = verify.decide(study, submissions())
         verify_files.write_files(out, study, decided, "test", None, None)
     return {p.name: p.read_text() for p in out.iterdir()}

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from app.crowd import fraud, fraud_report, studies
+from app.crowd import admin, fraud, fraud_report, lookup
 from app.crowd.study_file import parse_study
 from app.extensions import db
 from app.models import Round
@@ -102,7 +102,7 @@ def test_a_paste_and_typing_in_the_game(app, live_server, clip):
 
 def test_a_paste_in_a_study_round_is_flagged_for_the_runner(app, live_server, clip):
     with app.app_context():
-        studies.create_study(parse_study(STUDY, "test"))
+        admin.create_study(parse_study(STUDY, "test"))
     page = clip
     page.goto(f"{live_server}/study/pilot?PROLIFIC_PID=paster&STUDY_ID=st1&SESSION_ID=s1")
     page.get_by_label("I have read the information above").check()
@@ -114,7 +114,7 @@ def test_a_paste_in_a_study_round_is_flagged_for_the_runner(app, live_server, cl
     round_id = submit(page)
     assert stored(app, round_id)[1] is True
     with app.app_context():
-        (flagged,) = fraud_report.study_flags(studies.get_study("pilot"))
+        (flagged,) = fraud_report.study_flags(lookup.get_study("pilot"))
     assert flagged.worker_id == "paster"
     assert [(f.signal, f.rounds) for f in flagged.flags] == [
         (fraud.PASTED_EXPLANATION, (round_id,))
